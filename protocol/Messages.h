@@ -1,0 +1,258 @@
+#pragma once
+
+// Every request and response of the groupcoord wire protocol, version 0
+// (docs/protocol.md), as plain structs. One codec (protocol/Codec.h) reads
+// and writes them for the server and the client library alike.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace groupcoord::protocol {
+
+enum class ErrorCode : int16_t {
+  NONE = 0,
+  UNKNOWN_SERVER_ERROR = -1,
+  INVALID_REQUEST = 1,
+  UNSUPPORTED_VERSION = 2,
+  UNKNOWN_API = 3,
+  UNKNOWN_GROUP = 10,
+  GROUP_ALREADY_EXISTS = 11,
+  GROUP_NOT_EMPTY = 12,
+  INVALID_GROUP_NAME = 13,
+  INVALID_SESSION_TIMEOUT = 14,
+  NOT_CONTROLLER = 15,
+  CONTROLLER_NOT_AVAILABLE = 16,
+  UNKNOWN_CONSUMER = 17,
+  REBALANCE_NEEDED = 18,
+  NOT_OWNER = 19,
+  UNKNOWN_TOPIC_OR_PARTITION = 20,
+  INVALID_OFFSET = 21,
+  NOT_AUTHORIZED = 22,
+  INVALID_CONSUMER_ID = 23,
+};
+
+// "REBALANCE_NEEDED"; an unknown value gives "UNKNOWN_ERROR_CODE".
+std::string_view errorName(ErrorCode e);
+// One readable sentence for people, e.g. "the group's generation moved: register again".
+std::string_view errorMessage(ErrorCode e);
+// Parses a name as errorName prints it.
+std::optional<ErrorCode> errorFromName(std::string_view name);
+
+enum class ApiKey : int16_t {
+  Heartbeat = 0,
+  CreateGroup = 1,
+  DeleteGroup = 2,
+  RegisterConsumer = 3,
+  ListGroups = 4,
+  LeaveGroup = 5,
+  CommitOffsets = 6,
+  FetchOffsets = 7,
+  RewindConsumer = 8,
+};
+inline constexpr int kApiCount = 9;
+std::string_view apiName(ApiKey k);  // "Heartbeat", ...; "Unknown" otherwise
+bool isKnownApi(int16_t key);
+// Controller-only APIs answer NOT_CONTROLLER on another server.
+bool isControllerOnly(ApiKey k);
+
+inline constexpr int16_t kProtocolVersion = 0;
+
+// Size (int32) + ApiKey + Version + CorrelationId + ClientId length: a
+// request body shorter than this cannot be trusted.
+inline constexpr int32_t kMinRequestBody = 14;
+inline constexpr int32_t kDefaultMaxFrameBytes = 1 << 20;
+inline constexpr size_t kMaxClientIdBytes = 255;
+
+struct RequestHeader {
+  ApiKey apiKey = ApiKey::Heartbeat;  // may hold an unknown value when decoding failed with UNKNOWN_API
+  int16_t version = kProtocolVersion;
+  int64_t correlationId = 0;
+  std::optional<std::string> clientId;  // nullable
+  bool operator==(const RequestHeader&) const = default;
+};
+
+struct ResponseHeader {
+  int16_t version = kProtocolVersion;
+  int64_t correlationId = 0;
+  bool operator==(const ResponseHeader&) const = default;
+};
+
+struct Broker {
+  int32_t brokerId = -1;
+  std::string host;
+  uint16_t port = 0;
+  bool isNone() const { return brokerId == -1; }
+  bool operator==(const Broker&) const = default;
+};
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  bool operator==(const TopicPartition&) const = default;
+  auto operator<=>(const TopicPartition&) const = default;
+};
+
+struct PartitionOffset {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = -1;
+  bool operator==(const PartitionOffset&) const = default;
+};
+
+struct PartitionError {
+  std::string topic;
+  int32_t partition = 0;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const PartitionError&) const = default;
+};
+
+// 0 Heartbeat
+struct HeartbeatRequest {
+  std::string group;
+  std::string consumerId;
+  int64_t generation = -1;
+  bool operator==(const HeartbeatRequest&) const = default;
+};
+struct HeartbeatResponse {
+  int64_t generation = -1;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const HeartbeatResponse&) const = default;
+};
+
+// 1 CreateGroup
+struct CreateGroupRequest {
+  std::string group;
+  int64_t sessionTimeoutMs = 0;
+  std::vector<std::string> topics;
+  bool ephemeral = false;
+  bool operator==(const CreateGroupRequest&) const = default;
+};
+struct CreateGroupResponse {
+  std::string group;
+  ErrorCode error = ErrorCode::NONE;
+  Broker controller;
+  bool operator==(const CreateGroupResponse&) const = default;
+};
+
+// 2 DeleteGroup
+struct DeleteGroupRequest {
+  std::string group;
+  bool operator==(const DeleteGroupRequest&) const = default;
+};
+struct DeleteGroupResponse {
+  std::string group;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const DeleteGroupResponse&) const = default;
+};
+
+// 3 RegisterConsumer
+struct RegisterConsumerRequest {
+  std::string group;
+  std::string consumerId;  // empty: a new member
+  std::vector<TopicPartition> owned;
+  bool operator==(const RegisterConsumerRequest&) const = default;
+};
+struct RegisterConsumerResponse {
+  std::string group;
+  std::string consumerId;
+  int64_t generation = -1;
+  std::vector<std::string> members;
+  std::vector<PartitionOffset> partitions;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const RegisterConsumerResponse&) const = default;
+};
+
+// 4 ListGroups
+struct ListGroupsRequest {
+  std::vector<std::string> groups;  // empty: every group
+  bool operator==(const ListGroupsRequest&) const = default;
+};
+struct GroupInfo {
+  std::string name;
+  ErrorCode error = ErrorCode::NONE;
+  std::vector<std::string> members;
+  std::vector<std::string> topics;
+  Broker controller;
+  int64_t sessionTimeoutMs = -1;
+  int64_t generation = -1;
+  bool ephemeral = false;
+  bool operator==(const GroupInfo&) const = default;
+};
+struct ListGroupsResponse {
+  std::vector<GroupInfo> groups;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const ListGroupsResponse&) const = default;
+};
+
+// 5 LeaveGroup
+struct LeaveGroupRequest {
+  std::string group;
+  std::string consumerId;
+  bool operator==(const LeaveGroupRequest&) const = default;
+};
+struct LeaveGroupResponse {
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const LeaveGroupResponse&) const = default;
+};
+
+// 6 CommitOffsets
+struct CommitOffsetsRequest {
+  std::string group;
+  std::string consumerId;
+  int64_t generation = -1;
+  std::vector<PartitionOffset> offsets;
+  bool operator==(const CommitOffsetsRequest&) const = default;
+};
+struct CommitOffsetsResponse {
+  std::vector<PartitionError> results;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const CommitOffsetsResponse&) const = default;
+};
+
+// 7 FetchOffsets
+struct FetchOffsetsRequest {
+  std::string group;
+  std::vector<std::string> topics;  // empty: every committed offset of the group
+  bool operator==(const FetchOffsetsRequest&) const = default;
+};
+struct FetchOffsetsResponse {
+  std::vector<PartitionOffset> offsets;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const FetchOffsetsResponse&) const = default;
+};
+
+// 8 RewindConsumer
+struct RewindConsumerRequest {
+  std::string group;
+  std::vector<PartitionOffset> offsets;
+  bool operator==(const RewindConsumerRequest&) const = default;
+};
+struct RewindConsumerResponse {
+  std::vector<PartitionError> results;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const RewindConsumerResponse&) const = default;
+};
+
+// UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
+struct ErrorOnlyResponse {
+  ErrorCode error = ErrorCode::INVALID_REQUEST;
+  bool operator==(const ErrorOnlyResponse&) const = default;
+};
+
+// Alternative index == ApiKey value.
+using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
+                             ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
+                             RewindConsumerRequest>;
+
+// Alternative index == ApiKey value for the nine APIs; ErrorOnlyResponse last.
+using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
+                              ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
+                              RewindConsumerResponse, ErrorOnlyResponse>;
+
+inline ApiKey apiKeyOf(const Request& r) { return static_cast<ApiKey>(r.index()); }
+
+}  // namespace groupcoord::protocol

@@ -1,0 +1,79 @@
+#include "support/TestEnv.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace groupcoord::testing {
+
+namespace {
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+}  // namespace
+
+int zkBasePort() { return std::stoi(envOr("GROUPCOORD_ZK_BASE_PORT", "21800")); }
+
+std::string zkConnect() {
+  int b = zkBasePort();
+  return envOr("GROUPCOORD_TEST_ZK", "127.0.0.1:" + std::to_string(b + 1) + ",127.0.0.1:" +
+                                         std::to_string(b + 2) + ",127.0.0.1:" + std::to_string(b + 3));
+}
+
+std::string sourceDir() { return GROUPCOORD_SOURCE_DIR; }
+
+std::string binaryPath(const std::string& relative) {
+  return std::string(GROUPCOORD_BINARY_DIR) + "/" + relative;
+}
+
+int ensemble(const std::string& args, std::string* out) {
+  std::string cmd = "bash '" + sourceDir() + "/scripts/zk-ensemble.sh' --base-port " +
+                    std::to_string(zkBasePort()) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::string text;
+  std::array<char, 512> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
+  int status = ::pclose(p);
+  if (out) *out = trim(text);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int ensembleLeader() {
+  std::string out;
+  if (ensemble("leader", &out) != 0) return -1;
+  try {
+    return std::stoi(out);
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool ensembleServing() { return ensembleLeader() > 0; }
+
+void requireEnsemble() {
+  ASSERT_TRUE(ensembleServing())
+      << "no ZooKeeper ensemble serves at " << zkConnect()
+      << "; start one with scripts/zk-ensemble.sh start, or run the tests with scripts/dev.sh test";
+}
+
+std::string uniqueName(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(now % 1000000007) + "-" +
+         std::to_string(counter++);
+}
+
+}  // namespace groupcoord::testing

@@ -1,0 +1,42 @@
+#pragma once
+
+// Where the tests find the live ZooKeeper ensemble and the project's
+// binaries. Integration tests never skip: when the ensemble is not there,
+// requireEnsemble() fails the test with a message that says how to start it.
+
+#include <string>
+#include <vector>
+
+namespace groupcoord::testing {
+
+// The ensemble's connect string: $GROUPCOORD_TEST_ZK, or the one
+// scripts/zk-ensemble.sh serves on its default base port.
+std::string zkConnect();
+
+// The base port of the ensemble (GROUPCOORD_ZK_BASE_PORT, default 21800).
+int zkBasePort();
+
+// Runs scripts/zk-ensemble.sh with the tests' base port and the given
+// arguments ("kill 2", "leader", ...). Returns its exit code; its stdout,
+// trimmed, goes to *out when given.
+int ensemble(const std::string& args, std::string* out = nullptr);
+
+// True when all three nodes answer `srvr` and one of them leads.
+bool ensembleServing();
+
+// Fails the current test (GoogleTest fatal failure) unless the ensemble serves.
+void requireEnsemble();
+
+// The node (1..3) that leads now, or -1.
+int ensembleLeader();
+
+// Absolute path of a built binary of the project, e.g. "server/groupcoordd".
+std::string binaryPath(const std::string& relative);
+
+// Source tree root.
+std::string sourceDir();
+
+// A name unique to this process and call, for znodes and groups.
+std::string uniqueName(const std::string& prefix);
+
+}  // namespace groupcoord::testing
