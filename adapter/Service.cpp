@@ -1,0 +1,52 @@
+#include "adapter/Service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "zk/Session.h"
+
+namespace groupcoord::adapter {
+
+Service::Service(ServiceConfig config) : config_(std::move(config)) {
+  zk::SessionConfig zc;
+  zc.connect = config_.zkConnect;
+  zc.sessionTimeout = config_.zkSessionTimeout;
+  zc.digestUser = config_.zkDigestUser;
+  zc.digestPassword = config_.zkDigestPassword;
+  session_ = std::make_unique<zk::Session>(zc);
+  coordinator_ = std::make_unique<Coordinator>(*session_, config_.coordinator, time_);
+}
+
+Service::~Service() { stop(); }
+
+bool Service::start(std::string* error) {
+  if (zk::Error e = session_->start(); e != zk::Error::Ok) {
+    *error = fmt::format("cannot open a ZooKeeper session to {}: {}", config_.zkConnect, e);
+    return false;
+  }
+  spdlog::info("connecting to ZooKeeper at {} (session timeout {} ms)", config_.zkConnect,
+               config_.zkSessionTimeout.count());
+  if (zk::Error e = session_->waitConnected(config_.connectWait); e != zk::Error::Ok) {
+    *error = fmt::format("no ZooKeeper session with {} within {} ms: {}", config_.zkConnect,
+                         config_.connectWait.count(), e);
+    return false;
+  }
+  spdlog::info("ZooKeeper session 0x{:x} established with {} (timeout {} ms granted)", session_->sessionId(),
+               session_->currentServer(), session_->sessionTimeout().count());
+  if (zk::Error e = coordinator_->start(); e != zk::Error::Ok) {
+    *error = fmt::format("cannot create {} in ZooKeeper: {}", config_.coordinator.root, e);
+    return false;
+  }
+  coordinator_->startTicker();
+  return true;
+}
+
+void Service::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  coordinator_->stop();
+  // Closing the session removes this server's ephemeral znodes at once.
+  session_->close();
+  spdlog::info("ZooKeeper session closed: this server's registration, controllers and members are gone");
+}
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The two commands of the README, and the steps they share.
+#
+#   scripts/dev.sh run  [groupcoordd options...]
+#       install what is missing, build, start a local three-node ZooKeeper
+#       ensemble on 127.0.0.1:2181-2183 and run groupcoordd in the
+#       foreground against it; Ctrl-C stops both.
+#   scripts/dev.sh test [ctest options...]
+#       install what is missing, build, start a test ensemble on
+#       127.0.0.1:21801-21803 (tick 500 ms), run every test with ctest, stop
+#       the ensemble; exits non-zero on any failure. Extra options go to
+#       ctest, e.g. `-L unit`, `-L integration`, `-R Codec`.
+#   scripts/dev.sh setup     install the packages only
+#   scripts/dev.sh build     setup, then configure and build only
+#
+# Environment: BUILD_DIR (default build), BUILD_TYPE (RelWithDebInfo),
+# CMAKE_ARGS (extra configure arguments, e.g. -DGROUPCOORD_SANITIZE=ON),
+# JOBS (default: number of cores).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+build_type=${BUILD_TYPE:-RelWithDebInfo}
+jobs=${JOBS:-$(nproc)}
+
+packages=(
+  build-essential cmake git netcat-openbsd procps
+  zookeeper libzookeeper-mt-dev default-jre-headless
+  libpoco-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+setup() {
+  local missing=() p
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "all packages present"
+    return
+  fi
+  log "installing: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  log "configuring in $build_dir ($build_type)"
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" ${CMAKE_ARGS:-} > "$build_dir.configure.log" 2>&1 ||
+    { cat "$build_dir.configure.log" >&2; exit 1; }
+  log "building with $jobs jobs"
+  cmake --build "$build_dir" -j "$jobs"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+
+case "$cmd" in
+  setup)
+    setup
+    ;;
+  build)
+    setup
+    build
+    ;;
+  run)
+    setup
+    build
+    export GROUPCOORD_ZK_BASE_PORT=${GROUPCOORD_ZK_BASE_PORT:-2180}
+    export GROUPCOORD_ZK_TICK_MS=${GROUPCOORD_ZK_TICK_MS:-2000}
+    ensemble="$root/scripts/zk-ensemble.sh"
+    "$ensemble" start
+    connect=$("$ensemble" connect)
+    trap '"$ensemble" stop; log "ensemble stopped"' EXIT
+    server="$build_dir/server/groupcoordd"
+    if [ -x "$server" ]; then
+      log "running groupcoordd against $connect (Ctrl-C stops it and the ensemble)"
+      "$server" --zk.connect="$connect" "$@"
+    else
+      log "groupcoordd is not built yet: the ensemble serves at $connect; Ctrl-C stops it"
+      while true; do sleep 3600; done
+    fi
+    ;;
+  test)
+    setup
+    build
+    export GROUPCOORD_ZK_BASE_PORT=${GROUPCOORD_ZK_BASE_PORT:-21800}
+    export GROUPCOORD_ZK_TICK_MS=${GROUPCOORD_ZK_TICK_MS:-500}
+    ensemble="$root/scripts/zk-ensemble.sh"
+    "$ensemble" start
+    trap '"$ensemble" stop; log "test ensemble stopped"' EXIT
+    export GROUPCOORD_TEST_ZK
+    GROUPCOORD_TEST_ZK=$("$ensemble" connect)
+    log "running ctest against the ensemble at $GROUPCOORD_TEST_ZK"
+    rc=0
+    (cd "$build_dir" && ctest --output-on-failure --timeout 600 "$@") || rc=$?
+    if [ $rc -ne 0 ]; then
+      log "tests FAILED (ctest exit code $rc); ZooKeeper logs: /tmp/groupcoord-zk-$GROUPCOORD_ZK_BASE_PORT/node*/logs"
+    else
+      log "all tests passed"
+    fi
+    exit $rc
+    ;;
+  -h|--help|help|"")
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    [ -n "$cmd" ] || exit 2
+    ;;
+  *)
+    echo "dev.sh: unknown command '$cmd' (run, test, setup, build)" >&2
+    exit 2
+    ;;
+esac

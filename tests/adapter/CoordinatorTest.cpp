@@ -1,0 +1,476 @@
+// The coordinator on the in-memory ZooKeeper, with a hand-driven clock:
+// membership, generations, eviction, controllers and ZooKeeper trouble,
+// without sockets and without sleeping.
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "adapter/Coordinator.h"
+#include "protocol/Codec.h"
+#include "zk/FakeClient.h"
+
+namespace groupcoord::adapter {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+
+constexpr const char* kRoot = "/gc";
+
+struct Node {
+  std::unique_ptr<zk::FakeClient> zk;
+  std::unique_ptr<Coordinator> coordinator;
+  // The order a server shuts down in: stop the coordinator, close the
+  // session (its last callbacks still reach the stopped coordinator), then
+  // let both go.
+  ~Node() {
+    if (coordinator) coordinator->stop();
+    if (zk) zk->close();
+    coordinator.reset();
+    zk.reset();
+  }
+};
+
+const bool kQuietLogs = [] {
+  const char* level = std::getenv("GROUPCOORD_TEST_LOG");
+  spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
+  return true;
+}();
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void TearDown() override { nodes_.clear(); }
+
+  // batchInterval 0: every change goes out at once, so tests that join one
+  // member after another need no clock movement between them.
+  Node& addServer(int32_t id, std::chrono::milliseconds batchInterval = 0ms) {
+    auto n = std::make_unique<Node>();
+    zk::FakeClientOptions o;
+    o.name = "server-" + std::to_string(id);
+    n->zk = std::make_unique<zk::FakeClient>(ensemble_, o);
+    CoordinatorConfig c;
+    c.serverId = id;
+    c.advertisedHost = "127.0.0.1";
+    c.advertisedPort = static_cast<uint16_t>(7400 + id);
+    c.root = kRoot;
+    c.batchInterval = batchInterval;
+    n->coordinator = std::make_unique<Coordinator>(*n->zk, c, time_);
+    EXPECT_EQ(n->coordinator->start(), zk::Error::Ok);
+    settle();
+    EXPECT_TRUE(n->coordinator->registered());
+    nodes_.push_back(std::move(n));
+    return *nodes_.back();
+  }
+
+  // Lets every completion and watch, and what they trigger, run out.
+  void settle() {
+    for (int i = 0; i < 5; ++i) ensemble_.waitIdle();
+  }
+
+  // Advances the clock and runs one tick on every server.
+  void advance(std::chrono::milliseconds d) {
+    time_.advance(d);
+    for (auto& n : nodes_) n->coordinator->tick();
+    settle();
+  }
+
+  protocol::Response call(Coordinator& c, protocol::Request req, std::string clientId = "svc") {
+    auto p = std::make_shared<std::promise<protocol::Response>>();
+    auto f = p->get_future();
+    protocol::RequestHeader h;
+    h.apiKey = protocol::apiKeyOf(req);
+    h.clientId = clientId;
+    c.handle(h, std::move(req), [p](protocol::Response r) { p->set_value(std::move(r)); });
+    for (int i = 0; i < 50 && f.wait_for(0ms) != std::future_status::ready; ++i) {
+      settle();
+      if (f.wait_for(20ms) == std::future_status::ready) break;
+    }
+    if (f.wait_for(0ms) != std::future_status::ready) {
+      ADD_FAILURE() << "no response to " << protocol::apiName(h.apiKey);
+      return protocol::ErrorOnlyResponse{ErrorCode::UNKNOWN_SERVER_ERROR};
+    }
+    return f.get();
+  }
+
+  protocol::CreateGroupResponse create(Coordinator& c, const std::string& group, int64_t timeoutMs = 2000,
+                                       bool ephemeral = false, std::vector<std::string> topics = {}) {
+    return std::get<protocol::CreateGroupResponse>(
+        call(c, protocol::CreateGroupRequest{group, timeoutMs, std::move(topics), ephemeral}));
+  }
+  protocol::RegisterConsumerResponse join(Coordinator& c, const std::string& group, const std::string& id = "") {
+    return std::get<protocol::RegisterConsumerResponse>(call(c, protocol::RegisterConsumerRequest{group, id, {}}));
+  }
+  protocol::HeartbeatResponse heartbeat(Coordinator& c, const std::string& group, const std::string& id,
+                                        int64_t gen) {
+    return std::get<protocol::HeartbeatResponse>(call(c, protocol::HeartbeatRequest{group, id, gen}));
+  }
+  ErrorCode leave(Coordinator& c, const std::string& group, const std::string& id) {
+    return std::get<protocol::LeaveGroupResponse>(call(c, protocol::LeaveGroupRequest{group, id})).error;
+  }
+  protocol::GroupInfo describe(Coordinator& c, const std::string& group) {
+    auto r = std::get<protocol::ListGroupsResponse>(call(c, protocol::ListGroupsRequest{{group}}));
+    EXPECT_EQ(r.error, ErrorCode::NONE);
+    EXPECT_EQ(r.groups.size(), 1u);
+    return r.groups.empty() ? protocol::GroupInfo{} : r.groups[0];
+  }
+  int32_t zkVersion(const std::string& group) {
+    auto s = ensemble_.stat(std::string(kRoot) + "/groups/" + group);
+    return s ? s->version : -100;
+  }
+
+  zk::FakeEnsemble ensemble_;
+  ManualTimeSource time_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST_F(CoordinatorTest, RegistersItselfAsAnEphemeralServerZnode) {
+  auto& n = addServer(4);
+  auto s = ensemble_.stat("/gc/servers/4");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->ephemeralOwner, n.zk->sessionId());
+  EXPECT_NE(ensemble_.data("/gc/servers/4")->find("\"port\":7404"), std::string::npos);
+}
+
+TEST_F(CoordinatorTest, CreateGroupAnswersWithItsController) {
+  auto& n = addServer(1);
+  auto r = create(*n.coordinator, "orders", 2000, false, {"clicks"});
+  EXPECT_EQ(r.error, ErrorCode::NONE);
+  EXPECT_EQ(r.controller, (protocol::Broker{1, "127.0.0.1", 7401}));
+  EXPECT_TRUE(ensemble_.exists("/gc/groups/orders/members"));
+  EXPECT_TRUE(ensemble_.exists("/gc/groups/orders/offsets"));
+  EXPECT_EQ(zkVersion("orders"), 0);
+  EXPECT_EQ(ensemble_.stat("/gc/groups/orders/controller")->ephemeralOwner, n.zk->sessionId());
+}
+
+TEST_F(CoordinatorTest, CreateGroupIsIdempotentAndRefusesOtherSettings) {
+  auto& n = addServer(1);
+  EXPECT_EQ(create(*n.coordinator, "g", 2000, false, {"a", "b"}).error, ErrorCode::NONE);
+  EXPECT_EQ(create(*n.coordinator, "g", 2000, false, {"b", "a"}).error, ErrorCode::NONE);
+  EXPECT_EQ(create(*n.coordinator, "g", 3000, false, {"a", "b"}).error, ErrorCode::GROUP_ALREADY_EXISTS);
+  EXPECT_EQ(create(*n.coordinator, "g", 2000, true, {"a", "b"}).error, ErrorCode::GROUP_ALREADY_EXISTS);
+}
+
+TEST_F(CoordinatorTest, SessionTimeoutOutsideTheBoundsIsRefused) {
+  auto& n = addServer(1);
+  EXPECT_EQ(create(*n.coordinator, "g", 999).error, ErrorCode::INVALID_SESSION_TIMEOUT);
+  EXPECT_EQ(create(*n.coordinator, "g", 300001).error, ErrorCode::INVALID_SESSION_TIMEOUT);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g"));
+}
+
+TEST_F(CoordinatorTest, JoinsMoveTheGenerationAndListMembersSorted) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  auto a = join(*n.coordinator, "g");
+  ASSERT_EQ(a.error, ErrorCode::NONE);
+  EXPECT_EQ(a.generation, 1);
+  EXPECT_EQ(a.consumerId.rfind("svc-", 0), 0u) << a.consumerId;
+  EXPECT_TRUE(protocol::isValidName(a.consumerId));
+  auto b = join(*n.coordinator, "g", "b-member");
+  EXPECT_EQ(b.generation, 2);
+  EXPECT_EQ(b.members.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(b.members.begin(), b.members.end()));
+  EXPECT_EQ(zkVersion("g"), 2);
+  EXPECT_EQ(ensemble_.stat("/gc/groups/g/members/b-member")->ephemeralOwner, n.zk->sessionId());
+}
+
+TEST_F(CoordinatorTest, AJoinStormIsBatchedIntoFewTransactions) {
+  auto& n = addServer(1, 10ms);
+  create(*n.coordinator, "g");
+  n.zk->resetCounters();
+  // 200 registrations arrive before any transaction completes.
+  std::vector<std::future<protocol::Response>> answers;
+  for (int i = 0; i < 200; ++i) {
+    auto p = std::make_shared<std::promise<protocol::Response>>();
+    answers.push_back(p->get_future());
+    protocol::RequestHeader h;
+    h.apiKey = protocol::ApiKey::RegisterConsumer;
+    n.coordinator->handle(h, protocol::RegisterConsumerRequest{"g", "m" + std::to_string(i), {}},
+                          [p](protocol::Response r) { p->set_value(std::move(r)); });
+  }
+  settle();
+  advance(10ms);
+  int64_t last = 0;
+  for (auto& f : answers) {
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    auto r = std::get<protocol::RegisterConsumerResponse>(f.get());
+    ASSERT_EQ(r.error, ErrorCode::NONE);
+    last = std::max(last, r.generation);
+  }
+  auto c = n.zk->counters();
+  EXPECT_LE(c.multis, 2u) << "200 joins should need one transaction, two if the first left alone";
+  EXPECT_EQ(zkVersion("g"), last);
+  EXPECT_EQ(ensemble_.children("/gc/groups/g/members").size(), 200u);
+}
+
+TEST_F(CoordinatorTest, HeartbeatsAreAnsweredFromMemoryWithoutZooKeeper) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  auto a = join(*n.coordinator, "g");
+  n.zk->resetCounters();
+  for (int i = 0; i < 500; ++i) {
+    auto hb = heartbeat(*n.coordinator, "g", a.consumerId, a.generation);
+    ASSERT_EQ(hb.error, ErrorCode::NONE);
+    ASSERT_EQ(hb.generation, a.generation);
+  }
+  EXPECT_EQ(n.zk->counters().calls, 0u);
+}
+
+TEST_F(CoordinatorTest, HeartbeatAnswersTellWhatToDo) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  auto a = join(*n.coordinator, "g");
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", a.consumerId, a.generation - 1).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "stranger", a.generation).error, ErrorCode::UNKNOWN_CONSUMER);
+  EXPECT_EQ(heartbeat(*n.coordinator, "nope", a.consumerId, a.generation).error, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(CoordinatorTest, ASilentMemberIsEvictedAndTheOthersRebalance) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g", 2000);
+  auto a = join(*n.coordinator, "g", "a");
+  auto b = join(*n.coordinator, "g", "b");
+  auto c = join(*n.coordinator, "g", "c");
+  ASSERT_EQ(c.generation, 3);
+  // a and b heartbeat every 500 ms; c is silent.
+  for (int i = 0; i < 4; ++i) {
+    advance(500ms);
+    heartbeat(*n.coordinator, "g", "a", c.generation);
+    heartbeat(*n.coordinator, "g", "b", c.generation);
+  }
+  EXPECT_EQ(n.coordinator->generationOf("g"), 3) << "2000 ms of silence is not yet past the timeout";
+  advance(20ms);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g/members/c"));
+  EXPECT_EQ(zkVersion("g"), 4);
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", 3).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "c", 3).error, ErrorCode::UNKNOWN_CONSUMER);
+  auto again = join(*n.coordinator, "g", "a");
+  EXPECT_EQ(again.generation, 4);
+  EXPECT_EQ(again.members, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", 4).error, ErrorCode::NONE);
+  (void)a;
+  (void)b;
+}
+
+TEST_F(CoordinatorTest, RegisteringAgainUnderTheSameIdKeepsTheGeneration) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  auto a = join(*n.coordinator, "g", "a");
+  join(*n.coordinator, "g", "b");
+  n.zk->resetCounters();
+  auto again = join(*n.coordinator, "g", "a");
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, 2);
+  EXPECT_EQ(n.zk->counters().writes, 0u);
+  (void)a;
+}
+
+TEST_F(CoordinatorTest, LeaveReleasesAtOnce) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  join(*n.coordinator, "g", "a");
+  join(*n.coordinator, "g", "b");
+  EXPECT_EQ(leave(*n.coordinator, "g", "a"), ErrorCode::NONE);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g/members/a"));
+  EXPECT_EQ(zkVersion("g"), 3);
+  EXPECT_EQ(leave(*n.coordinator, "g", "a"), ErrorCode::UNKNOWN_CONSUMER);
+}
+
+TEST_F(CoordinatorTest, AnEphemeralGroupVanishesWithItsLastMember) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "e", 2000, true);
+  join(*n.coordinator, "e", "a");
+  join(*n.coordinator, "e", "b");
+  EXPECT_EQ(leave(*n.coordinator, "e", "a"), ErrorCode::NONE);
+  EXPECT_TRUE(ensemble_.exists("/gc/groups/e"));
+  EXPECT_EQ(leave(*n.coordinator, "e", "b"), ErrorCode::NONE);
+  advance(0ms);
+  settle();
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/e"));
+  EXPECT_EQ(describe(*n.coordinator, "e").error, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(CoordinatorTest, AnEphemeralGroupNobodyJoinsVanishesAfterItsTimeout) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "e", 2000, true);
+  advance(1900ms);
+  EXPECT_TRUE(ensemble_.exists("/gc/groups/e"));
+  advance(200ms);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/e"));
+}
+
+TEST_F(CoordinatorTest, AnEphemeralGroupGoesWhenItsLastMemberIsEvicted) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "e", 1000, true);
+  join(*n.coordinator, "e", "a");
+  advance(1100ms);
+  advance(20ms);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/e"));
+}
+
+TEST_F(CoordinatorTest, DeleteGroupRefusesWhileMembersRemainThenRemovesOffsetsToo) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  join(*n.coordinator, "g", "a");
+  auto del = [&] {
+    return std::get<protocol::DeleteGroupResponse>(call(*n.coordinator, protocol::DeleteGroupRequest{"g"})).error;
+  };
+  EXPECT_EQ(del(), ErrorCode::GROUP_NOT_EMPTY);
+  // Committed offsets as the partitions issue will write them.
+  zk::FakeClient writer(ensemble_);
+  ASSERT_EQ(writer.createSync("/gc/groups/g/offsets/clicks", "", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  ASSERT_EQ(writer.createSync("/gc/groups/g/offsets/clicks/0", "12", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  EXPECT_EQ(leave(*n.coordinator, "g", "a"), ErrorCode::NONE);
+  EXPECT_EQ(del(), ErrorCode::NONE);
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g"));
+  EXPECT_EQ(del(), ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(CoordinatorTest, HostileNamesNeverReachZooKeeper) {
+  auto& n = addServer(1);
+  n.zk->resetCounters();
+  std::vector<std::string> hostile{"../x", "a/b", std::string("a\0b", 3), "", ".", "..", std::string(250, 'a')};
+  for (const std::string& bad : hostile) {
+    EXPECT_EQ(create(*n.coordinator, bad).error, ErrorCode::INVALID_GROUP_NAME) << bad;
+    auto r = std::get<protocol::RegisterConsumerResponse>(
+        call(*n.coordinator, protocol::RegisterConsumerRequest{"g", bad.empty() ? "x/y" : bad, {}}));
+    EXPECT_EQ(r.error, ErrorCode::INVALID_CONSUMER_ID) << bad;
+  }
+  auto topics = create(*n.coordinator, "g", 2000, false, {"ok", "no/pe"});
+  EXPECT_EQ(topics.error, ErrorCode::INVALID_GROUP_NAME);
+  EXPECT_EQ(n.zk->counters().calls, 0u);
+}
+
+TEST_F(CoordinatorTest, ListGroupsNamesTheControllerFromAnyServer) {
+  auto& a = addServer(1);
+  auto& b = addServer(2);
+  auto r = create(*a.coordinator, "g");
+  ASSERT_FALSE(r.controller.isNone());
+  auto& controller = r.controller.brokerId == 1 ? a : b;
+  auto& other = r.controller.brokerId == 1 ? b : a;
+  join(*controller.coordinator, "g", "m");
+  for (auto* n : {&a, &b}) {
+    auto info = describe(*n->coordinator, "g");
+    EXPECT_EQ(info.error, ErrorCode::NONE);
+    EXPECT_EQ(info.controller, r.controller);
+    EXPECT_EQ(info.members, (std::vector<std::string>{"m"}));
+    EXPECT_EQ(info.generation, 1);
+    EXPECT_EQ(info.sessionTimeoutMs, 2000);
+  }
+  EXPECT_EQ(heartbeat(*other.coordinator, "g", "m", 1).error, ErrorCode::NOT_CONTROLLER);
+  auto reg = join(*other.coordinator, "g", "m");
+  EXPECT_EQ(reg.error, ErrorCode::NOT_CONTROLLER);
+  auto all = std::get<protocol::ListGroupsResponse>(call(*b.coordinator, protocol::ListGroupsRequest{}));
+  ASSERT_EQ(all.groups.size(), 1u);
+  auto missing = describe(*b.coordinator, "absent");
+  EXPECT_EQ(missing.error, ErrorCode::UNKNOWN_GROUP);
+  EXPECT_TRUE(missing.controller.isNone());
+}
+
+TEST_F(CoordinatorTest, GroupsSpreadOverServersWithExactlyOneControllerEach) {
+  addServer(1);
+  addServer(2);
+  addServer(3);
+  for (int i = 0; i < 300; ++i) create(*nodes_[i % 3]->coordinator, "g" + std::to_string(i));
+  settle();
+  std::set<std::string> seen;
+  for (auto& n : nodes_) {
+    auto mine = n->coordinator->controlledGroups();
+    EXPECT_LE(mine.size(), 150u);
+    EXPECT_GE(mine.size(), 50u);
+    for (auto& g : mine) EXPECT_TRUE(seen.insert(g).second) << g << " has two controllers";
+  }
+  EXPECT_EQ(seen.size(), 300u);
+}
+
+TEST_F(CoordinatorTest, ASurvivorClaimsTheGroupsOfAServerWhoseSessionEnded) {
+  auto& a = addServer(1);
+  auto& b = addServer(2);
+  for (int i = 0; i < 40; ++i) create(*a.coordinator, "g" + std::to_string(i));
+  settle();
+  auto ofB = b.coordinator->controlledGroups();
+  ASSERT_FALSE(ofB.empty());
+  join(*b.coordinator, ofB[0], "m");
+  int64_t before = zkVersion(ofB[0]);
+  b.coordinator->stop();
+  b.zk->expire();  // as if the server died: its ephemerals go
+  settle();
+  advance(20ms);
+  EXPECT_EQ(a.coordinator->controlledGroups().size(), 40u);
+  // The member registers again with the new controller and the group moves on.
+  EXPECT_EQ(heartbeat(*a.coordinator, ofB[0], "m", before).error, ErrorCode::UNKNOWN_CONSUMER);
+  auto again = join(*a.coordinator, ofB[0], "m");
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, before + 1);
+}
+
+TEST_F(CoordinatorTest, WhileZooKeeperIsAwayHeartbeatsGoOnAndEvictionsWait) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g", 1000);
+  auto a = join(*n.coordinator, "g", "a");
+  join(*n.coordinator, "g", "silent");
+  auto gen = join(*n.coordinator, "g", "a").generation;
+  n.zk->disconnect();
+  settle();
+  for (int i = 0; i < 6; ++i) {
+    advance(500ms);
+    EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", gen).error, ErrorCode::NONE);
+  }
+  EXPECT_EQ(n.coordinator->membersOf("g").size(), 2u) << "no eviction while disconnected";
+  EXPECT_EQ(join(*n.coordinator, "g", "newcomer").error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(join(*n.coordinator, "g", "a").error, ErrorCode::NONE) << "a member re-registering needs no write";
+  n.zk->reconnect();
+  settle();
+  advance(20ms);
+  advance(20ms);
+  EXPECT_EQ(n.coordinator->membersOf("g"), (std::vector<std::string>{"a"}));
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g/members/silent"));
+  (void)a;
+}
+
+TEST_F(CoordinatorTest, AfterItsSessionExpiresTheServerStartsOverAndMembersRejoin) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  auto a = join(*n.coordinator, "g", "a");
+  n.zk->expire();
+  settle();
+  EXPECT_TRUE(n.coordinator->controlledGroups().empty());
+  EXPECT_NE(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::NONE);
+  advance(20ms);  // the tick renews the session
+  advance(20ms);
+  EXPECT_TRUE(n.coordinator->registered());
+  EXPECT_EQ(n.coordinator->controlledGroups(), (std::vector<std::string>{"g"}));
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::UNKNOWN_CONSUMER);
+  auto again = join(*n.coordinator, "g", "a");
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, a.generation + 1);
+  EXPECT_EQ(ensemble_.stat("/gc/groups/g/members/a")->ephemeralOwner, n.zk->sessionId());
+}
+
+TEST_F(CoordinatorTest, ALostTransactionReplyIsReconciledFromZooKeeper) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g");
+  join(*n.coordinator, "g", "a");
+  // The join's transaction commits but its answer is lost.
+  n.zk->failNext(zk::Error::ConnectionLoss, 1, /*applied=*/true);
+  EXPECT_EQ(join(*n.coordinator, "g", "b").error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  advance(20ms);
+  EXPECT_EQ(n.coordinator->membersOf("g"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(n.coordinator->generationOf("g"), zkVersion("g"));
+  auto again = join(*n.coordinator, "g", "b");
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, zkVersion("g")) << "b is already a member: no new generation";
+}
+
+TEST_F(CoordinatorTest, UnservedApisSayUnknownServerError) {
+  auto& n = addServer(1);
+  auto r = call(*n.coordinator, protocol::FetchOffsetsRequest{"g", {}});
+  EXPECT_EQ(protocol::responseError(r), ErrorCode::UNKNOWN_SERVER_ERROR);
+}
+
+}  // namespace
+}  // namespace groupcoord::adapter
