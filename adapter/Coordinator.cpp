@@ -83,6 +83,11 @@ void Coordinator::run(Outbox& out) {
 // ---------------------------------------------------------------------------
 // Start, stop, session
 
+void Coordinator::setAdvertised(std::string host, uint16_t port) {
+  config_.advertisedHost = std::move(host);
+  config_.advertisedPort = port;
+}
+
 zk::Error Coordinator::start(Millis wait) {
   for (const auto& p : {layout_.serversPath(), layout_.groupsPath()}) {
     zk::Error e = zk_.ensurePathSync(p, wait);

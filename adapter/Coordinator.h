@@ -81,6 +81,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // asynchronously (see registered()).
   zk::Error start(Millis wait = Millis(10000));
 
+  // Where clients reach this server, when known only after the port is
+  // bound. Before start() only.
+  void setAdvertised(std::string host, uint16_t port);
+
   // Runs tick() every config.tickInterval on a thread of its own, until stop().
   void startTicker();
 
@@ -206,7 +210,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   static void run(Outbox& out);
 
   zk::Client& zk_;
-  const CoordinatorConfig config_;
+  CoordinatorConfig config_;  // fixed once start() ran
   const Layout layout_;
   const TimeSource& time_;
 

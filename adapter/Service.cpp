@@ -18,6 +18,11 @@ Service::Service(ServiceConfig config) : config_(std::move(config)) {
 
 Service::~Service() { stop(); }
 
+bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error) {
+  coordinator_->setAdvertised(advertisedHost, advertisedPort);
+  return start(error);
+}
+
 bool Service::start(std::string* error) {
   if (zk::Error e = session_->start(); e != zk::Error::Ok) {
     *error = fmt::format("cannot open a ZooKeeper session to {}: {}", config_.zkConnect, e);

@@ -35,6 +35,8 @@ class Service {
   // claims and the ticker. false with *error set when ZooKeeper could not
   // be reached within connectWait or refused the root paths.
   bool start(std::string* error);
+  // The same, once the advertised endpoint is known (the bound port).
+  bool start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error);
 
   // Stops the coordinator and closes the ZooKeeper session, so this
   // server's ephemeral znodes (registration, controllers, members) go at

@@ -1,0 +1,367 @@
+// Groups, members, generations and controllers, end to end: groupcoordd
+// processes against the live ensemble, spoken to over TCP, and ZooKeeper
+// looked at independently.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "WireMember.h"
+#include "support/ServerProcess.h"
+#include "support/TestEnv.h"
+#include "zk/Session.h"
+
+namespace groupcoord::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+using Clock = std::chrono::steady_clock;
+
+int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+class MembershipIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireEnsemble();
+    root_ = "/" + uniqueName("it");
+    zk::SessionConfig c;
+    c.connect = zkConnect();
+    // Long enough to outlive the pause of every node in the expiry test.
+    c.sessionTimeout = 10000ms;
+    zk_ = std::make_unique<zk::Session>(c);
+    ASSERT_EQ(zk_->start(), zk::Error::Ok);
+    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+  }
+
+  void TearDown() override {
+    // A test that fails half-way may leave nodes paused or down.
+    ensemble("resume all");
+    for (int n = 1; n <= 3; ++n) ensemble("restart " + std::to_string(n));
+    for (auto& s : servers_) {
+      if (HasFailure()) std::cerr << "---- log of groupcoordd pid " << s->pid() << "\n" << s->log() << std::endl;
+      s->terminate();
+    }
+  }
+
+  ServerProcess& startServer(int id, int64_t zkSessionTimeoutMs = 4000) {
+    auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--server-id=" + std::to_string(id), "--zk-root=" + root_,
+        "--zk-session-timeout-ms=" + std::to_string(zkSessionTimeoutMs)});
+    EXPECT_TRUE(s->start());
+    servers_.push_back(std::move(s));
+    return *servers_.back();
+  }
+
+  // Waits until `count` servers are registered under the root.
+  void waitRegistered(size_t count) {
+    auto deadline = Clock::now() + 20s;
+    while (Clock::now() < deadline) {
+      auto c = zk_->getChildrenSync(root_ + "/servers");
+      if (c.error == zk::Error::Ok && c.children.size() == count) return;
+      std::this_thread::sleep_for(50ms);
+    }
+    FAIL() << count << " servers did not register under " << root_;
+  }
+
+  std::string root_;
+  std::unique_ptr<zk::Session> zk_;
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+};
+
+TEST_F(MembershipIntegration, TheLifeOfAGroup) {
+  auto& s = startServer(1);
+  const uint16_t port = s.port();
+  auto created = createGroup(port, "life", 2000);
+  ASSERT_EQ(created.error, ErrorCode::NONE);
+  EXPECT_EQ(created.controller.brokerId, 1);
+  EXPECT_EQ(created.controller.port, port);
+
+  WireMember a("life", {port}, "a"), b("life", {port}, "b"), c("life", {port}, "c");
+  EXPECT_EQ(a.join().generation, 1);
+  EXPECT_EQ(b.join().generation, 2);
+  auto cj = c.join();
+  ASSERT_EQ(cj.error, ErrorCode::NONE);
+  EXPECT_EQ(cj.generation, 3);
+  EXPECT_EQ(cj.members.size(), 3u);
+  ASSERT_TRUE(a.settle());
+  ASSERT_TRUE(b.settle());
+
+  // Watch c's member znode independently, to time its eviction.
+  std::string cPath = root_ + "/groups/life/members/" + c.id();
+  std::atomic<int64_t> deletedAt{0};
+  auto exists = std::make_shared<std::promise<zk::ExistsResult>>();
+  zk_->exists(
+      cPath, [exists](zk::ExistsResult r) { exists->set_value(r); },
+      [&deletedAt](const zk::WatchEvent& ev) {
+        if (ev.type == zk::WatchEvent::Type::Deleted)
+          deletedAt = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+      });
+  ASSERT_EQ(exists->get_future().get().error, zk::Error::Ok);
+
+  // Everyone heartbeats for a second, then c falls silent.
+  Clock::time_point cLast;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(a.heartbeat().error, ErrorCode::NONE);
+    ASSERT_EQ(b.heartbeat().error, ErrorCode::NONE);
+    ASSERT_EQ(c.heartbeat().error, ErrorCode::NONE);
+    cLast = Clock::now();
+    std::this_thread::sleep_for(200ms);
+  }
+  bool rebalanced = false;
+  auto until = Clock::now() + 6s;
+  while (Clock::now() < until && !(rebalanced && deletedAt != 0)) {
+    auto ha = a.heartbeat();
+    auto hb = b.heartbeat();
+    ASSERT_NE(ha.error, ErrorCode::UNKNOWN_CONSUMER);
+    ASSERT_NE(hb.error, ErrorCode::UNKNOWN_CONSUMER);
+    if (ha.error == ErrorCode::REBALANCE_NEEDED) {
+      EXPECT_EQ(ha.generation, 4);
+      rebalanced = true;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(rebalanced) << "a never learned that the group moved on";
+  ASSERT_NE(deletedAt, 0) << "c's member znode was never deleted";
+  int64_t cLastMs = std::chrono::duration_cast<std::chrono::milliseconds>(cLast.time_since_epoch()).count();
+  int64_t beyond = deletedAt - cLastMs - 2000;
+  std::cout << "[figure] eviction delay beyond the 2000 ms session timeout: " << beyond << " ms" << std::endl;
+  EXPECT_LE(beyond, 100) << "evicted " << beyond << " ms after its session timeout";
+  EXPECT_GE(beyond, -50) << "evicted before its session timeout";
+
+  EXPECT_EQ(c.heartbeat().error, ErrorCode::UNKNOWN_CONSUMER);
+  auto ra = a.join();
+  EXPECT_EQ(ra.generation, 4);
+  EXPECT_EQ(ra.members, (std::vector<std::string>{a.id(), b.id()}));
+  EXPECT_EQ(a.heartbeat().error, ErrorCode::NONE);
+  EXPECT_EQ(b.heartbeat().error, ErrorCode::REBALANCE_NEEDED);
+  b.join();
+  EXPECT_EQ(b.heartbeat().error, ErrorCode::NONE);
+
+  auto del = callOnce<protocol::DeleteGroupResponse>(port, protocol::DeleteGroupRequest{"life"});
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->error, ErrorCode::GROUP_NOT_EMPTY);
+  EXPECT_EQ(a.leave(), ErrorCode::NONE);
+  EXPECT_EQ(b.leave(), ErrorCode::NONE);
+  del = callOnce<protocol::DeleteGroupResponse>(port, protocol::DeleteGroupRequest{"life"});
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->error, ErrorCode::NONE);
+  EXPECT_EQ(describeGroup(port, "life").error, ErrorCode::UNKNOWN_GROUP);
+  EXPECT_EQ(zk_->existsSync(root_ + "/groups/life").error, zk::Error::NoNode);
+}
+
+TEST_F(MembershipIntegration, EphemeralGroupGoesWithItsLastMemberAndARestartCostsNoRebalance) {
+  auto& s = startServer(1);
+  const uint16_t port = s.port();
+  ASSERT_EQ(createGroup(port, "eph", 3000, true).error, ErrorCode::NONE);
+  WireMember a("eph", {port}, "a"), b("eph", {port}, "b");
+  a.join();
+  EXPECT_EQ(b.join().generation, 2);
+
+  // a restarts: a new connection, the same member id, within the timeout.
+  a.dropConnection();
+  auto again = a.join();
+  ASSERT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, 2);
+  EXPECT_EQ(a.heartbeat().error, ErrorCode::NONE);
+  EXPECT_EQ(b.heartbeat().error, ErrorCode::NONE);
+  EXPECT_EQ(describeGroup(port, "eph").generation, 2);
+
+  EXPECT_EQ(a.leave(), ErrorCode::NONE);
+  EXPECT_EQ(describeGroup(port, "eph").error, ErrorCode::NONE);
+  EXPECT_EQ(b.leave(), ErrorCode::NONE);
+  auto deadline = Clock::now() + 5s;
+  while (Clock::now() < deadline && zk_->existsSync(root_ + "/groups/eph").error == zk::Error::Ok)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(zk_->existsSync(root_ + "/groups/eph").error, zk::Error::NoNode);
+  EXPECT_EQ(describeGroup(port, "eph").error, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(MembershipIntegration, TwoServersSpreadGroupsAndASurvivorTakesOverAfterSigkill) {
+  auto& s1 = startServer(1);
+  auto& s2 = startServer(2);
+  waitRegistered(2);
+  const std::vector<uint16_t> ports{s1.port(), s2.port()};
+  std::map<int32_t, std::vector<std::string>> byController;
+  for (int i = 0; i < 20; ++i) {
+    std::string g = "spread-" + std::to_string(i);
+    auto r = createGroup(ports[i % 2], g, 3000);
+    ASSERT_EQ(r.error, ErrorCode::NONE) << g;
+    ASSERT_FALSE(r.controller.isNone()) << g;
+    byController[r.controller.brokerId].push_back(g);
+  }
+  ASSERT_EQ(byController.size(), 2u) << "all 20 groups went to one server";
+  std::cout << "[figure] groups per server: 1 -> " << byController[1].size() << ", 2 -> " << byController[2].size()
+            << std::endl;
+
+  std::vector<std::unique_ptr<WireMember>> members;
+  std::map<std::string, int32_t> controllerOf;
+  for (auto& [id, groups] : byController)
+    for (auto& g : groups) {
+      members.push_back(std::make_unique<WireMember>(g, ports, "m-" + g));
+      ASSERT_EQ(members.back()->join().error, ErrorCode::NONE);
+      controllerOf[g] = id;
+    }
+  for (auto& m : members) ASSERT_TRUE(m->settle(5s));
+
+  // Server 2 dies without a word.
+  auto killedAt = Clock::now();
+  s2.kill9();
+  std::vector<int64_t> settledAfter;
+  for (auto& m : members) {
+    ASSERT_TRUE(m->settle(20s)) << "member " << m->id() << " never settled after the takeover";
+    settledAfter.push_back(msSince(killedAt));
+    EXPECT_EQ(m->controllerPort(), s1.port());
+  }
+  int64_t takeover = *std::max_element(settledAfter.begin(), settledAfter.end());
+  std::cout << "[figure] takeover after SIGKILL: every member in sync with the survivor " << takeover
+            << " ms after the kill (ZooKeeper session timeout 4000 ms)" << std::endl;
+  EXPECT_LE(takeover, 4000 + 2000 + 4000) << "far beyond the session timeout + 2 s target";
+  for (auto& [g, id] : controllerOf) EXPECT_EQ(describeGroup(s1.port(), g).controller.brokerId, 1) << g;
+}
+
+TEST_F(MembershipIntegration, ZooKeeperNodeFailuresNeitherStopHeartbeatsNorEvictAnyone) {
+  auto& s = startServer(1);
+  const uint16_t port = s.port();
+  ASSERT_EQ(createGroup(port, "steady", 3000).error, ErrorCode::NONE);
+  WireMember a("steady", {port}, "a"), b("steady", {port}, "b");
+  a.join();
+  auto bj = b.join();
+  ASSERT_TRUE(a.settle());
+  const int64_t generation = bj.generation;
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0}, wrong{0};
+  std::thread beat([&] {
+    while (!stop) {
+      for (auto* m : {&a, &b}) {
+        auto r = m->heartbeat();
+        if (r.error == ErrorCode::NONE && r.generation == generation) {
+          ++answered;
+        } else {
+          ++wrong;
+        }
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+  });
+  int leader = ensembleLeader();
+  ASSERT_GT(leader, 0);
+  int follower = leader % 3 + 1;
+  ASSERT_EQ(ensemble("kill " + std::to_string(follower)), 0);
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(ensemble("restart " + std::to_string(follower)), 0);
+  std::this_thread::sleep_for(1s);
+  leader = ensembleLeader();
+  ASSERT_GT(leader, 0);
+  ASSERT_EQ(ensemble("kill " + std::to_string(leader)), 0);
+  std::this_thread::sleep_for(3s);
+  ASSERT_EQ(ensemble("restart " + std::to_string(leader)), 0);
+  std::this_thread::sleep_for(1s);
+  stop = true;
+  beat.join();
+  std::cout << "[figure] heartbeats answered NONE during the node failures: " << answered << ", other answers: "
+            << wrong << std::endl;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GT(answered, 40);
+  auto info = describeGroup(port, "steady");
+  EXPECT_EQ(info.generation, generation) << "a member was evicted";
+  EXPECT_EQ(info.members.size(), 2u);
+}
+
+TEST_F(MembershipIntegration, AServerWhoseSessionExpiredRecoversAndMembersRegisterAgain) {
+  auto& s = startServer(1, 2000);
+  const uint16_t port = s.port();
+  ASSERT_EQ(createGroup(port, "expiry", 20000).error, ErrorCode::NONE);
+  WireMember a("expiry", {port}, "a");
+  ASSERT_EQ(a.join().error, ErrorCode::NONE);
+  ASSERT_TRUE(a.settle());
+  auto before = zk_->getSync(root_ + "/servers/1");
+  ASSERT_EQ(before.error, zk::Error::Ok);
+
+  // Every node paused past the server's 2000 ms session timeout: the
+  // session expires when they resume.
+  ASSERT_EQ(ensemble("pause all"), 0);
+  auto pausedAt = Clock::now();
+  while (msSince(pausedAt) < 6000) {
+    // Answered from memory while ZooKeeper is away.
+    EXPECT_EQ(a.heartbeat().error, ErrorCode::NONE);
+    std::this_thread::sleep_for(500ms);
+  }
+  ASSERT_EQ(ensemble("resume all"), 0);
+  ASSERT_EQ(ensemble("wait"), 0);
+  ASSERT_EQ(zk_->waitConnected(20s), zk::Error::Ok);
+
+  auto deadline = Clock::now() + 30s;
+  bool renewed = false;
+  while (Clock::now() < deadline && !renewed) {
+    auto now = zk_->getSync(root_ + "/servers/1");
+    renewed = now.error == zk::Error::Ok && now.stat.ephemeralOwner != before.stat.ephemeralOwner;
+    if (!renewed) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(renewed) << "the server did not register again with a new session";
+  ASSERT_TRUE(a.settle(20s)) << "the member did not get back in sync";
+  auto member = zk_->getSync(root_ + "/groups/expiry/members/" + a.id());
+  ASSERT_EQ(member.error, zk::Error::Ok);
+  auto server = zk_->getSync(root_ + "/servers/1");
+  EXPECT_EQ(member.stat.ephemeralOwner, server.stat.ephemeralOwner);
+  EXPECT_NE(s.log().find("expired"), std::string::npos) << "the log does not say the session expired";
+}
+
+TEST_F(MembershipIntegration, ZooKeeperHoldsTheDesignedLayoutAndTheGenerationClientsSee) {
+  auto& s = startServer(3);
+  const uint16_t port = s.port();
+  ASSERT_EQ(createGroup(port, "layout", 5000, false, {"clicks"}).error, ErrorCode::NONE);
+  WireMember a("layout", {port}, "a"), b("layout", {port}, "b");
+  a.join();
+  auto bj = b.join();
+  ASSERT_EQ(bj.error, ErrorCode::NONE);
+
+  auto server = zk_->getSync(root_ + "/servers/3");
+  ASSERT_EQ(server.error, zk::Error::Ok);
+  EXPECT_NE(server.stat.ephemeralOwner, 0);
+  EXPECT_NE(server.data.find("\"port\":" + std::to_string(port)), std::string::npos) << server.data;
+
+  auto group = zk_->getSync(root_ + "/groups/layout");
+  ASSERT_EQ(group.error, zk::Error::Ok);
+  EXPECT_EQ(group.stat.ephemeralOwner, 0) << "the group znode must be persistent";
+  EXPECT_EQ(group.stat.version, bj.generation) << "the generation is the group znode's version";
+  EXPECT_NE(group.data.find("\"session_timeout_ms\":5000"), std::string::npos) << group.data;
+
+  auto controller = zk_->getSync(root_ + "/groups/layout/controller");
+  ASSERT_EQ(controller.error, zk::Error::Ok);
+  EXPECT_EQ(controller.data, "3");
+  EXPECT_EQ(controller.stat.ephemeralOwner, server.stat.ephemeralOwner);
+
+  for (auto dir : {"members", "offsets"}) {
+    auto d = zk_->getSync(root_ + "/groups/layout/" + dir);
+    ASSERT_EQ(d.error, zk::Error::Ok) << dir;
+    EXPECT_EQ(d.stat.ephemeralOwner, 0) << dir;
+  }
+  auto members = zk_->getChildrenSync(root_ + "/groups/layout/members");
+  ASSERT_EQ(members.error, zk::Error::Ok);
+  std::set<std::string> ids(members.children.begin(), members.children.end());
+  EXPECT_EQ(ids, (std::set<std::string>{a.id(), b.id()}));
+  for (auto& id : ids) {
+    auto m = zk_->getSync(root_ + "/groups/layout/members/" + id);
+    EXPECT_EQ(m.stat.ephemeralOwner, server.stat.ephemeralOwner) << id;
+  }
+  EXPECT_EQ(describeGroup(port, "layout").generation, group.stat.version);
+
+  // A graceful stop closes the session: the server's ephemerals go at once.
+  EXPECT_EQ(s.terminate(), 0);
+  EXPECT_EQ(zk_->existsSync(root_ + "/servers/3").error, zk::Error::NoNode);
+  EXPECT_EQ(zk_->existsSync(root_ + "/groups/layout/controller").error, zk::Error::NoNode);
+  EXPECT_TRUE(zk_->getChildrenSync(root_ + "/groups/layout/members").children.empty());
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
