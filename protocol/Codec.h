@@ -27,6 +27,9 @@ enum class FrameStatus {
 
 // Looks at the start of `buffered`. minBody is kMinRequestBody for requests
 // (server side) and 10 (a response header) for responses (client side).
+// A negative Size is TooLarge. *bodySize (may be null) is set for Ready, and
+// for NeedMore once the Size is known and within bounds, so a reader knows how
+// much is still to come.
 FrameStatus peekFrame(std::span<const uint8_t> buffered, int32_t maxFrameBytes, int32_t minBody,
                       int32_t* bodySize);
 
@@ -52,7 +55,8 @@ struct DecodedRequest {
 // body: the frame without its 4-byte Size.
 DecodedRequest decodeRequest(std::span<const uint8_t> body);
 
-// Appends a whole frame (Size included) to out.
+// Appends a whole frame (Size included) to out. The ApiKey written is the
+// request's own (apiKeyOf(request)); header.apiKey is not consulted.
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out);
 
 // ---- Responses ------------------------------------------------------------
@@ -68,6 +72,8 @@ struct DecodedResponse {
 };
 
 // body: the frame without its 4-byte Size; api: what the request was.
+// A LeaveGroup response has the same shape as an error-only answer; for
+// LeaveGroup the result is always a LeaveGroupResponse.
 DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body);
 
 // ---- Semantics shared by server and client -----------------------------------

@@ -61,8 +61,8 @@ bool isControllerOnly(ApiKey k);
 
 inline constexpr int16_t kProtocolVersion = 0;
 
-// Size (int32) + ApiKey + Version + CorrelationId + ClientId length: a
-// request body shorter than this cannot be trusted.
+// ApiKey + Version + CorrelationId + ClientId length (2 + 2 + 8 + 2): a
+// request body (the bytes after Size) shorter than this cannot be trusted.
 inline constexpr int32_t kMinRequestBody = 14;
 inline constexpr int32_t kDefaultMaxFrameBytes = 1 << 20;
 inline constexpr size_t kMaxClientIdBytes = 255;

@@ -1,0 +1,577 @@
+#include "protocol/Codec.h"
+
+#include <utility>
+
+#include "protocol/Wire.h"
+
+namespace groupcoord::protocol {
+
+namespace {
+
+using wire::Reader;
+using wire::Writer;
+
+// A response header: Version int16 + CorrelationId int64.
+constexpr size_t kResponseHeaderBytes = 10;
+
+// ---- Reading structures ------------------------------------------------------
+// Each reader reads every field and reports only at the end: the Reader's
+// failure is sticky, so a field after a failed one does nothing.
+
+bool readErrorCode(Reader& r, ErrorCode& e, const char* field) {
+  // Any int16 is kept: a newer server may answer a code this build does not
+  // name, and the caller still sees a non-NONE error.
+  int16_t v = 0;
+  if (!r.readInt16(v, field)) return false;
+  e = static_cast<ErrorCode>(v);
+  return true;
+}
+
+bool readName(Reader& r, std::string& s) { return r.readString(s, "Name"); }
+
+bool readBroker(Reader& r, Broker& b) {
+  r.readInt32(b.brokerId, "BrokerId");
+  r.readString(b.host, "Host");
+  return r.readUint16(b.port, "Port");
+}
+
+bool readTopicPartition(Reader& r, TopicPartition& tp) {
+  r.readString(tp.topic, "Topic");
+  return r.readInt32(tp.partition, "Partition");
+}
+
+bool readPartitionOffset(Reader& r, PartitionOffset& po) {
+  r.readString(po.topic, "Topic");
+  r.readInt32(po.partition, "Partition");
+  return r.readInt64(po.offset, "Offset");
+}
+
+bool readPartitionError(Reader& r, PartitionError& pe) {
+  r.readString(pe.topic, "Topic");
+  r.readInt32(pe.partition, "Partition");
+  return readErrorCode(r, pe.error, "ErrorCode");
+}
+
+bool readNames(Reader& r, std::vector<std::string>& v, const char* field) {
+  return wire::readArray(r, v, wire::kMinStringBytes, field, readName);
+}
+
+bool readGroupInfo(Reader& r, GroupInfo& g) {
+  r.readString(g.name, "GroupName");
+  readErrorCode(r, g.error, "ErrorCode");
+  readNames(r, g.members, "GroupMembers");
+  readNames(r, g.topics, "Topics");
+  readBroker(r, g.controller);
+  r.readInt64(g.sessionTimeoutMs, "SessionTimeout");
+  r.readInt64(g.generation, "Generation");
+  return r.readBool(g.ephemeral, "Ephemeral");
+}
+
+// ---- Request bodies ------------------------------------------------------------
+
+bool readBody(Reader& r, HeartbeatRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readString(m.consumerId, "ConsumerId");
+  return r.readInt64(m.generation, "Generation");
+}
+
+bool readBody(Reader& r, CreateGroupRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readInt64(m.sessionTimeoutMs, "SessionTimeout");
+  readNames(r, m.topics, "Topics");
+  return r.readBool(m.ephemeral, "Ephemeral");
+}
+
+bool readBody(Reader& r, DeleteGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
+
+bool readBody(Reader& r, RegisterConsumerRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readString(m.consumerId, "ConsumerId");
+  return wire::readArray(r, m.owned, wire::kMinTopicPartitionBytes, "OwnedPartitions", readTopicPartition);
+}
+
+bool readBody(Reader& r, ListGroupsRequest& m) { return readNames(r, m.groups, "ConsumerGroups"); }
+
+bool readBody(Reader& r, LeaveGroupRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  return r.readString(m.consumerId, "ConsumerId");
+}
+
+bool readBody(Reader& r, CommitOffsetsRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readString(m.consumerId, "ConsumerId");
+  r.readInt64(m.generation, "Generation");
+  return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
+}
+
+bool readBody(Reader& r, FetchOffsetsRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  return readNames(r, m.topics, "Topics");
+}
+
+bool readBody(Reader& r, RewindConsumerRequest& m) {
+  r.readString(m.group, "ConsumerGroup");
+  return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
+}
+
+// ---- Response bodies -----------------------------------------------------------
+
+bool readBody(Reader& r, HeartbeatResponse& m) {
+  r.readInt64(m.generation, "ControllerGeneration");
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, CreateGroupResponse& m) {
+  r.readString(m.group, "ConsumerGroup");
+  readErrorCode(r, m.error, "ErrorCode");
+  return readBroker(r, m.controller);
+}
+
+bool readBody(Reader& r, DeleteGroupResponse& m) {
+  r.readString(m.group, "ConsumerGroup");
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, RegisterConsumerResponse& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readString(m.consumerId, "ConsumerId");
+  r.readInt64(m.generation, "Generation");
+  readNames(r, m.members, "GroupMembers");
+  wire::readArray(r, m.partitions, wire::kMinPartitionOffsetBytes, "PartitionsToOwn", readPartitionOffset);
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, ListGroupsResponse& m) {
+  wire::readArray(r, m.groups, wire::kMinGroupInfoBytes, "GroupsInfo", readGroupInfo);
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, LeaveGroupResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+
+bool readBody(Reader& r, CommitOffsetsResponse& m) {
+  wire::readArray(r, m.results, wire::kMinPartitionErrorBytes, "Results", readPartitionError);
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, FetchOffsetsResponse& m) {
+  wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, RewindConsumerResponse& m) {
+  wire::readArray(r, m.results, wire::kMinPartitionErrorBytes, "Results", readPartitionError);
+  return readErrorCode(r, m.error, "ErrorCode");
+}
+
+bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+
+// Decodes alternative `I` of `v` from r, strictly (no trailing bytes).
+template <size_t I, typename Variant>
+bool decodeAlternative(Reader& r, Variant& v) {
+  auto& m = v.template emplace<I>();
+  readBody(r, m);
+  return r.expectEnd();
+}
+
+// Decodes the alternative whose index is the ApiKey `key` (0 .. kApiCount-1).
+template <typename Variant>
+bool decodeByKey(Reader& r, Variant& v, int16_t key) {
+  switch (static_cast<ApiKey>(key)) {
+    case ApiKey::Heartbeat:
+      return decodeAlternative<0>(r, v);
+    case ApiKey::CreateGroup:
+      return decodeAlternative<1>(r, v);
+    case ApiKey::DeleteGroup:
+      return decodeAlternative<2>(r, v);
+    case ApiKey::RegisterConsumer:
+      return decodeAlternative<3>(r, v);
+    case ApiKey::ListGroups:
+      return decodeAlternative<4>(r, v);
+    case ApiKey::LeaveGroup:
+      return decodeAlternative<5>(r, v);
+    case ApiKey::CommitOffsets:
+      return decodeAlternative<6>(r, v);
+    case ApiKey::FetchOffsets:
+      return decodeAlternative<7>(r, v);
+    case ApiKey::RewindConsumer:
+      return decodeAlternative<8>(r, v);
+  }
+  return false;
+}
+static_assert(kApiCount == 9, "decodeByKey covers every ApiKey");
+
+// ---- Writing -------------------------------------------------------------------
+
+void writeErrorCode(Writer& w, ErrorCode e) { w.writeInt16(static_cast<int16_t>(e)); }
+
+void writeName(Writer& w, const std::string& s) { w.writeString(s); }
+
+void writeBroker(Writer& w, const Broker& b) {
+  w.writeInt32(b.brokerId);
+  w.writeString(b.host);
+  w.writeUint16(b.port);
+}
+
+void writeTopicPartition(Writer& w, const TopicPartition& tp) {
+  w.writeString(tp.topic);
+  w.writeInt32(tp.partition);
+}
+
+void writePartitionOffset(Writer& w, const PartitionOffset& po) {
+  w.writeString(po.topic);
+  w.writeInt32(po.partition);
+  w.writeInt64(po.offset);
+}
+
+void writePartitionError(Writer& w, const PartitionError& pe) {
+  w.writeString(pe.topic);
+  w.writeInt32(pe.partition);
+  writeErrorCode(w, pe.error);
+}
+
+void writeNames(Writer& w, const std::vector<std::string>& v) { wire::writeArray(w, v, writeName); }
+
+void writeGroupInfo(Writer& w, const GroupInfo& g) {
+  w.writeString(g.name);
+  writeErrorCode(w, g.error);
+  writeNames(w, g.members);
+  writeNames(w, g.topics);
+  writeBroker(w, g.controller);
+  w.writeInt64(g.sessionTimeoutMs);
+  w.writeInt64(g.generation);
+  w.writeBool(g.ephemeral);
+}
+
+void writeBody(Writer& w, const HeartbeatRequest& m) {
+  w.writeString(m.group);
+  w.writeString(m.consumerId);
+  w.writeInt64(m.generation);
+}
+
+void writeBody(Writer& w, const CreateGroupRequest& m) {
+  w.writeString(m.group);
+  w.writeInt64(m.sessionTimeoutMs);
+  writeNames(w, m.topics);
+  w.writeBool(m.ephemeral);
+}
+
+void writeBody(Writer& w, const DeleteGroupRequest& m) { w.writeString(m.group); }
+
+void writeBody(Writer& w, const RegisterConsumerRequest& m) {
+  w.writeString(m.group);
+  w.writeString(m.consumerId);
+  wire::writeArray(w, m.owned, writeTopicPartition);
+}
+
+void writeBody(Writer& w, const ListGroupsRequest& m) { writeNames(w, m.groups); }
+
+void writeBody(Writer& w, const LeaveGroupRequest& m) {
+  w.writeString(m.group);
+  w.writeString(m.consumerId);
+}
+
+void writeBody(Writer& w, const CommitOffsetsRequest& m) {
+  w.writeString(m.group);
+  w.writeString(m.consumerId);
+  w.writeInt64(m.generation);
+  wire::writeArray(w, m.offsets, writePartitionOffset);
+}
+
+void writeBody(Writer& w, const FetchOffsetsRequest& m) {
+  w.writeString(m.group);
+  writeNames(w, m.topics);
+}
+
+void writeBody(Writer& w, const RewindConsumerRequest& m) {
+  w.writeString(m.group);
+  wire::writeArray(w, m.offsets, writePartitionOffset);
+}
+
+void writeBody(Writer& w, const HeartbeatResponse& m) {
+  w.writeInt64(m.generation);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const CreateGroupResponse& m) {
+  w.writeString(m.group);
+  writeErrorCode(w, m.error);
+  writeBroker(w, m.controller);
+}
+
+void writeBody(Writer& w, const DeleteGroupResponse& m) {
+  w.writeString(m.group);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const RegisterConsumerResponse& m) {
+  w.writeString(m.group);
+  w.writeString(m.consumerId);
+  w.writeInt64(m.generation);
+  writeNames(w, m.members);
+  wire::writeArray(w, m.partitions, writePartitionOffset);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const ListGroupsResponse& m) {
+  wire::writeArray(w, m.groups, writeGroupInfo);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const LeaveGroupResponse& m) { writeErrorCode(w, m.error); }
+
+void writeBody(Writer& w, const CommitOffsetsResponse& m) {
+  wire::writeArray(w, m.results, writePartitionError);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const FetchOffsetsResponse& m) {
+  wire::writeArray(w, m.offsets, writePartitionOffset);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const RewindConsumerResponse& m) {
+  wire::writeArray(w, m.results, writePartitionError);
+  writeErrorCode(w, m.error);
+}
+
+void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
+
+// ---- Names ---------------------------------------------------------------------
+
+constexpr size_t kMaxNameBytes = 249;
+
+bool isNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+
+// Group first, then the member, then topics: the first that fails is the answer.
+ErrorCode groupError(const std::string& group) {
+  return isValidName(group) ? ErrorCode::NONE : ErrorCode::INVALID_GROUP_NAME;
+}
+
+ErrorCode groupAndMemberError(const std::string& group, const std::string& consumerId) {
+  if (!isValidName(group)) return ErrorCode::INVALID_GROUP_NAME;
+  if (!isValidName(consumerId)) return ErrorCode::INVALID_CONSUMER_ID;
+  return ErrorCode::NONE;
+}
+
+const std::string& topicOf(const std::string& topic) { return topic; }
+const std::string& topicOf(const TopicPartition& tp) { return tp.topic; }
+const std::string& topicOf(const PartitionOffset& po) { return po.topic; }
+
+template <typename Item>
+ErrorCode topicsError(const std::vector<Item>& items) {
+  for (const auto& item : items) {
+    if (!isValidName(topicOf(item))) return ErrorCode::INVALID_GROUP_NAME;
+  }
+  return ErrorCode::NONE;
+}
+
+ErrorCode namesError(const HeartbeatRequest& m) { return groupAndMemberError(m.group, m.consumerId); }
+
+ErrorCode namesError(const CreateGroupRequest& m) {
+  const ErrorCode e = groupError(m.group);
+  return e != ErrorCode::NONE ? e : topicsError(m.topics);
+}
+
+ErrorCode namesError(const DeleteGroupRequest& m) { return groupError(m.group); }
+
+ErrorCode namesError(const RegisterConsumerRequest& m) {
+  // An empty ConsumerId asks for a new member.
+  const ErrorCode e = m.consumerId.empty() ? groupError(m.group) : groupAndMemberError(m.group, m.consumerId);
+  return e != ErrorCode::NONE ? e : topicsError(m.owned);
+}
+
+// Each named group is answered in its own GroupInfo, by the server.
+ErrorCode namesError(const ListGroupsRequest&) { return ErrorCode::NONE; }
+
+ErrorCode namesError(const LeaveGroupRequest& m) { return groupAndMemberError(m.group, m.consumerId); }
+
+ErrorCode namesError(const CommitOffsetsRequest& m) {
+  const ErrorCode e = groupAndMemberError(m.group, m.consumerId);
+  return e != ErrorCode::NONE ? e : topicsError(m.offsets);
+}
+
+ErrorCode namesError(const FetchOffsetsRequest& m) {
+  const ErrorCode e = groupError(m.group);
+  return e != ErrorCode::NONE ? e : topicsError(m.topics);
+}
+
+ErrorCode namesError(const RewindConsumerRequest& m) {
+  const ErrorCode e = groupError(m.group);
+  return e != ErrorCode::NONE ? e : topicsError(m.offsets);
+}
+
+}  // namespace
+
+// ---- Framing -------------------------------------------------------------------
+
+FrameStatus peekFrame(std::span<const uint8_t> buffered, int32_t maxFrameBytes, int32_t minBody, int32_t* bodySize) {
+  if (buffered.size() < 4) return FrameStatus::NeedMore;
+  const uint32_t raw = (uint32_t{buffered[0]} << 24) | (uint32_t{buffered[1]} << 16) | (uint32_t{buffered[2]} << 8) |
+                       uint32_t{buffered[3]};
+  const auto size = static_cast<int32_t>(raw);
+  if (size < 0) return FrameStatus::TooLarge;
+  if (size < minBody) return FrameStatus::TooSmall;
+  if (size > maxFrameBytes) return FrameStatus::TooLarge;
+  if (bodySize) *bodySize = size;
+  if (buffered.size() - 4 < static_cast<size_t>(size)) return FrameStatus::NeedMore;
+  return FrameStatus::Ready;
+}
+
+// ---- Requests ------------------------------------------------------------------
+
+DecodedRequest decodeRequest(std::span<const uint8_t> body) {
+  DecodedRequest out;
+  Reader r(body);
+  int16_t key = 0;
+  // Every status carries ApiKey, Version and CorrelationId: read them even
+  // from a body too short to be a request, as far as it goes.
+  if (r.readInt16(key, "ApiKey")) out.header.apiKey = static_cast<ApiKey>(key);
+  r.readInt16(out.header.version, "Version");
+  r.readInt64(out.header.correlationId, "CorrelationId");
+  if (body.size() < static_cast<size_t>(kMinRequestBody)) {
+    out.status = DecodeStatus::InvalidRequest;
+    out.detail = "request body of " + std::to_string(body.size()) + " bytes, shorter than the " +
+                 std::to_string(kMinRequestBody) + "-byte request header";
+    return out;
+  }
+  // The ClientId is only for the log: keep it when it is well-formed and
+  // within bounds, whatever the rest of the request turns out to be.
+  std::optional<std::string> clientId;
+  const bool clientIdRead = r.readNullableString(clientId, "ClientId");
+  const bool clientIdFits = clientIdRead && (!clientId || clientId->size() <= kMaxClientIdBytes);
+  if (clientIdFits) out.header.clientId = std::move(clientId);
+
+  if (!isKnownApi(key)) {
+    out.status = DecodeStatus::UnknownApi;
+    out.detail = "unknown ApiKey " + std::to_string(key);
+    return out;
+  }
+  if (out.header.version != kProtocolVersion) {
+    out.status = DecodeStatus::UnsupportedVersion;
+    out.detail = std::string(apiName(out.header.apiKey)) + " version " + std::to_string(out.header.version) +
+                 " is not supported (this codec speaks " + std::to_string(kProtocolVersion) + ")";
+    return out;
+  }
+  if (!clientIdRead) {
+    out.status = DecodeStatus::InvalidRequest;
+    out.detail = r.describeFailure();
+    return out;
+  }
+  if (!clientIdFits) {
+    out.status = DecodeStatus::InvalidRequest;
+    out.detail = "ClientId of " + std::to_string(clientId->size()) + " bytes, longer than " +
+                 std::to_string(kMaxClientIdBytes);
+    return out;
+  }
+  if (!decodeByKey(r, out.request, key)) {
+    out.status = DecodeStatus::InvalidRequest;
+    out.detail = std::string(apiName(out.header.apiKey)) + " request: " + r.describeFailure();
+    return out;
+  }
+  out.status = DecodeStatus::Ok;
+  return out;
+}
+
+void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  w.writeInt16(static_cast<int16_t>(request.index()));
+  w.writeInt16(header.version);
+  w.writeInt64(header.correlationId);
+  w.writeNullableString(header.clientId);
+  std::visit([&w](const auto& m) { writeBody(w, m); }, request);
+  w.endFrame(frame);
+}
+
+// ---- Responses -----------------------------------------------------------------
+
+void encodeResponse(const ResponseHeader& header, const Response& response, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  w.writeInt16(header.version);
+  w.writeInt64(header.correlationId);
+  std::visit([&w](const auto& m) { writeBody(w, m); }, response);
+  w.endFrame(frame);
+}
+
+DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body) {
+  DecodedResponse out;
+  Reader r(body);
+  r.readInt16(out.header.version, "Version");
+  if (!r.readInt64(out.header.correlationId, "CorrelationId")) {
+    out.detail = "response body of " + std::to_string(body.size()) + " bytes, shorter than the " +
+                 std::to_string(kResponseHeaderBytes) + "-byte response header";
+    return out;
+  }
+  const auto key = static_cast<int16_t>(api);
+  if (r.remaining() == 2) {
+    // UNKNOWN_API, UNSUPPORTED_VERSION and INVALID_REQUEST answers. A
+    // LeaveGroup response is byte for byte the same shape, so for LeaveGroup
+    // it is read as the API's own response: the caller gets the type it
+    // expects and the same ErrorCode either way.
+    if (api == ApiKey::LeaveGroup) {
+      out.ok = decodeAlternative<static_cast<size_t>(ApiKey::LeaveGroup)>(r, out.response);
+    } else {
+      out.ok = decodeAlternative<kApiCount>(r, out.response);
+    }
+    return out;
+  }
+  if (!isKnownApi(key)) {
+    out.detail = "response to unknown ApiKey " + std::to_string(key) + " with " + std::to_string(r.remaining()) +
+                 " bytes after the header, not an error-only answer";
+    return out;
+  }
+  if (out.header.version != kProtocolVersion) {
+    out.detail = std::string(apiName(api)) + " response of version " + std::to_string(out.header.version) +
+                 ", this codec reads only version " + std::to_string(kProtocolVersion);
+    return out;
+  }
+  if (!decodeByKey(r, out.response, key)) {
+    out.detail = std::string(apiName(api)) + " response: " + r.describeFailure();
+    return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+// ---- Semantics -----------------------------------------------------------------
+
+bool isValidName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameBytes) return false;
+  if (name == "." || name == "..") return false;
+  for (const char c : name) {
+    if (!isNameChar(c)) return false;
+  }
+  return true;
+}
+
+ErrorCode validateNames(const Request& request) {
+  return std::visit([](const auto& m) { return namesError(m); }, request);
+}
+
+Response errorResponse(const Request& request, ErrorCode error) {
+  struct Visitor {
+    ErrorCode error;
+    Response operator()(const HeartbeatRequest&) const { return HeartbeatResponse{-1, error}; }
+    Response operator()(const CreateGroupRequest& m) const { return CreateGroupResponse{m.group, error, Broker{}}; }
+    Response operator()(const DeleteGroupRequest& m) const { return DeleteGroupResponse{m.group, error}; }
+    Response operator()(const RegisterConsumerRequest& m) const {
+      return RegisterConsumerResponse{m.group, m.consumerId, -1, {}, {}, error};
+    }
+    Response operator()(const ListGroupsRequest&) const { return ListGroupsResponse{{}, error}; }
+    Response operator()(const LeaveGroupRequest&) const { return LeaveGroupResponse{error}; }
+    Response operator()(const CommitOffsetsRequest&) const { return CommitOffsetsResponse{{}, error}; }
+    Response operator()(const FetchOffsetsRequest&) const { return FetchOffsetsResponse{{}, error}; }
+    Response operator()(const RewindConsumerRequest&) const { return RewindConsumerResponse{{}, error}; }
+  };
+  return std::visit(Visitor{error}, request);
+}
+
+ErrorCode responseError(const Response& response) {
+  return std::visit([](const auto& m) { return m.error; }, response);
+}
+
+}  // namespace groupcoord::protocol

@@ -1,0 +1,194 @@
+#include "protocol/Wire.h"
+
+#include <algorithm>
+
+namespace groupcoord::protocol::wire {
+
+bool Reader::fail(Failure f, const char* field, int64_t value, size_t needBytes) {
+  if (failure_ == Failure::None) {
+    failure_ = f;
+    failedField_ = field;
+    failedAt_ = pos_;
+    failedValue_ = value;
+    failedNeed_ = needBytes;
+  }
+  return false;
+}
+
+bool Reader::need(size_t n, const char* field) {
+  if (failure_ != Failure::None) return false;
+  if (remaining() < n) return fail(Failure::Truncated, field, 0, n);
+  return true;
+}
+
+uint64_t Reader::takeBigEndian(size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | data_[pos_ + i];
+  pos_ += n;
+  return v;
+}
+
+bool Reader::readInt8(int8_t& v, const char* field) {
+  if (!need(1, field)) return false;
+  v = static_cast<int8_t>(takeBigEndian(1));
+  return true;
+}
+
+bool Reader::readInt16(int16_t& v, const char* field) {
+  if (!need(2, field)) return false;
+  v = static_cast<int16_t>(static_cast<uint16_t>(takeBigEndian(2)));
+  return true;
+}
+
+bool Reader::readUint16(uint16_t& v, const char* field) {
+  if (!need(2, field)) return false;
+  v = static_cast<uint16_t>(takeBigEndian(2));
+  return true;
+}
+
+bool Reader::readInt32(int32_t& v, const char* field) {
+  if (!need(4, field)) return false;
+  v = static_cast<int32_t>(static_cast<uint32_t>(takeBigEndian(4)));
+  return true;
+}
+
+bool Reader::readInt64(int64_t& v, const char* field) {
+  if (!need(8, field)) return false;
+  v = static_cast<int64_t>(takeBigEndian(8));
+  return true;
+}
+
+bool Reader::readBool(bool& v, const char* field) {
+  if (!need(1, field)) return false;
+  const uint8_t b = data_[pos_];
+  if (b > 1) return fail(Failure::BadBool, field, b, 1);
+  ++pos_;
+  v = b == 1;
+  return true;
+}
+
+bool Reader::readString(std::string& v, const char* field) {
+  int16_t len = 0;
+  if (!readInt16(len, field)) return false;
+  if (len == -1) {
+    pos_ -= 2;  // report the offset of the length itself
+    return fail(Failure::NullNotAllowed, field, len, 0);
+  }
+  if (len < 0) {
+    pos_ -= 2;
+    return fail(Failure::NegativeLength, field, len, 0);
+  }
+  const auto n = static_cast<size_t>(len);
+  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
+  v.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+  pos_ += n;
+  return true;
+}
+
+bool Reader::readNullableString(std::optional<std::string>& v, const char* field) {
+  int16_t len = 0;
+  if (!readInt16(len, field)) return false;
+  if (len == -1) {
+    v.reset();
+    return true;
+  }
+  if (len < 0) {
+    pos_ -= 2;
+    return fail(Failure::NegativeLength, field, len, 0);
+  }
+  const auto n = static_cast<size_t>(len);
+  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
+  v.emplace(reinterpret_cast<const char*>(data_ + pos_), n);
+  pos_ += n;
+  return true;
+}
+
+bool Reader::readCount(size_t& count, size_t minElementBytes, const char* field) {
+  int32_t n = 0;
+  if (!readInt32(n, field)) return false;
+  if (n == -1) {
+    count = 0;
+    return true;
+  }
+  if (n < 0) {
+    pos_ -= 4;
+    return fail(Failure::NegativeCount, field, n, 0);
+  }
+  // 64-bit product: at most 2^31 * a few dozen bytes, no overflow.
+  const uint64_t least = static_cast<uint64_t>(n) * minElementBytes;
+  if (least > remaining()) return fail(Failure::CountBeyondEnd, field, n, minElementBytes);
+  count = static_cast<size_t>(n);
+  return true;
+}
+
+bool Reader::expectEnd() {
+  if (failure_ != Failure::None) return false;
+  if (remaining() != 0) return fail(Failure::TrailingBytes, "", static_cast<int64_t>(remaining()), 0);
+  return true;
+}
+
+std::string Reader::describeFailure() const {
+  const std::string at = " at offset " + std::to_string(failedAt_);
+  const std::string left = std::to_string(size_ - failedAt_) + " left";
+  const std::string value = std::to_string(failedValue_);
+  const std::string name = failedField_;
+  switch (failure_) {
+    case Failure::None:
+      return {};
+    case Failure::Truncated:
+      return name + ": truncated, needs " + std::to_string(failedNeed_) + " bytes" + at + ", " + left;
+    case Failure::NegativeLength:
+      return name + ": negative string length " + value + at;
+    case Failure::LengthBeyondEnd:
+      return name + ": string length " + value + " beyond the " + left + at;
+    case Failure::NullNotAllowed:
+      return name + ": null string" + at + ", but the field is not nullable";
+    case Failure::NegativeCount:
+      return name + ": negative array count " + value + at;
+    case Failure::CountBeyondEnd:
+      return name + ": array count " + value + " cannot fit in the " + left + at + " (each element takes at least " +
+             std::to_string(failedNeed_) + ")";
+    case Failure::BadBool:
+      return name + ": bool byte " + value + at + ", must be 0 or 1";
+    case Failure::TrailingBytes:
+      return value + " bytes after the last field" + at;
+  }
+  return "unknown failure";
+}
+
+void Writer::putBigEndian(uint64_t v, size_t n) {
+  for (size_t i = n; i > 0; --i) out_.push_back(static_cast<uint8_t>(v >> (8 * (i - 1))));
+}
+
+void Writer::writeString(std::string_view v) {
+  const size_t n = std::min(v.size(), kMaxStringBytes);
+  writeInt16(static_cast<int16_t>(n));
+  out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data()) + n);
+}
+
+void Writer::writeNullableString(const std::optional<std::string>& v) {
+  if (!v) {
+    writeInt16(-1);
+    return;
+  }
+  writeString(*v);
+}
+
+size_t Writer::writeCount(size_t count) {
+  const size_t n = std::min(count, kMaxArrayCount);
+  writeInt32(static_cast<int32_t>(n));
+  return n;
+}
+
+size_t Writer::beginFrame() {
+  const size_t start = out_.size();
+  writeInt32(0);
+  return start;
+}
+
+void Writer::endFrame(size_t frameStart) {
+  const uint64_t body = out_.size() - frameStart - 4;
+  for (size_t i = 0; i < 4; ++i) out_[frameStart + i] = static_cast<uint8_t>(body >> (8 * (3 - i)));
+}
+
+}  // namespace groupcoord::protocol::wire

@@ -1,0 +1,145 @@
+#pragma once
+
+// The primitive types of the groupcoord wire protocol (docs/protocol.md,
+// "Types"): a bounded big-endian Reader over untrusted bytes and a Writer that
+// appends to a buffer. Only the codec (protocol/Codec.cpp) and its tests use
+// this header; everyone else goes through protocol/Codec.h.
+//
+// Reader contract: every read checks the bytes that remain first; the first
+// failure is recorded and makes every later read fail too, so a decoder can
+// read a whole message and look once at the end. A failure never throws and
+// never allocates; describeFailure() builds the log text only when asked.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace groupcoord::protocol::wire {
+
+// Smallest encodings, used to bound an array count before anything is
+// allocated for it.
+inline constexpr size_t kMinStringBytes = 2;           // int16 length, no bytes
+inline constexpr size_t kMinBrokerBytes = 4 + 2 + 2;   // BrokerId, empty Host, Port
+inline constexpr size_t kMinTopicPartitionBytes = kMinStringBytes + 4;
+inline constexpr size_t kMinPartitionOffsetBytes = kMinStringBytes + 4 + 8;
+inline constexpr size_t kMinPartitionErrorBytes = kMinStringBytes + 4 + 2;
+// GroupName, ErrorCode, GroupMembers, Topics, ControllerBroker, SessionTimeout, Generation, Ephemeral.
+inline constexpr size_t kMinGroupInfoBytes = kMinStringBytes + 2 + 4 + 4 + kMinBrokerBytes + 8 + 8 + 1;
+
+// The longest string and the largest array the length prefixes can express.
+inline constexpr size_t kMaxStringBytes = 0x7fff;
+inline constexpr size_t kMaxArrayCount = 0x7fffffff;
+
+class Reader {
+ public:
+  enum class Failure {
+    None,
+    Truncated,         // a fixed-size field runs past the end
+    NegativeLength,    // string length below -1
+    LengthBeyondEnd,   // string length larger than what remains
+    NullNotAllowed,    // length -1 on a string that is not nullable
+    NegativeCount,     // array count below -1
+    CountBeyondEnd,    // count * smallest element larger than what remains
+    BadBool,           // a bool byte other than 0 or 1
+    TrailingBytes,     // bytes left after the last field
+  };
+
+  explicit Reader(std::span<const uint8_t> bytes) : data_(bytes.data()), size_(bytes.size()) {}
+
+  size_t remaining() const { return size_ - pos_; }
+  size_t position() const { return pos_; }
+  bool ok() const { return failure_ == Failure::None; }
+  Failure failure() const { return failure_; }
+
+  // `field` names the field in the failure text; it must outlive the Reader
+  // (string literals).
+  bool readInt8(int8_t& v, const char* field);
+  bool readInt16(int16_t& v, const char* field);
+  bool readUint16(uint16_t& v, const char* field);
+  bool readInt32(int32_t& v, const char* field);
+  bool readInt64(int64_t& v, const char* field);
+  // 0 or 1; any other byte is malformed.
+  bool readBool(bool& v, const char* field);
+  // Not nullable: length -1 is malformed.
+  bool readString(std::string& v, const char* field);
+  // Length -1 gives nullopt.
+  bool readNullableString(std::optional<std::string>& v, const char* field);
+  // An array count: -1 gives 0. Fails unless count * minElementBytes fits in
+  // what remains, so the caller may reserve `count` elements afterwards.
+  bool readCount(size_t& count, size_t minElementBytes, const char* field);
+  // Fails with TrailingBytes unless every byte was read.
+  bool expectEnd();
+
+  // One line for the log, e.g. "Generation: truncated, needs 8 bytes at
+  // offset 30, 2 left". Empty while ok().
+  std::string describeFailure() const;
+
+ private:
+  bool fail(Failure f, const char* field, int64_t value, size_t need);
+  bool need(size_t n, const char* field);
+  uint64_t takeBigEndian(size_t n);
+
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+  Failure failure_ = Failure::None;
+  const char* failedField_ = "";
+  size_t failedAt_ = 0;
+  int64_t failedValue_ = 0;
+  size_t failedNeed_ = 0;
+};
+
+// Reads an array of T with `readElement(Reader&, T&) -> bool`. The count is
+// checked against the bytes that remain before the vector reserves.
+template <typename T, typename ReadElement>
+bool readArray(Reader& r, std::vector<T>& out, size_t minElementBytes, const char* field, ReadElement readElement) {
+  size_t count = 0;
+  if (!r.readCount(count, minElementBytes, field)) return false;
+  out.clear();
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!readElement(r, out.emplace_back())) return false;
+  }
+  return true;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+
+  void writeInt8(int8_t v) { out_.push_back(static_cast<uint8_t>(v)); }
+  void writeInt16(int16_t v) { putBigEndian(static_cast<uint16_t>(v), 2); }
+  void writeUint16(uint16_t v) { putBigEndian(v, 2); }
+  void writeInt32(int32_t v) { putBigEndian(static_cast<uint32_t>(v), 4); }
+  void writeInt64(int64_t v) { putBigEndian(static_cast<uint64_t>(v), 8); }
+  void writeBool(bool v) { out_.push_back(v ? 1 : 0); }
+  // A string longer than kMaxStringBytes cannot be expressed: it is cut at
+  // that length so the frame stays well-formed. Everything the protocol
+  // carries is bounded far below it (names 249, ClientId 255).
+  void writeString(std::string_view v);
+  void writeNullableString(const std::optional<std::string>& v);
+  // Writes min(count, kMaxArrayCount) and returns it: write that many elements.
+  size_t writeCount(size_t count);
+
+  // A frame: beginFrame() reserves the int32 Size, endFrame() fills it in
+  // with the number of bytes written since.
+  size_t beginFrame();
+  void endFrame(size_t frameStart);
+
+ private:
+  void putBigEndian(uint64_t v, size_t n);
+
+  std::vector<uint8_t>& out_;
+};
+
+template <typename T, typename WriteElement>
+void writeArray(Writer& w, const std::vector<T>& items, WriteElement writeElement) {
+  const size_t n = w.writeCount(items.size());
+  for (size_t i = 0; i < n; ++i) writeElement(w, items[i]);
+}
+
+}  // namespace groupcoord::protocol::wire

@@ -1,0 +1,268 @@
+// For every message: bytes written out by hand from the layouts in
+// docs/protocol.md decode to the expected struct, and that struct encodes to
+// exactly those bytes. The expected bytes never pass through the codec's
+// own writer.
+
+#include <gtest/gtest.h>
+
+#include "Samples.h"
+#include "TestBytes.h"
+#include "protocol/Codec.h"
+
+namespace groupcoord::protocol::testing {
+namespace {
+
+void expectRequest(const std::vector<uint8_t>& frame, const RequestHeader& header, const Request& request) {
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(d.header, header);
+  EXPECT_EQ(d.request, request);
+
+  std::vector<uint8_t> encoded;
+  encodeRequest(header, request, encoded);
+  EXPECT_EQ(toHex(encoded), toHex(frame));
+}
+
+void expectResponse(ApiKey api, const std::vector<uint8_t>& frame, const ResponseHeader& header,
+                    const Response& response) {
+  const DecodedResponse d = decodeResponse(api, bodyOf(frame));
+  ASSERT_TRUE(d.ok) << d.detail;
+  EXPECT_EQ(d.header, header);
+  EXPECT_EQ(d.response, response);
+
+  std::vector<uint8_t> encoded;
+  encodeResponse(header, response, encoded);
+  EXPECT_EQ(toHex(encoded), toHex(frame));
+}
+
+// The helpers themselves checked against bytes typed out in full, so a
+// wrong shift in TestBytes.h cannot hide a wrong shift in the codec.
+TEST(HandBytes, HelpersAgreeWithLiteralBytes) {
+  const std::vector<uint8_t> literal{
+      0x00, 0x00, 0x00, 0x1d,                          // Size 29
+      0x00, 0x00,                                      // ApiKey 0
+      0x00, 0x00,                                      // Version 0
+      0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,  // CorrelationId
+      0xff, 0xff,                                      // ClientId null
+      0x00, 0x01, 'g',                                 // ConsumerGroup "g"
+      0x00, 0x02, 'm', '1',                            // ConsumerId "m1"
+      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,  // Generation -2
+  };
+  const auto built = Bytes().requestHeader(0, 0, 0x0102030405060708, std::nullopt).str("g").str("m1").int64(-2).frame();
+  EXPECT_EQ(toHex(built), toHex(literal));
+  expectRequest(literal, headerFor(ApiKey::Heartbeat, 0x0102030405060708, std::nullopt),
+                HeartbeatRequest{"g", "m1", -2});
+}
+
+// ---- Requests ----------------------------------------------------------------
+
+TEST(HandBytes, HeartbeatRequest) {
+  expectRequest(Bytes().requestHeader(0, 0, 41, "svc-1").str("orders").str("svc-1-7f3a").int64(kInt64Max).frame(),
+                headerFor(ApiKey::Heartbeat, 41, "svc-1"), HeartbeatRequest{"orders", "svc-1-7f3a", kInt64Max});
+}
+
+TEST(HandBytes, CreateGroupRequest) {
+  expectRequest(Bytes()
+                    .requestHeader(1, 0, -7, "")
+                    .str("orders")
+                    .int64(30000)
+                    .count(3)
+                    .str("a")
+                    .str("b.c")
+                    .str("d_e-f")
+                    .boolean(true)
+                    .frame(),
+                headerFor(ApiKey::CreateGroup, -7, ""), CreateGroupRequest{"orders", 30000, {"a", "b.c", "d_e-f"}, true});
+  expectRequest(Bytes().requestHeader(1, 0, 8, std::nullopt).str("g").int64(1000).count(0).boolean(false).frame(),
+                headerFor(ApiKey::CreateGroup, 8, std::nullopt), CreateGroupRequest{"g", 1000, {}, false});
+}
+
+TEST(HandBytes, DeleteGroupRequest) {
+  expectRequest(Bytes().requestHeader(2, 0, 3, "admin").str("orders").frame(), headerFor(ApiKey::DeleteGroup, 3, "admin"),
+                DeleteGroupRequest{"orders"});
+}
+
+TEST(HandBytes, RegisterConsumerRequest) {
+  expectRequest(Bytes()
+                    .requestHeader(3, 0, 4, "svc-1")
+                    .str("orders")
+                    .str("")
+                    .count(2)
+                    .str("clicks")
+                    .int32(0)
+                    .str("views")
+                    .int32(kInt32Max)
+                    .frame(),
+                headerFor(ApiKey::RegisterConsumer, 4, "svc-1"),
+                RegisterConsumerRequest{"orders", "", {{"clicks", 0}, {"views", kInt32Max}}});
+}
+
+TEST(HandBytes, ListGroupsRequest) {
+  expectRequest(Bytes().requestHeader(4, 0, 6, std::nullopt).count(0).frame(),
+                headerFor(ApiKey::ListGroups, 6, std::nullopt), ListGroupsRequest{});
+  expectRequest(Bytes().requestHeader(4, 0, 7, "x").count(2).str("orders").str("nope").frame(),
+                headerFor(ApiKey::ListGroups, 7, "x"), ListGroupsRequest{{"orders", "nope"}});
+}
+
+TEST(HandBytes, LeaveGroupRequest) {
+  expectRequest(Bytes().requestHeader(5, 0, 8, "svc-1").str("orders").str("svc-1-7f3a").frame(),
+                headerFor(ApiKey::LeaveGroup, 8, "svc-1"), LeaveGroupRequest{"orders", "svc-1-7f3a"});
+}
+
+TEST(HandBytes, CommitOffsetsRequest) {
+  expectRequest(Bytes()
+                    .requestHeader(6, 0, 9, "svc-1")
+                    .str("orders")
+                    .str("svc-1-7f3a")
+                    .int64(6)
+                    .count(2)
+                    .str("clicks")
+                    .int32(0)
+                    .int64(1250)
+                    .str("clicks")
+                    .int32(1)
+                    .int64(kInt64Max)
+                    .frame(),
+                headerFor(ApiKey::CommitOffsets, 9, "svc-1"),
+                CommitOffsetsRequest{"orders", "svc-1-7f3a", 6, {{"clicks", 0, 1250}, {"clicks", 1, kInt64Max}}});
+}
+
+TEST(HandBytes, FetchOffsetsRequest) {
+  expectRequest(Bytes().requestHeader(7, 0, 10, "svc-1").str("orders").count(1).str("clicks").frame(),
+                headerFor(ApiKey::FetchOffsets, 10, "svc-1"), FetchOffsetsRequest{"orders", {"clicks"}});
+}
+
+TEST(HandBytes, RewindConsumerRequest) {
+  expectRequest(
+      Bytes().requestHeader(8, 0, 11, "ops").str("orders").count(1).str("clicks").int32(2).int64(0).frame(),
+      headerFor(ApiKey::RewindConsumer, 11, "ops"), RewindConsumerRequest{"orders", {{"clicks", 2, 0}}});
+}
+
+// ---- Responses ---------------------------------------------------------------
+
+TEST(HandBytes, HeartbeatResponse) {
+  expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(0, 1).int64(6).int16(18).frame(), {0, 1},
+                 HeartbeatResponse{6, ErrorCode::REBALANCE_NEEDED});
+}
+
+TEST(HandBytes, CreateGroupResponse) {
+  expectResponse(ApiKey::CreateGroup,
+                 Bytes().responseHeader(0, 2).str("orders").int16(0).int32(2).str("10.0.0.7").uint16(65535).frame(),
+                 {0, 2}, CreateGroupResponse{"orders", ErrorCode::NONE, Broker{2, "10.0.0.7", 65535}});
+  // No controller: BrokerId -1, Host "", Port 0.
+  expectResponse(ApiKey::CreateGroup,
+                 Bytes().responseHeader(0, 3).str("orders").int16(16).int32(-1).str("").uint16(0).frame(), {0, 3},
+                 CreateGroupResponse{"orders", ErrorCode::CONTROLLER_NOT_AVAILABLE, Broker{}});
+}
+
+TEST(HandBytes, DeleteGroupResponse) {
+  expectResponse(ApiKey::DeleteGroup, Bytes().responseHeader(0, 3).str("orders").int16(12).frame(), {0, 3},
+                 DeleteGroupResponse{"orders", ErrorCode::GROUP_NOT_EMPTY});
+}
+
+TEST(HandBytes, RegisterConsumerResponse) {
+  expectResponse(ApiKey::RegisterConsumer,
+                 Bytes()
+                     .responseHeader(0, 5)
+                     .str("orders")
+                     .str("m-1")
+                     .int64(6)
+                     .count(2)
+                     .str("m-1")
+                     .str("m-2")
+                     .count(2)
+                     .str("clicks")
+                     .int32(0)
+                     .int64(1200)
+                     .str("views")
+                     .int32(2)
+                     .int64(-1)
+                     .int16(0)
+                     .frame(),
+                 {0, 5},
+                 RegisterConsumerResponse{
+                     "orders", "m-1", 6, {"m-1", "m-2"}, {{"clicks", 0, 1200}, {"views", 2, -1}}, ErrorCode::NONE});
+}
+
+TEST(HandBytes, ListGroupsResponse) {
+  expectResponse(ApiKey::ListGroups,
+                 Bytes()
+                     .responseHeader(0, 7)
+                     .count(2)
+                     // GroupInfo 1
+                     .str("orders")
+                     .int16(0)
+                     .count(1)
+                     .str("m-1")
+                     .count(1)
+                     .str("clicks")
+                     .int32(1)
+                     .str("127.0.0.1")
+                     .uint16(7400)
+                     .int64(10000)
+                     .int64(6)
+                     .boolean(true)
+                     // GroupInfo 2: unknown group
+                     .str("nope")
+                     .int16(10)
+                     .count(0)
+                     .count(0)
+                     .int32(-1)
+                     .str("")
+                     .uint16(0)
+                     .int64(-1)
+                     .int64(-1)
+                     .boolean(false)
+                     .int16(0)
+                     .frame(),
+                 {0, 7},
+                 ListGroupsResponse{{GroupInfo{"orders", ErrorCode::NONE, {"m-1"}, {"clicks"},
+                                               Broker{1, "127.0.0.1", 7400}, 10000, 6, true},
+                                     GroupInfo{"nope", ErrorCode::UNKNOWN_GROUP, {}, {}, Broker{}, -1, -1, false}},
+                                    ErrorCode::NONE});
+}
+
+TEST(HandBytes, LeaveGroupResponse) {
+  expectResponse(ApiKey::LeaveGroup, Bytes().responseHeader(0, 8).int16(17).frame(), {0, 8},
+                 LeaveGroupResponse{ErrorCode::UNKNOWN_CONSUMER});
+}
+
+TEST(HandBytes, CommitOffsetsResponse) {
+  expectResponse(ApiKey::CommitOffsets,
+                 Bytes().responseHeader(0, 9).count(1).str("clicks").int32(0).int16(19).int16(0).frame(), {0, 9},
+                 CommitOffsetsResponse{{{"clicks", 0, ErrorCode::NOT_OWNER}}, ErrorCode::NONE});
+}
+
+TEST(HandBytes, FetchOffsetsResponse) {
+  expectResponse(ApiKey::FetchOffsets,
+                 Bytes()
+                     .responseHeader(0, 10)
+                     .count(2)
+                     .str("clicks")
+                     .int32(0)
+                     .int64(1250)
+                     .str("clicks")
+                     .int32(1)
+                     .int64(77)
+                     .int16(0)
+                     .frame(),
+                 {0, 10}, FetchOffsetsResponse{{{"clicks", 0, 1250}, {"clicks", 1, 77}}, ErrorCode::NONE});
+}
+
+TEST(HandBytes, RewindConsumerResponse) {
+  expectResponse(ApiKey::RewindConsumer,
+                 Bytes().responseHeader(0, 11).count(1).str("clicks").int32(0).int16(21).int16(-1).frame(), {0, 11},
+                 RewindConsumerResponse{{{"clicks", 0, ErrorCode::INVALID_OFFSET}}, ErrorCode::UNKNOWN_SERVER_ERROR});
+}
+
+TEST(HandBytes, ErrorOnlyResponses) {
+  expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(3, 13).int16(2).frame(), {3, 13},
+                 ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});
+  expectResponse(static_cast<ApiKey>(42), Bytes().responseHeader(0, 12).int16(3).frame(), {0, 12},
+                 ErrorOnlyResponse{ErrorCode::UNKNOWN_API});
+  expectResponse(ApiKey::ListGroups, Bytes().responseHeader(0, 14).int16(1).frame(), {0, 14},
+                 ErrorOnlyResponse{ErrorCode::INVALID_REQUEST});
+}
+
+}  // namespace
+}  // namespace groupcoord::protocol::testing

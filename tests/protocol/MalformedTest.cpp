@@ -1,0 +1,372 @@
+// Every malformed input of docs/protocol.md, one case each, with the exact
+// answer: the DecodeStatus (and so the ErrorOnlyResponse) and the header
+// fields that let the server answer with the right correlation id.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "AllocationProbe.h"
+#include "Samples.h"
+#include "TestBytes.h"
+#include "protocol/Codec.h"
+
+namespace groupcoord::protocol::testing {
+namespace {
+
+DecodedRequest decode(const Bytes& b) { return decodeRequest(b.body()); }
+
+// A header every test below can start from.
+Bytes header(int apiKey, int64_t correlationId = 77) { return Bytes().requestHeader(apiKey, 0, correlationId, "cli"); }
+
+void expectInvalid(const DecodedRequest& d, int64_t correlationId, std::string_view detailMentions) {
+  EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
+  EXPECT_EQ(d.header.correlationId, correlationId);
+  EXPECT_NE(d.detail.find(detailMentions), std::string::npos) << "detail: " << d.detail;
+}
+
+// ---- Too short, truncated, trailing ------------------------------------------
+
+TEST(Malformed, BodyShorterThanTheHeaderKeepsWhatIsReadable) {
+  // ApiKey, Version, CorrelationId and one byte of the ClientId length.
+  const auto body13 = Bytes().int16(3).int16(0).int64(0x1122334455667788).int8(0).body();
+  DecodedRequest d = decodeRequest(body13);
+  EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
+  EXPECT_EQ(d.header.apiKey, ApiKey::RegisterConsumer);
+  EXPECT_EQ(d.header.version, 0);
+  EXPECT_EQ(d.header.correlationId, 0x1122334455667788);
+  EXPECT_NE(d.detail.find("shorter"), std::string::npos) << d.detail;
+
+  // Five bytes: ApiKey and Version only.
+  const auto body5 = Bytes().int16(1).int16(9).int8(1).body();
+  d = decodeRequest(body5);
+  EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
+  EXPECT_EQ(d.header.apiKey, ApiKey::CreateGroup);
+  EXPECT_EQ(d.header.version, 9);
+  EXPECT_EQ(d.header.correlationId, 0);
+
+  EXPECT_EQ(decodeRequest({}).status, DecodeStatus::InvalidRequest);
+}
+
+TEST(Malformed, EveryTruncationOfEveryRequestIsInvalid) {
+  for (const auto& s : requestSamples()) {
+    SCOPED_TRACE(s.name);
+    std::vector<uint8_t> frame;
+    encodeRequest(s.header, s.request, frame);
+    const auto body = bodyOf(frame);
+    for (size_t cut = 0; cut < body.size(); ++cut) {
+      const DecodedRequest d = decodeRequest(body.first(cut));
+      ASSERT_EQ(d.status, DecodeStatus::InvalidRequest) << "cut at " << cut << " of " << body.size();
+      ASSERT_FALSE(d.detail.empty());
+      if (cut >= 12) {
+        ASSERT_EQ(d.header.correlationId, s.header.correlationId);
+      }
+    }
+  }
+}
+
+TEST(Malformed, TruncatedFieldIsNamedInTheDetail) {
+  // Heartbeat cut inside Generation.
+  const auto full = header(0).str("orders").str("m-1").int64(5).body();
+  const DecodedRequest d = decodeRequest(std::span(full).first(full.size() - 3));
+  expectInvalid(d, 77, "Generation");
+  EXPECT_NE(d.detail.find("truncated"), std::string::npos) << d.detail;
+}
+
+TEST(Malformed, TrailingBytesAfterTheLastFieldOfEveryRequest) {
+  for (const auto& s : requestSamples()) {
+    SCOPED_TRACE(s.name);
+    std::vector<uint8_t> frame;
+    encodeRequest(s.header, s.request, frame);
+    frame.push_back(0);
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
+    expectInvalid(d, s.header.correlationId, "after the last field");
+  }
+}
+
+// ---- Strings -----------------------------------------------------------------
+
+TEST(Malformed, NegativeStringLengthOtherThanMinusOne) {
+  for (int len : {-2, -100, -32768}) {
+    expectInvalid(decode(header(2).int16(len).raw(std::vector<uint8_t>(8, 'x'))), 77, "negative string length");
+  }
+}
+
+TEST(Malformed, NegativeClientIdLengthOtherThanMinusOne) {
+  const DecodedRequest d = decode(Bytes().int16(2).int16(0).int64(5).int16(-2).str("orders"));
+  expectInvalid(d, 5, "ClientId");
+  EXPECT_FALSE(d.header.clientId.has_value());
+}
+
+TEST(Malformed, StringLengthBeyondTheFrame) {
+  expectInvalid(decode(header(2).int16(7).raw(std::vector<uint8_t>{'o', 'r', 'd'})), 77, "beyond");
+}
+
+TEST(Malformed, NullStringWhereNotNullable) {
+  expectInvalid(decode(header(2).nullStr()), 77, "not nullable");                   // ConsumerGroup
+  expectInvalid(decode(header(0).str("g").nullStr().int64(1)), 77, "ConsumerId");  // ConsumerId
+  expectInvalid(decode(header(4).count(2).str("a").nullStr()), 77, "not nullable");  // element of [string]
+  expectInvalid(decode(header(6).str("g").str("c").int64(1).count(1).nullStr().int32(0).int64(0)), 77, "Topic");
+}
+
+TEST(Malformed, NullClientIdIsFine) {
+  const DecodedRequest d = decode(Bytes().requestHeader(2, 0, 9, std::nullopt).str("orders"));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_FALSE(d.header.clientId.has_value());
+}
+
+TEST(Malformed, ClientIdLongerThan255Bytes) {
+  const DecodedRequest d = decode(Bytes().requestHeader(2, 0, 31, std::string(256, 'c')).str("orders"));
+  expectInvalid(d, 31, "ClientId");
+  EXPECT_FALSE(d.header.clientId.has_value()) << "an over-long ClientId is not kept";
+
+  const DecodedRequest ok = decode(Bytes().requestHeader(2, 0, 31, std::string(255, 'c')).str("orders"));
+  ASSERT_EQ(ok.status, DecodeStatus::Ok) << ok.detail;
+  EXPECT_EQ(ok.header.clientId, std::string(255, 'c'));
+}
+
+// ---- Arrays ------------------------------------------------------------------
+
+TEST(Malformed, CountMinusOneReadsAsEmpty) {
+  DecodedRequest d = decode(header(4).count(-1));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_TRUE(std::get<ListGroupsRequest>(d.request).groups.empty());
+
+  d = decode(header(1).str("g").int64(1000).count(-1).boolean(true));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<CreateGroupRequest>(d.request), (CreateGroupRequest{"g", 1000, {}, true}));
+
+  d = decode(header(3).str("g").str("").count(-1));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_TRUE(std::get<RegisterConsumerRequest>(d.request).owned.empty());
+
+  // It re-encodes as count 0: the codec writes -1 nowhere.
+  std::vector<uint8_t> again;
+  encodeRequest(d.header, d.request, again);
+  EXPECT_EQ(toHex(std::span(again).last(4)), "00000000");
+}
+
+TEST(Malformed, NegativeCountOtherThanMinusOne) {
+  for (int64_t n : std::initializer_list<int64_t>{-2, -1000, INT32_MIN}) {
+    expectInvalid(decode(header(4).count(n)), 77, "negative array count");
+  }
+  expectInvalid(decode(header(8).str("g").count(-2)), 77, "Offsets");
+}
+
+// The sender's count is checked against the bytes that remain before any
+// reserve: a count of 2^31-1 in a small frame costs nothing.
+TEST(Malformed, CountBeyondTheFrameAllocatesNothingSizedByIt) {
+  struct Case {
+    const char* name;
+    Bytes bytes;
+  };
+  const Case cases[] = {
+      {"ListGroups names", header(4).count(0x7fffffff).str("a")},
+      {"CreateGroup topics", header(1).str("g").int64(1).count(0x7fffffff).boolean(false)},
+      {"RegisterConsumer owned", header(3).str("g").str("c").count(0x7fffffff).str("t").int32(0)},
+      {"CommitOffsets offsets", header(6).str("g").str("c").int64(1).count(0x7fffffff)},
+      {"FetchOffsets topics", header(7).str("g").count(0x7fffffff)},
+      {"RewindConsumer offsets", header(8).str("g").count(0x7fffffff).str("t").int32(0).int64(0)},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto body = c.bytes.body();
+    const auto start = std::chrono::steady_clock::now();
+    DecodedRequest d;
+    size_t largest = 0;
+    {
+      AllocationProbe probe;
+      d = decodeRequest(body);
+      largest = probe.largest();
+    }
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
+    EXPECT_NE(d.detail.find("cannot fit"), std::string::npos) << d.detail;
+    EXPECT_LT(largest, 4096u) << "an allocation sized by the sender's count";
+    EXPECT_LT(elapsed, std::chrono::milliseconds(500));
+  }
+}
+
+TEST(Malformed, CountIsCheckedAgainstTheSmallestElement) {
+  // Three empty strings take exactly 6 bytes: a count of 3 fits, 4 does not.
+  DecodedRequest d = decode(header(4).count(3).str("").str("").str(""));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ListGroupsRequest>(d.request).groups.size(), 3u);
+  expectInvalid(decode(header(4).count(4).str("").str("").str("")), 77, "cannot fit");
+
+  // PartitionOffset takes at least 14 bytes: 13 left is not enough for one.
+  expectInvalid(decode(header(8).str("g").count(1).raw(std::vector<uint8_t>(13, 0))), 77, "cannot fit");
+  // A count that passes the bound but whose elements run out is truncated.
+  expectInvalid(decode(header(4).count(3).str("abcdef")), 77, "truncated");
+}
+
+// Where the probe's own test leaves its buffer, so the compiler cannot
+// elide the allocation (clang removes new/delete pairs whose memory never escapes).
+std::vector<uint8_t>* volatile gEscaped = nullptr;
+
+TEST(Malformed, ProbeSeesALargeAllocation) {
+  // The allocation probe itself works: the tests that rely on it could fail.
+  AllocationProbe probe;
+  void* raw = ::operator new(size_t{1} << 21);
+  EXPECT_GE(probe.largest(), size_t{1} << 21);
+  ::operator delete(raw);
+
+  AllocationProbe again;
+  std::vector<uint8_t> big;
+  big.reserve(size_t{1} << 20);
+  gEscaped = &big;
+  EXPECT_GE(again.largest(), size_t{1} << 20);
+  EXPECT_GE(again.count(), 1u);
+  gEscaped = nullptr;
+}
+
+// ---- ApiKey and Version --------------------------------------------------------
+
+TEST(Malformed, UnknownApiKeyKeepsCorrelationAndClientId) {
+  for (int key : {9, 42, -1, 0x7fff}) {
+    // Whatever follows the header is not looked at.
+    const DecodedRequest d = decode(Bytes().requestHeader(key, 0, 12, "svc-1").int8(0x99));
+    EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
+    EXPECT_EQ(static_cast<int>(d.header.apiKey), key);
+    EXPECT_EQ(d.header.correlationId, 12);
+    EXPECT_EQ(d.header.clientId, "svc-1");
+    EXPECT_NE(d.detail.find(std::to_string(key)), std::string::npos) << d.detail;
+  }
+}
+
+TEST(Malformed, UnknownApiKeyWinsOverABadClientId) {
+  const DecodedRequest d = decode(Bytes().int16(42).int16(0).int64(12).int16(500).int8(1));
+  EXPECT_EQ(d.status, DecodeStatus::UnknownApi);
+  EXPECT_EQ(d.header.correlationId, 12);
+  EXPECT_FALSE(d.header.clientId.has_value());
+}
+
+TEST(Malformed, UnknownApiKeyWinsOverAnUnknownVersion) {
+  // Versions belong to a key: an unknown key has no versions to compare.
+  const DecodedRequest d = decode(Bytes().requestHeader(42, 5, 12, "svc-1"));
+  EXPECT_EQ(d.status, DecodeStatus::UnknownApi);
+  EXPECT_EQ(d.header.version, 5);
+  EXPECT_EQ(d.header.correlationId, 12);
+}
+
+TEST(Malformed, UnsupportedVersionKeepsCorrelationId) {
+  for (int version : {1, 3, -1}) {
+    const DecodedRequest d = decode(Bytes().requestHeader(0, version, 13, "svc-1").str("g").str("c").int64(1));
+    EXPECT_EQ(d.status, DecodeStatus::UnsupportedVersion) << version;
+    EXPECT_EQ(d.header.apiKey, ApiKey::Heartbeat);
+    EXPECT_EQ(d.header.version, version);
+    EXPECT_EQ(d.header.correlationId, 13);
+    EXPECT_EQ(d.header.clientId, "svc-1");
+  }
+  // The body of an unknown version is not judged by version 0's layout.
+  const DecodedRequest d = decode(Bytes().requestHeader(4, 2, 14, std::nullopt).int8(1));
+  EXPECT_EQ(d.status, DecodeStatus::UnsupportedVersion);
+  EXPECT_EQ(d.header.correlationId, 14);
+}
+
+// ---- Bool ----------------------------------------------------------------------
+
+TEST(Malformed, BoolOtherThanZeroOrOne) {
+  for (int b : {2, 0x7f, 0xff}) {
+    expectInvalid(decode(header(1).str("g").int64(1000).count(0).int8(b)), 77, "Ephemeral");
+  }
+}
+
+// ---- Responses -----------------------------------------------------------------
+
+TEST(MalformedResponse, ShorterThanTheHeader) {
+  const auto body = Bytes().int16(0).int32(0).body();
+  const DecodedResponse d = decodeResponse(ApiKey::Heartbeat, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("shorter"), std::string::npos) << d.detail;
+}
+
+TEST(MalformedResponse, EveryTruncationIsRefusedExceptTheErrorOnlyLength) {
+  for (const auto& s : responseSamples()) {
+    if (std::holds_alternative<ErrorOnlyResponse>(s.response)) continue;
+    SCOPED_TRACE(s.name);
+    std::vector<uint8_t> frame;
+    encodeResponse(s.header, s.response, frame);
+    const auto body = bodyOf(frame);
+    for (size_t cut = 0; cut < body.size(); ++cut) {
+      const DecodedResponse d = decodeResponse(s.api, body.first(cut));
+      if (cut == 12) {
+        // Two bytes after the header: an error-only answer by definition.
+        ASSERT_TRUE(d.ok) << d.detail;
+        ASSERT_TRUE(std::holds_alternative<ErrorOnlyResponse>(d.response));
+      } else {
+        ASSERT_FALSE(d.ok) << "cut at " << cut << " of " << body.size();
+        ASSERT_FALSE(d.detail.empty());
+      }
+    }
+  }
+}
+
+TEST(MalformedResponse, TrailingBytes) {
+  const auto body = Bytes().responseHeader(0, 1).int64(6).int16(0).int8(0).body();
+  const DecodedResponse d = decodeResponse(ApiKey::Heartbeat, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("after the last field"), std::string::npos) << d.detail;
+}
+
+TEST(MalformedResponse, BadBoolInGroupInfo) {
+  const auto body = Bytes()
+                        .responseHeader(0, 1)
+                        .count(1)
+                        .str("g")
+                        .int16(0)
+                        .count(0)
+                        .count(0)
+                        .int32(-1)
+                        .str("")
+                        .uint16(0)
+                        .int64(-1)
+                        .int64(-1)
+                        .int8(2)
+                        .int16(0)
+                        .body();
+  const DecodedResponse d = decodeResponse(ApiKey::ListGroups, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Ephemeral"), std::string::npos) << d.detail;
+}
+
+TEST(MalformedResponse, GroupInfoCountBoundedByItsSmallestSize) {
+  // 40 bytes follow the count: enough for 20 empty strings but not for two GroupInfos.
+  const auto body = Bytes().responseHeader(0, 1).count(2).raw(std::vector<uint8_t>(40, 0)).body();
+  const DecodedResponse d = decodeResponse(ApiKey::ListGroups, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("cannot fit"), std::string::npos) << d.detail;
+}
+
+TEST(MalformedResponse, UnknownApiWithAFullBody) {
+  const auto body = Bytes().responseHeader(0, 1).int64(6).int16(0).body();
+  const DecodedResponse d = decodeResponse(static_cast<ApiKey>(42), body);
+  EXPECT_FALSE(d.ok);
+}
+
+TEST(MalformedResponse, FullResponseOfAnotherVersion) {
+  const auto body = Bytes().responseHeader(1, 1).int64(6).int16(0).body();
+  const DecodedResponse d = decodeResponse(ApiKey::Heartbeat, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("version"), std::string::npos) << d.detail;
+}
+
+// ---- The hot path ----------------------------------------------------------------
+
+TEST(HotPath, HeartbeatWithShortNamesDecodesWithoutTouchingTheHeap) {
+  // Names of up to 15 bytes fit in std::string's inline buffer (libstdc++):
+  // a heartbeat then costs no allocation at all.
+  const auto body = Bytes().requestHeader(0, 0, 1, "svc-1").str("orders").str("svc-1-7f3a").int64(5).body();
+  size_t allocations = 0;
+  DecodedRequest d;
+  {
+    AllocationProbe probe;
+    d = decodeRequest(body);
+    allocations = probe.count();
+  }
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(allocations, 0u);
+}
+
+}  // namespace
+}  // namespace groupcoord::protocol::testing

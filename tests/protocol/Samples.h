@@ -1,0 +1,126 @@
+#pragma once
+
+// Sample messages for the codec tests: every API, typical and edge values.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "protocol/Messages.h"
+
+namespace groupcoord::protocol::testing {
+
+inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+inline constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+inline constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+struct RequestSample {
+  std::string name;
+  RequestHeader header;
+  Request request;
+};
+
+struct ResponseSample {
+  std::string name;
+  ApiKey api;
+  ResponseHeader header;
+  Response response;
+};
+
+inline RequestHeader headerFor(ApiKey api, int64_t correlationId, std::optional<std::string> clientId) {
+  RequestHeader h;
+  h.apiKey = api;
+  h.version = kProtocolVersion;
+  h.correlationId = correlationId;
+  h.clientId = std::move(clientId);
+  return h;
+}
+
+// At least one sample per API; several use the edges of their types.
+inline std::vector<RequestSample> requestSamples() {
+  const std::string longName(249, 'n');
+  const std::string clientId255(255, 'c');
+  std::vector<RequestSample> s;
+  s.push_back({"Heartbeat", headerFor(ApiKey::Heartbeat, 1, "svc-1"), HeartbeatRequest{"orders", "svc-1-7f3a", 5}});
+  s.push_back({"Heartbeat edges", headerFor(ApiKey::Heartbeat, kInt64Max, std::nullopt),
+               HeartbeatRequest{longName, longName, kInt64Max}});
+  s.push_back({"Heartbeat negative generation", headerFor(ApiKey::Heartbeat, kInt64Min, ""),
+               HeartbeatRequest{"g", "c", kInt64Min}});
+  s.push_back({"CreateGroup", headerFor(ApiKey::CreateGroup, 2, "svc-1"),
+               CreateGroupRequest{"orders", 10000, {"clicks", "views"}, true}});
+  s.push_back({"CreateGroup no topics", headerFor(ApiKey::CreateGroup, 0, clientId255),
+               CreateGroupRequest{"pure", kInt64Max, {}, false}});
+  s.push_back({"DeleteGroup", headerFor(ApiKey::DeleteGroup, 3, "admin"), DeleteGroupRequest{"orders"}});
+  s.push_back({"RegisterConsumer new", headerFor(ApiKey::RegisterConsumer, 4, std::nullopt),
+               RegisterConsumerRequest{"orders", "", {}}});
+  s.push_back({"RegisterConsumer rejoin", headerFor(ApiKey::RegisterConsumer, 5, "svc-1"),
+               RegisterConsumerRequest{"orders", "svc-1-7f3a", {{"clicks", 0}, {"clicks", kInt32Max}, {"views", 7}}}});
+  s.push_back({"ListGroups all", headerFor(ApiKey::ListGroups, 6, std::nullopt), ListGroupsRequest{}});
+  s.push_back({"ListGroups named", headerFor(ApiKey::ListGroups, 7, "grüße ✓"),
+               ListGroupsRequest{{"orders", "nope", longName}}});
+  s.push_back({"LeaveGroup", headerFor(ApiKey::LeaveGroup, 8, "svc-1"), LeaveGroupRequest{"orders", "svc-1-7f3a"}});
+  s.push_back({"CommitOffsets", headerFor(ApiKey::CommitOffsets, 9, "svc-1"),
+               CommitOffsetsRequest{"orders", "svc-1-7f3a", 6, {{"clicks", 0, 1250}, {"clicks", 1, kInt64Max}}}});
+  s.push_back({"CommitOffsets empty", headerFor(ApiKey::CommitOffsets, 10, "svc-1"),
+               CommitOffsetsRequest{"orders", "m", -1, {}}});
+  s.push_back({"FetchOffsets", headerFor(ApiKey::FetchOffsets, 11, "svc-1"), FetchOffsetsRequest{"orders", {"clicks"}}});
+  s.push_back({"FetchOffsets every topic", headerFor(ApiKey::FetchOffsets, 12, std::nullopt),
+               FetchOffsetsRequest{"orders", {}}});
+  s.push_back({"RewindConsumer", headerFor(ApiKey::RewindConsumer, 13, "ops"),
+               RewindConsumerRequest{"orders", {{"clicks", 0, 0}, {"views", 3, -1}}}});
+  return s;
+}
+
+inline Broker broker(int32_t id, std::string host, uint16_t port) { return Broker{id, std::move(host), port}; }
+
+inline std::vector<ResponseSample> responseSamples() {
+  const std::string longName(249, 'n');
+  GroupInfo full{"orders",
+                 ErrorCode::NONE,
+                 {"svc-1-7f3a", "svc-2-09bc"},
+                 {"clicks", "views"},
+                 broker(kInt32Max, "groupcoord-2.example", 65535),
+                 10000,
+                 kInt64Max,
+                 true};
+  GroupInfo missing{"nope", ErrorCode::UNKNOWN_GROUP, {}, {}, Broker{}, -1, -1, false};
+  std::vector<ResponseSample> s;
+  s.push_back({"Heartbeat", ApiKey::Heartbeat, {0, 1}, HeartbeatResponse{6, ErrorCode::REBALANCE_NEEDED}});
+  s.push_back({"Heartbeat edges", ApiKey::Heartbeat, {0, kInt64Min}, HeartbeatResponse{kInt64Max, ErrorCode::NONE}});
+  s.push_back({"CreateGroup", ApiKey::CreateGroup, {0, 2},
+               CreateGroupResponse{"orders", ErrorCode::NONE, broker(2, "10.0.0.7", 40001)}});
+  s.push_back({"CreateGroup no controller", ApiKey::CreateGroup, {0, 3},
+               CreateGroupResponse{"orders", ErrorCode::CONTROLLER_NOT_AVAILABLE, Broker{}}});
+  s.push_back({"DeleteGroup", ApiKey::DeleteGroup, {0, 4}, DeleteGroupResponse{"orders", ErrorCode::GROUP_NOT_EMPTY}});
+  s.push_back({"RegisterConsumer", ApiKey::RegisterConsumer, {0, 5},
+               RegisterConsumerResponse{"orders",
+                                        "svc-1-7f3a",
+                                        6,
+                                        {"svc-1-7f3a", "svc-2-09bc"},
+                                        {{"clicks", 0, 1200}, {"views", 2, -1}},
+                                        ErrorCode::NONE}});
+  s.push_back({"RegisterConsumer error", ApiKey::RegisterConsumer, {0, 6},
+               RegisterConsumerResponse{"orders", "", -1, {}, {}, ErrorCode::NOT_CONTROLLER}});
+  s.push_back({"ListGroups", ApiKey::ListGroups, {0, 7}, ListGroupsResponse{{full, missing}, ErrorCode::NONE}});
+  s.push_back({"ListGroups empty", ApiKey::ListGroups, {0, 8},
+               ListGroupsResponse{{}, ErrorCode::UNKNOWN_SERVER_ERROR}});
+  s.push_back({"LeaveGroup", ApiKey::LeaveGroup, {0, 9}, LeaveGroupResponse{ErrorCode::UNKNOWN_CONSUMER}});
+  s.push_back({"CommitOffsets", ApiKey::CommitOffsets, {0, 10},
+               CommitOffsetsResponse{{{"clicks", 0, ErrorCode::NOT_OWNER}, {"clicks", 1, ErrorCode::NONE}},
+                                     ErrorCode::NONE}});
+  s.push_back({"FetchOffsets", ApiKey::FetchOffsets, {0, 11},
+               FetchOffsetsResponse{{{"clicks", 0, 1250}, {longName, kInt32Max, kInt64Max}}, ErrorCode::NONE}});
+  s.push_back({"FetchOffsets unknown code", ApiKey::FetchOffsets, {0, 12},
+               FetchOffsetsResponse{{}, static_cast<ErrorCode>(999)}});
+  s.push_back({"RewindConsumer", ApiKey::RewindConsumer, {0, 13},
+               RewindConsumerResponse{{{"clicks", 0, ErrorCode::INVALID_OFFSET}}, ErrorCode::NONE}});
+  s.push_back({"error-only UNKNOWN_API", ApiKey::Heartbeat, {0, 14}, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}});
+  s.push_back({"error-only UNSUPPORTED_VERSION", ApiKey::ListGroups, {7, 15},
+               ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}});
+  s.push_back({"error-only INVALID_REQUEST", ApiKey::RegisterConsumer, {0, 16},
+               ErrorOnlyResponse{ErrorCode::INVALID_REQUEST}});
+  return s;
+}
+
+}  // namespace groupcoord::protocol::testing
