@@ -200,6 +200,7 @@ void Coordinator::onSessionState(zk::SessionState state) {
         std::lock_guard lock(registryMu_);
         known_.clear();
         servers_.clear();
+        topics_.clear();  // their watches went with the session
       }
       spdlog::error(
           "ZooKeeper session 0x{:x} {}: gave up control of {} groups (their members must register again); "
@@ -580,17 +581,38 @@ void Coordinator::answerAllWaiting(Group& g, ErrorCode error, Outbox& out) {
     out.push_back([w = std::move(w), error, name = g.name] { w(protocol::DeleteGroupResponse{name, error}); });
   g.deleteWaiters.clear();
   g.deleteRequested = false;
+  for (auto* rewinds : {&g.rewinds, &g.flightRewinds}) {
+    for (auto& w : *rewinds)
+      out.push_back([done = std::move(w.done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
+    rewinds->clear();
+  }
+  for (auto* commits : {&g.commits, &g.flightCommits}) {
+    for (auto& c : *commits)
+      out.push_back([done = std::move(c.done), error] { done(protocol::CommitOffsetsResponse{{}, error}); });
+    commits->clear();
+  }
 }
 
-protocol::RegisterConsumerResponse Coordinator::registration(const Group& g, const std::string& member) const {
+// The answer to a registration at the current generation: the members,
+// and the member's assignment as far as it can be granted now (partitions
+// another member still holds are left out until released).
+protocol::RegisterConsumerResponse Coordinator::registration(Group& g, const std::string& member) {
   protocol::RegisterConsumerResponse r;
   r.group = g.name;
   r.consumerId = member;
   r.generation = g.version;
   r.members.reserve(g.members.size());
   for (auto& [id, _] : g.members) r.members.push_back(id);
+  for (auto& p : g.ownership.grant(member, time_.now())) {
+    auto c = g.committed.find(p);
+    r.partitions.push_back(protocol::PartitionOffset{p.topic, p.partition, c == g.committed.end() ? -1 : c->second});
+  }
   r.error = ErrorCode::NONE;
   return r;
+}
+
+bool Coordinator::hasPendingWrites(const Group& g) const {
+  return !g.joins.empty() || !g.removals.empty() || !g.rewinds.empty() || g.bumpRequested;
 }
 
 // Re-reads the group's settings, version and members: after a claim, and
@@ -610,6 +632,7 @@ void Coordinator::reload(const GroupPtr& g) {
     if (epoch != epoch_) return;
     Outbox out;
     bool vanished = false;
+    std::vector<std::string> topicsToWatch;
     {
       std::lock_guard lock(g->mu);
       g->busy = false;
@@ -665,18 +688,27 @@ void Coordinator::reload(const GroupPtr& g) {
         }
         g->needsReload = false;
         if (g->state == GroupState::Loading) {
-          spdlog::info("group {}: serving at generation {} with {} members (session timeout {} ms{})", g->name,
+          // Members may still hold partitions granted by the previous
+          // controller: nothing nobody reports is granted for one session
+          // timeout. A group at generation 0 never had a member.
+          g->ownership.clear();
+          if (g->version > 0) g->ownership.holdUnclaimedUntil(now + Millis(g->settings.sessionTimeoutMs));
+          spdlog::info("group {}: serving at generation {} with {} members (session timeout {} ms{}{})", g->name,
                        g->version, g->members.size(), g->settings.sessionTimeoutMs,
-                       g->settings.ephemeral ? ", ephemeral" : "");
+                       g->settings.ephemeral ? ", ephemeral" : "",
+                       g->version > 0 ? "; partitions nobody reports wait one session timeout" : "");
           setState(*g, GroupState::Active);
+          for (auto& t : g->settings.topics) topicsToWatch.push_back(t);
         } else if (before != g->version) {
           spdlog::info("group {}: generation {} -> {} found in ZooKeeper", g->name, before, g->version);
         }
         if (g->members.empty()) g->emptySince = now;
+        retarget(*g);
         flush(g, out);
       }
     }
     run(out);
+    for (auto& t : topicsToWatch) watchTopic(t);
     if (vanished) dropGroup(g->name, ErrorCode::UNKNOWN_GROUP, "its znode is gone");
   };
   zk_.get(layout_.groupPath(g->name), [reads, finish](zk::GetResult r) {
@@ -708,7 +740,11 @@ void Coordinator::flush(const GroupPtr& g, Outbox& out) {
     reload(g);
     return;
   }
-  if (g->joins.empty() && g->removals.empty()) {
+  if (!g->offsetsLoaded && (!g->rewinds.empty() || !g->rejoins.empty() || !g->joins.empty())) {
+    loadOffsets(g);  // registrations carry committed offsets; rewinds need to know what exists
+    return;
+  }
+  if (!hasPendingWrites(*g)) {
     for (auto& rj : g->rejoins) {
       out.push_back([w = std::move(rj.done), resp = registration(*g, rj.memberId)]() mutable { w(std::move(resp)); });
     }
@@ -749,13 +785,24 @@ void Coordinator::flush(const GroupPtr& g, Outbox& out) {
   }
   g->flightRejoins = std::move(g->rejoins);
   g->rejoins.clear();
+  std::vector<protocol::PartitionOffset> rewound;
+  for (auto& w : g->rewinds) rewound.insert(rewound.end(), w.accepted.begin(), w.accepted.end());
+  if (!rewound.empty()) {
+    std::set<std::string> newTopics;
+    offsetOps(*g, rewound, ops, &newTopics);
+  }
+  g->flightRewinds = std::move(g->rewinds);
+  g->rewinds.clear();
+  g->flightBump = std::exchange(g->bumpRequested, false);
   ops.push_back(zk::makeSetData(layout_.groupPath(g->name), g->settingsData, g->version));
   g->busy = true;
   uint64_t epoch = epoch_;
-  zk_.multi(std::move(ops), [this, g, epoch](zk::MultiResult r) { onBatchDone(g, epoch, std::move(r)); });
+  size_t opCount = ops.size();
+  zk_.multi(std::move(ops),
+            [this, g, epoch, opCount](zk::MultiResult r) { onBatchDone(g, epoch, opCount, std::move(r)); });
 }
 
-void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult r) {
+void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, size_t opCount, zk::MultiResult r) {
   if (epoch != epoch_) return;
   Outbox out;
   bool vanished = false;
@@ -771,6 +818,8 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
       size_t evicted = 0, left = 0;
       for (auto& [id, rm] : g->flightRemovals) {
         g->members.erase(id);
+        size_t freed = g->ownership.releaseAll(id);
+        if (freed > 0) spdlog::info("group {}: {} partitions of member {} are free", g->name, freed, id);
         if (rm.evicted) {
           ++evicted;
           spdlog::info("group {}: evicted member {} after {} ms of silence (session timeout {} ms)", g->name, id,
@@ -787,8 +836,24 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
         g->members[id] = Member{j.clientId, now};
         spdlog::info("group {}: member {} joined (client id '{}')", g->name, id, j.clientId);
       }
-      spdlog::info("group {}: generation {} -> {} ({} joined, {} left, {} evicted; {} members) in one transaction",
-                   g->name, before, g->version, g->flightJoins.size(), left, evicted, g->members.size());
+      for (auto& w : g->flightRewinds) {
+        for (auto& o : w.accepted) {
+          g->committed[protocol::TopicPartition{o.topic, o.partition}] = o.offset;
+          g->offsetTopics.insert(o.topic);
+        }
+        g->rewoundAt = g->version;
+        spdlog::info("group {}: {} offsets rewound", g->name, w.accepted.size());
+        out.push_back([done = std::move(w.done), results = std::move(w.results)]() mutable {
+          done(protocol::RewindConsumerResponse{std::move(results), ErrorCode::NONE});
+        });
+      }
+      std::string why = g->flightRewinds.empty() && changes == 0 ? " (subscribed topics changed)" : "";
+      g->flightRewinds.clear();
+      g->flightBump = false;
+      spdlog::info(
+          "group {}: generation {} -> {} ({} joined, {} left, {} evicted; {} members) in one transaction{}",
+          g->name, before, g->version, g->flightJoins.size(), left, evicted, g->members.size(), why);
+      retarget(*g);
       for (auto& [id, j] : g->flightJoins)
         for (auto& w : j.waiters)
           out.push_back([w = std::move(w), resp = registration(*g, id)]() mutable { w(std::move(resp)); });
@@ -807,12 +872,14 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
       Group scratch(g->name);
       std::swap(scratch.flightJoins, g->flightJoins);
       std::swap(scratch.flightRejoins, g->flightRejoins);
+      std::swap(scratch.flightRewinds, g->flightRewinds);
       for (auto& [id, rm] : g->flightRemovals)
         if (!rm.evicted) scratch.flightRemovals.emplace(id, std::move(rm));
       g->flightRemovals.clear();
+      g->bumpRequested = g->bumpRequested || g->flightBump;
       answerAllWaiting(scratch, ErrorCode::CONTROLLER_NOT_AVAILABLE, out);
       g->needsReload = true;
-    } else if (r.error == zk::Error::NoNode && r.failedOp == static_cast<int>(changes)) {
+    } else if (r.error == zk::Error::NoNode && r.failedOp == static_cast<int>(opCount) - 1) {
       vanished = true;  // the group znode itself is gone
     } else {
       // Memory and ZooKeeper disagree (a member znode already there or
@@ -828,6 +895,7 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
         std::swap(scratch.flightJoins, g->flightJoins);
         std::swap(scratch.flightRemovals, g->flightRemovals);
         std::swap(scratch.flightRejoins, g->flightRejoins);
+        std::swap(scratch.flightRewinds, g->flightRewinds);
         answerAllWaiting(scratch, ErrorCode::CONTROLLER_NOT_AVAILABLE, out);
         g->failedBatches = 0;
       } else {
@@ -838,6 +906,10 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
         }
         for (auto& [id, rm] : g->flightRemovals) g->removals.emplace(id, std::move(rm));
         for (auto& rj : g->flightRejoins) g->rejoins.push_back(std::move(rj));
+        for (auto& w : g->flightRewinds) g->rewinds.push_back(std::move(w));
+        g->flightRewinds.clear();
+        g->bumpRequested = g->bumpRequested || g->flightBump;
+        g->offsetsLoaded = false;  // a rewind may have met an offset znode it did not know
         g->flightJoins.clear();
         g->flightRemovals.clear();
         g->flightRejoins.clear();
@@ -845,8 +917,7 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult
       g->needsReload = true;
     }
     if (vanished) {
-    } else if (g->settings.ephemeral && g->hadMembers && g->members.empty() && g->joins.empty() &&
-               g->removals.empty()) {
+    } else if (g->settings.ephemeral && g->hadMembers && g->members.empty() && !hasPendingWrites(*g)) {
       deleteGroup(g);  // its last member went: an ephemeral group goes with it
     } else {
       flush(g, out);
@@ -1007,6 +1078,7 @@ void Coordinator::checkGroup(const GroupPtr& g, TimePoint now) {
       reload(g);
     } else {
       flush(g, out);
+      flushCommits(g, out);
     }
   }
   run(out);
@@ -1020,12 +1092,14 @@ void Coordinator::tick() {
   }
   TimePoint now = time_.now();
   bool rewatch = false;
-  std::vector<std::string> unclaimed, unwatched;
+  std::vector<std::string> unclaimed, unwatched, topicsToWatch;
   bool registerNow = false;
   Outbox out;
   {
     std::lock_guard lock(registryMu_);
     if (connected_) {
+      for (auto& [t, info] : topics_)
+        if (!info.watching) topicsToWatch.push_back(t);
       rewatch = std::exchange(rewatchNeeded_, false);
       registerNow = !registered_ && !registering_ && now >= nextRegisterAttempt_;
       for (auto& [n, k] : known_) {
@@ -1060,6 +1134,7 @@ void Coordinator::tick() {
     watchGroups();
   }
   for (auto& n : unwatched) watchController(n);
+  for (auto& t : topicsToWatch) watchTopic(t);
   for (auto& n : unclaimed) maybeClaim(n, now);
 
   std::vector<GroupPtr> all;
@@ -1094,15 +1169,10 @@ void Coordinator::handle(const protocol::RequestHeader& header, protocol::Reques
       return;
     case 4: onListGroups(std::get<protocol::ListGroupsRequest>(request), std::move(done)); return;
     case 5: onLeave(std::get<protocol::LeaveGroupRequest>(request), std::move(done)); return;
-    default: {
-      auto api = protocol::apiKeyOf(request);
-      uint32_t bit = 1u << static_cast<int>(api);
-      if (!(unservedLogged_.fetch_or(bit) & bit)) {
-        spdlog::warn("{} is not served by this build yet: answering UNKNOWN_SERVER_ERROR", protocol::apiName(api));
-      }
-      done(protocol::errorResponse(request, ErrorCode::UNKNOWN_SERVER_ERROR));
-      return;
-    }
+    case 6: onCommit(std::get<protocol::CommitOffsetsRequest>(request), std::move(done)); return;
+    case 7: onFetch(std::get<protocol::FetchOffsetsRequest>(request), std::move(done)); return;
+    case 8: onRewind(std::get<protocol::RewindConsumerRequest>(request), std::move(done)); return;
+    default: done(protocol::errorResponse(request, ErrorCode::UNKNOWN_SERVER_ERROR)); return;
   }
 }
 
@@ -1122,8 +1192,15 @@ void Coordinator::onHeartbeat(const protocol::HeartbeatRequest& r, ResponseCallb
       if (it == g->members.end() || g->removals.count(r.consumerId) || g->flightRemovals.count(r.consumerId)) {
         resp.error = ErrorCode::UNKNOWN_CONSUMER;
       } else {
-        it->second.lastSeen = time_.now();
-        resp.error = r.generation == g->version ? ErrorCode::NONE : ErrorCode::REBALANCE_NEEDED;
+        TimePoint now = time_.now();
+        it->second.lastSeen = now;
+        if (r.generation != g->version) {
+          resp.error = ErrorCode::REBALANCE_NEEDED;
+        } else {
+          // In sync: it has stopped using what this generation took from it.
+          g->ownership.releaseUntargeted(r.consumerId);
+          resp.error = g->ownership.due(r.consumerId, now) ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
+        }
       }
     }
   } else {
@@ -1172,6 +1249,9 @@ void Coordinator::onRegister(const protocol::RequestHeader& h, protocol::Registe
     std::string id = r.consumerId.empty() ? newMemberId(h.clientId) : r.consumerId;
     auto member = g->members.find(id);
     bool leaving = g->flightRemovals.count(id) > 0;
+    // What the member says it holds: releases what it no longer reports and,
+    // after a takeover, tells this controller who holds what.
+    if (g->state == GroupState::Active) g->ownership.reportOwned(id, r.owned);
     if (g->state == GroupState::Deleting) {
       error = ErrorCode::UNKNOWN_GROUP;
     } else if (g->state == GroupState::Loading) {
@@ -1186,7 +1266,7 @@ void Coordinator::onRegister(const protocol::RequestHeader& h, protocol::Registe
         g->removals.erase(rm);
         spdlog::info("group {}: member {} registered again before its removal was written; it stays", g->name, id);
       }
-      if (!g->busy && g->joins.empty() && g->removals.empty()) {
+      if (!g->busy && !hasPendingWrites(*g) && g->offsetsLoaded) {
         out.push_back([done = std::move(done), resp = registration(*g, id)]() mutable { done(std::move(resp)); });
       } else {
         g->rejoins.push_back(Rejoin{id, std::move(done)});

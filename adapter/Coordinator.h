@@ -29,6 +29,7 @@
 
 #include "adapter/Clock.h"
 #include "adapter/Layout.h"
+#include "adapter/Ownership.h"
 #include "protocol/Handler.h"
 #include "zk/Client.h"
 
@@ -128,6 +129,16 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
     std::string memberId;
     protocol::ResponseCallback done;
   };
+  struct CommitRequest {
+    std::vector<protocol::PartitionOffset> accepted;  // to write
+    std::vector<protocol::PartitionError> results;    // one per offset asked for
+    protocol::ResponseCallback done;
+  };
+  struct RewindRequest {
+    std::vector<protocol::PartitionOffset> accepted;
+    std::vector<protocol::PartitionError> results;
+    protocol::ResponseCallback done;
+  };
   // Work to do once every lock is released: responses, mostly.
   using Outbox = std::vector<std::function<void()>>;
 
@@ -152,6 +163,17 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
     bool deleteRequested = false;
     bool hadMembers = false;  // a member joined since this server took the group
     TimePoint lastBatchAt;
+    // Partitions.
+    Ownership ownership;
+    std::map<protocol::TopicPartition, int64_t> committed;  // as durable in ZooKeeper
+    std::set<std::string> offsetTopics;                     // offsets/<topic> znodes that exist
+    bool offsetsLoaded = false;
+    bool bumpRequested = false;    // move the generation (a subscribed topic changed)
+    bool flightBump = false;
+    int32_t rewoundAt = -1;        // generation of the last rewind: older commits are fenced
+    std::vector<RewindRequest> rewinds, flightRewinds;
+    std::vector<CommitRequest> commits, flightCommits;
+    bool committing = false;
     explicit Group(std::string n) : name(std::move(n)) {}
   };
   using GroupPtr = std::shared_ptr<Group>;
@@ -165,6 +187,17 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   };
 
   struct ControllerWaiter;
+
+  struct TopicInfo {
+    int32_t partitions = 0;  // 0 while the topic does not exist
+    bool watching = false;
+  };
+  // Committed offsets read from ZooKeeper, and the offsets/<topic> znodes seen.
+  struct OffsetsRead {
+    zk::Error error = zk::Error::Ok;
+    std::map<protocol::TopicPartition, int64_t> offsets;
+    std::set<std::string> topics;
+  };
 
   // zk::SessionListener
   void onSessionState(zk::SessionState state) override;
@@ -188,16 +221,37 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   void setState(Group& g, GroupState s);
   void reload(const GroupPtr& g);
   void flush(const GroupPtr& g, Outbox& out);  // g->mu held
-  void onBatchDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult r);
+  void onBatchDone(const GroupPtr& g, uint64_t epoch, size_t opCount, zk::MultiResult r);
   void deleteGroup(const GroupPtr& g);  // g->mu held
   void answerAllWaiting(Group& g, protocol::ErrorCode error, Outbox& out);  // g->mu held
   void checkGroup(const GroupPtr& g, TimePoint now);
-  protocol::RegisterConsumerResponse registration(const Group& g, const std::string& member) const;
+  protocol::RegisterConsumerResponse registration(Group& g, const std::string& member);
+
+  // Partitions (Partitions.cpp).
+  void watchTopic(const std::string& topic);
+  void onTopicCount(const std::string& topic, int32_t partitions);
+  std::map<std::string, int32_t> partitionCounts(const GroupSettings& s) const;
+  bool partitionExists(const GroupSettings& s, const protocol::TopicPartition& p) const;
+  void retarget(Group& g);  // g.mu held: the assignment of the generation just reached
+  void readOffsets(const std::string& group, const std::vector<std::string>& topics,
+                   std::function<void(OffsetsRead)> done);
+  void loadOffsets(const GroupPtr& g);  // g->mu held
+  // Adds the writes of `offsets` to ops, creating offsets/<topic> znodes the
+  // group lacks (and noting them in *newTopics).
+  void offsetOps(const Group& g, const std::vector<protocol::PartitionOffset>& offsets, std::vector<zk::Op>& ops,
+                 std::set<std::string>* newTopics) const;
+  void flushCommits(const GroupPtr& g, Outbox& out);  // g->mu held
+  void onCommitsDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult r);
+  void onCommit(const protocol::CommitOffsetsRequest& r, protocol::ResponseCallback done);
+  void onFetch(const protocol::FetchOffsetsRequest& r, protocol::ResponseCallback done);
+  void onRewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done);
 
   // Requests.
   void onHeartbeat(const protocol::HeartbeatRequest& r, protocol::ResponseCallback& done);
   void onRegister(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                   protocol::ResponseCallback done);
+  // The group znode write that moves the generation, plus what rides along.
+  bool hasPendingWrites(const Group& g) const;
   void onLeave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done);
   void onCreateGroup(protocol::CreateGroupRequest r, protocol::ResponseCallback done);
   void onDeleteGroup(const protocol::DeleteGroupRequest& r, protocol::ResponseCallback done);
@@ -229,6 +283,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::map<int32_t, protocol::Broker> servers_;
   std::map<std::string, KnownGroup> known_;
   std::vector<std::shared_ptr<ControllerWaiter>> controllerWaiters_;
+  std::map<std::string, TopicInfo> topics_;
   TimePoint nextRegisterAttempt_;
   bool rewatchNeeded_ = false;
 

@@ -62,4 +62,25 @@ std::string encodeMember(std::string_view clientId) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::optional<int32_t> decodeTopicPartitions(std::string_view data) {
+  json j = json::parse(data, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto parts = j.find("partitions");
+  if (parts == j.end() || !parts->is_object()) return std::nullopt;
+  // Partitions are numbered 0..N-1; a gap means the metadata is not usable.
+  int32_t n = static_cast<int32_t>(parts->size());
+  for (int32_t i = 0; i < n; ++i)
+    if (!parts->contains(std::to_string(i))) return std::nullopt;
+  return n;
+}
+
+std::string encodeTopic(int32_t partitions) {
+  json parts = json::object();
+  for (int32_t i = 0; i < partitions; ++i) parts[std::to_string(i)] = json::array({0});
+  json j;
+  j["version"] = 1;
+  j["partitions"] = parts;
+  return j.dump();
+}
+
 }  // namespace groupcoord::adapter

@@ -58,4 +58,9 @@ std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data);
 
 std::string encodeMember(std::string_view clientId);
 
+// Kafka's topic metadata, {"version":1,"partitions":{"0":[..],"1":[..]}}:
+// the number of partitions, or nullopt when the data is not that.
+std::optional<int32_t> decodeTopicPartitions(std::string_view data);
+std::string encodeTopic(int32_t partitions);
+
 }  // namespace groupcoord::adapter

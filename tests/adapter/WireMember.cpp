@@ -27,6 +27,8 @@ template std::optional<protocol::HeartbeatResponse> callOnce(uint16_t, const pro
                                                              std::chrono::milliseconds);
 template std::optional<protocol::RegisterConsumerResponse> callOnce(uint16_t, const protocol::Request&,
                                                                     std::chrono::milliseconds);
+template std::optional<protocol::FetchOffsetsResponse> callOnce(uint16_t, const protocol::Request&,
+                                                                std::chrono::milliseconds);
 template std::optional<protocol::LeaveGroupResponse> callOnce(uint16_t, const protocol::Request&,
                                                               std::chrono::milliseconds);
 

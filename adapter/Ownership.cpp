@@ -1,0 +1,113 @@
+#include "adapter/Ownership.h"
+
+#include <algorithm>
+
+namespace groupcoord::adapter {
+
+namespace {
+const std::string kNobody;
+}
+
+void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) { target_ = std::move(target); }
+
+void Ownership::reportOwned(const std::string& member, const std::vector<Partition>& owned) {
+  std::set<Partition> reported(owned.begin(), owned.end());
+  auto it = held_.find(member);
+  if (it != held_.end()) {
+    for (auto p = it->second.begin(); p != it->second.end();) {
+      if (!reported.count(*p)) {
+        holder_.erase(*p);
+        p = it->second.erase(p);
+      } else {
+        ++p;
+      }
+    }
+  }
+  for (const auto& p : reported) {
+    auto [h, inserted] = holder_.try_emplace(p, member);
+    if (inserted) held_[member].insert(p);
+  }
+  if (auto e = held_.find(member); e != held_.end() && e->second.empty()) held_.erase(e);
+}
+
+bool Ownership::grantable(const std::string& member, const Partition& p, TimePoint now) const {
+  auto h = holder_.find(p);
+  if (h != holder_.end()) return h->second == member;
+  return now >= graceUntil_;
+}
+
+std::vector<Partition> Ownership::grant(const std::string& member, TimePoint now) {
+  std::vector<Partition> out;
+  auto t = target_.find(member);
+  if (t == target_.end()) return out;
+  for (const auto& p : t->second) {
+    if (!grantable(member, p, now)) continue;
+    if (holder_.try_emplace(p, member).second) held_[member].insert(p);
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Ownership::releaseUntargeted(const std::string& member) {
+  auto it = held_.find(member);
+  if (it == held_.end()) return 0;
+  std::set<Partition> keep;
+  if (auto t = target_.find(member); t != target_.end()) keep.insert(t->second.begin(), t->second.end());
+  size_t released = 0;
+  for (auto p = it->second.begin(); p != it->second.end();) {
+    if (!keep.count(*p)) {
+      holder_.erase(*p);
+      p = it->second.erase(p);
+      ++released;
+    } else {
+      ++p;
+    }
+  }
+  if (it->second.empty()) held_.erase(it);
+  return released;
+}
+
+size_t Ownership::releaseAll(const std::string& member) {
+  auto it = held_.find(member);
+  if (it == held_.end()) return 0;
+  size_t n = it->second.size();
+  for (const auto& p : it->second) holder_.erase(p);
+  held_.erase(it);
+  return n;
+}
+
+bool Ownership::due(const std::string& member, TimePoint now) const {
+  auto t = target_.find(member);
+  if (t == target_.end()) return false;
+  for (const auto& p : t->second) {
+    auto h = holder_.find(p);
+    if (h == holder_.end() ? now >= graceUntil_ : false) return true;
+  }
+  return false;
+}
+
+bool Ownership::owns(const std::string& member, const Partition& p) const {
+  auto h = holder_.find(p);
+  return h != holder_.end() && h->second == member;
+}
+
+const std::string& Ownership::holderOf(const Partition& p) const {
+  auto h = holder_.find(p);
+  return h == holder_.end() ? kNobody : h->second;
+}
+
+std::vector<Partition> Ownership::heldBy(const std::string& member) const {
+  auto it = held_.find(member);
+  if (it == held_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+void Ownership::clear() {
+  target_.clear();
+  holder_.clear();
+  held_.clear();
+  graceUntil_ = TimePoint{};
+}
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,75 @@
+#pragma once
+
+// Exclusive partition ownership for one group, as its controller sees it
+// (PROTOCOL.md, "Ownership"): at no instant may two members hold the same
+// partition. The controller grants a partition only once its previous
+// holder released it: by a heartbeat at a generation whose assignment no
+// longer gives it that partition, by registering without it in
+// OwnedPartitions, by leaving, or by being evicted. A controller that has
+// just taken the group over learns holders from OwnedPartitions and grants
+// nothing that nobody reported until one session timeout has passed.
+//
+// Pure bookkeeping: no ZooKeeper, no threads (the owner's lock guards it),
+// time passed in.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "adapter/Clock.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::adapter {
+
+using Partition = protocol::TopicPartition;
+
+class Ownership {
+ public:
+  // The assignment of the current generation: member -> partitions.
+  void setTarget(std::map<std::string, std::vector<Partition>> target);
+  const std::map<std::string, std::vector<Partition>>& target() const { return target_; }
+
+  // Until `until`, a partition nobody holds is not granted (takeover).
+  void holdUnclaimedUntil(TimePoint until) { graceUntil_ = until; }
+  bool inGrace(TimePoint now) const { return now < graceUntil_; }
+
+  // A registration: `owned` is what the member says it holds now. What it
+  // held here and did not report is released; what it reports and nobody
+  // holds is its own (a controller learning after a takeover). A partition
+  // reported while another member holds it stays with that member.
+  void reportOwned(const std::string& member, const std::vector<Partition>& owned);
+
+  // Grants the member every partition of its target that is free to grant
+  // now; returns what it holds of its target afterwards (sorted).
+  std::vector<Partition> grant(const std::string& member, TimePoint now);
+
+  // A heartbeat at the current generation: the member has stopped using
+  // what its target does not give it. Returns how many were released.
+  size_t releaseUntargeted(const std::string& member);
+
+  // Leave or eviction: everything the member held is free.
+  size_t releaseAll(const std::string& member);
+
+  // True when the member's target holds a partition it does not hold yet
+  // that could be granted now: it should register again.
+  bool due(const std::string& member, TimePoint now) const;
+
+  bool owns(const std::string& member, const Partition& p) const;
+  // The holder of a partition, or "" when free.
+  const std::string& holderOf(const Partition& p) const;
+  std::vector<Partition> heldBy(const std::string& member) const;
+  size_t heldCount() const { return holder_.size(); }
+
+  void clear();
+
+ private:
+  bool grantable(const std::string& member, const Partition& p, TimePoint now) const;
+
+  std::map<std::string, std::vector<Partition>> target_;
+  std::map<Partition, std::string> holder_;
+  std::map<std::string, std::set<Partition>> held_;
+  TimePoint graceUntil_{};
+};
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,81 @@
+// Exclusive ownership bookkeeping: grants wait for releases.
+
+#include <gtest/gtest.h>
+
+#include "adapter/Ownership.h"
+
+namespace groupcoord::adapter {
+namespace {
+
+using P = protocol::TopicPartition;
+const TimePoint kT0 = TimePoint(std::chrono::hours(1));
+
+TEST(Ownership, GrantsFreePartitionsOfTheTarget) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}, {"b", {P{"t", 2}}}});
+  EXPECT_EQ(o.grant("a", kT0), (std::vector<P>{P{"t", 0}, P{"t", 1}}));
+  EXPECT_TRUE(o.owns("a", P{"t", 1}));
+  EXPECT_EQ(o.holderOf(P{"t", 2}), "");
+  EXPECT_TRUE(o.due("b", kT0));
+  EXPECT_FALSE(o.due("a", kT0));
+}
+
+TEST(Ownership, APartitionMovesOnlyAfterItsHolderReleasesIt) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}});
+  o.grant("a", kT0);
+  // b joins: the new generation gives t-1 to b.
+  o.setTarget({{"a", {P{"t", 0}}}, {"b", {P{"t", 1}}}});
+  EXPECT_TRUE(o.grant("b", kT0).empty()) << "a still holds t-1";
+  EXPECT_FALSE(o.due("b", kT0));
+  // a heartbeats at the new generation: it has stopped using t-1.
+  EXPECT_EQ(o.releaseUntargeted("a"), 1u);
+  EXPECT_TRUE(o.due("b", kT0));
+  EXPECT_EQ(o.grant("b", kT0), (std::vector<P>{P{"t", 1}}));
+  EXPECT_TRUE(o.owns("a", P{"t", 0}));
+}
+
+TEST(Ownership, RegisteringWithoutAPartitionReleasesIt) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}});
+  o.grant("a", kT0);
+  o.reportOwned("a", {P{"t", 0}});
+  EXPECT_EQ(o.holderOf(P{"t", 1}), "");
+  EXPECT_EQ(o.heldBy("a"), (std::vector<P>{P{"t", 0}}));
+}
+
+TEST(Ownership, LeaveOrEvictionFreesEverything) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}});
+  o.grant("a", kT0);
+  EXPECT_EQ(o.releaseAll("a"), 2u);
+  EXPECT_EQ(o.heldCount(), 0u);
+}
+
+TEST(Ownership, AfterATakeoverUnreportedPartitionsWaitOneSessionTimeout) {
+  Ownership o;
+  o.holdUnclaimedUntil(kT0 + std::chrono::seconds(10));
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}, {"b", {P{"t", 2}}}});
+  // a reports t-0 (and t-2, which b is due): both become a's.
+  o.reportOwned("a", {P{"t", 0}, P{"t", 2}});
+  EXPECT_EQ(o.grant("a", kT0), (std::vector<P>{P{"t", 0}})) << "t-1 was reported by nobody";
+  EXPECT_FALSE(o.due("a", kT0));
+  EXPECT_TRUE(o.grant("b", kT0).empty()) << "a still holds t-2";
+  EXPECT_FALSE(o.due("a", kT0 + std::chrono::seconds(9)));
+  EXPECT_TRUE(o.due("a", kT0 + std::chrono::seconds(10)));
+  EXPECT_EQ(o.grant("a", kT0 + std::chrono::seconds(10)), (std::vector<P>{P{"t", 0}, P{"t", 1}}));
+  o.releaseUntargeted("a");
+  EXPECT_EQ(o.grant("b", kT0 + std::chrono::seconds(10)), (std::vector<P>{P{"t", 2}}));
+}
+
+TEST(Ownership, AReportCannotStealAHeldPartition) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}}}});
+  o.grant("a", kT0);
+  o.reportOwned("b", {P{"t", 0}});
+  EXPECT_EQ(o.holderOf(P{"t", 0}), "a");
+  EXPECT_TRUE(o.heldBy("b").empty());
+}
+
+}  // namespace
+}  // namespace groupcoord::adapter
