@@ -82,7 +82,7 @@ case "$cmd" in
     server="$build_dir/server/groupcoordd"
     if [ -x "$server" ]; then
       log "running groupcoordd against $connect (Ctrl-C stops it and the ensemble)"
-      "$server" --zk.connect="$connect" "$@"
+      "$server" --zk-connect="$connect" --listen-address=127.0.0.1 "$@"
     else
       log "groupcoordd is not built yet: the ensemble serves at $connect; Ctrl-C stops it"
       while true; do sleep 3600; done

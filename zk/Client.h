@@ -10,6 +10,24 @@
 // queue. Calling back into the Client from a completion is allowed; blocking
 // on another operation's result from a completion deadlocks and is not.
 //
+// Every callback passed to an operation is called exactly once, and never
+// inside the call that was given it: also an error found before anything is
+// sent (BadArguments for a malformed path or data above kMaxDataSize,
+// InvalidState after expiry, Closing after close) is delivered on the
+// completion thread. So a caller may hold its own mutex while it issues an
+// operation. Results of operations that reach ZooKeeper come in the order
+// of the calls (from one thread); an error found before sending may
+// overtake the results of earlier calls still in flight. When the client
+// is closed (destructor or close()), what is still pending completes with
+// Closing before the destructor returns.
+//
+// Watches are one-shot: each watch callback gets exactly one event, the
+// real one (Created, Deleted, Changed, Child), or, when the session ends
+// first, one Session event whose state says how (Expired, AuthFailed,
+// Closed). Connection loss and reconnection of the same session are not
+// told to watches; they stay armed. A watch whose operation failed is
+// never armed and never called, except exists(), which arms on NoNode too.
+//
 // Paths are absolute ("/a/b"), relative to the chroot when one is set.
 
 #include <chrono>

@@ -3,6 +3,7 @@
 // Plain request and result structs for zk/ operations.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,6 +33,12 @@ enum class CreateMode { Persistent, Ephemeral, PersistentSequential, EphemeralSe
 
 // Any version: delete / setData / check without a version condition.
 inline constexpr int32_t kAnyVersion = -1;
+
+// Largest data a create or setData (or all of a multi's together) may carry.
+// ZooKeeper drops the connection of a request above its jute.maxbuffer
+// (1 MiB by default), failing every other pending call of the session, so
+// both implementations refuse bigger data up front with BadArguments.
+inline constexpr size_t kMaxDataSize = 1024 * 1024 - 4096;
 
 enum class SessionState {
   Connecting,    // first connection of this session not yet made

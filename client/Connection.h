@@ -1,0 +1,99 @@
+#pragma once
+
+// A small blocking connection to groupcoordd: connect, send requests, read
+// responses one frame at a time, every wait bounded by a timeout. Used by the
+// tests and by the client library. One thread at a time per Connection.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/Codec.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::client {
+
+enum class IoStatus {
+  Ok,
+  Timeout,  // nothing (or not enough) arrived in time; the connection stays usable
+  Closed,   // the server closed the connection (EOF or reset)
+  Error,    // any other failure, including a frame that cannot be trusted; the connection is closed
+};
+std::string_view ioStatusName(IoStatus status);
+
+struct ConnectOptions {
+  int receiveBufferBytes = 0;  // SO_RCVBUF, set before connecting; 0: the system's default
+  int sendBufferBytes = 0;     // SO_SNDBUF; 0: the system's default
+  bool noDelay = true;         // TCP_NODELAY
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection();
+  Connection(Connection&& other) noexcept;
+  Connection& operator=(Connection&& other) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Closes any previous connection first. false when it fails; lastError() says why.
+  bool connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+               const ConnectOptions& options = {});
+  bool isOpen() const { return fd_ >= 0; }
+  void close();
+  int nativeHandle() const { return fd_; }
+
+  // Sent in every header built by send(request). Default: "groupcoord-client".
+  void setClientId(std::optional<std::string> clientId) { clientId_ = std::move(clientId); }
+  // How long a send may wait for room in the socket buffer. Default 10 s.
+  void setSendTimeout(std::chrono::milliseconds timeout) { sendTimeout_ = timeout; }
+  // Largest response frame accepted. Default 64 MiB.
+  void setMaxFrameBytes(int32_t bytes) { maxFrameBytes_ = bytes; }
+
+  // Builds the header (the request's API, version 0, the next correlation id,
+  // the client id) and sends. Returns the correlation id, or -1 on failure.
+  int64_t send(const protocol::Request& request);
+  // Sends with the caller's header, as given.
+  IoStatus send(const protocol::RequestHeader& header, const protocol::Request& request);
+  // Sends bytes as they are (for malformed frames in tests).
+  // A send that finds the connection closed by the server returns Closed
+  // but leaves the socket open, so that responses already sent can still be
+  // received; any other send failure closes it.
+  IoStatus sendRaw(std::span<const uint8_t> bytes);
+
+  // Reads one whole frame; `body` gets it without its 4-byte size.
+  IoStatus receiveFrame(std::vector<uint8_t>& body, std::chrono::milliseconds timeout);
+  // Reads one frame and decodes it as the response to a request of API
+  // `expected`. ok == false on any failure; lastStatus() then tells a
+  // timeout or a close from a frame that did not decode.
+  protocol::DecodedResponse receive(protocol::ApiKey expected, std::chrono::milliseconds timeout);
+  // send(request) then receive(); a response with another correlation id is a failure.
+  protocol::DecodedResponse call(const protocol::Request& request, std::chrono::milliseconds timeout);
+
+  IoStatus lastStatus() const { return lastStatus_; }
+  const std::string& lastError() const { return lastError_; }
+  // The id the next send(request) will use.
+  int64_t nextCorrelationId() const { return nextCorrelationId_; }
+
+ private:
+  IoStatus fail(IoStatus status, std::string why);
+  IoStatus writeAll(const uint8_t* data, size_t size);
+
+  int fd_ = -1;
+  int64_t nextCorrelationId_ = 1;
+  std::optional<std::string> clientId_ = std::string("groupcoord-client");
+  std::chrono::milliseconds sendTimeout_{10000};
+  int32_t maxFrameBytes_ = 64 << 20;
+  std::vector<uint8_t> in_;  // received bytes not yet returned are [inBegin_, inEnd_)
+  size_t inBegin_ = 0;
+  size_t inEnd_ = 0;
+  std::vector<uint8_t> out_;
+  IoStatus lastStatus_ = IoStatus::Ok;
+  std::string lastError_;
+};
+
+}  // namespace groupcoord::client

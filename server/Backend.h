@@ -1,0 +1,60 @@
+#pragma once
+
+// What groupcoordd serves requests with, and the hooks around the TCP
+// server's life. groupcoordd builds exactly one, through makeBackend() in
+// server/MakeBackend.cpp: the one place where the adapter plugs in.
+//
+// Order, all on the main thread: makeBackend(config); the TCP server binds;
+// start(self); the TCP server starts; ... SIGTERM/SIGINT ...; the TCP server
+// stops (no new requests, in-flight ones answered or the grace passed, every
+// connection closed); shutdown(); the Backend is destroyed.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "protocol/Handler.h"
+#include "server/Config.h"
+#include "server/UnservedHandler.h"
+
+namespace groupcoord::server {
+
+// Where clients are told to reach this server.
+struct AdvertisedEndpoint {
+  int32_t serverId = 0;
+  std::string host;
+  uint16_t port = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The handler the TCP server calls (on its I/O threads); lives as long as
+  // the Backend.
+  virtual protocol::Handler& handler() = 0;
+  // Once the port is bound, before requests are served. false with *error
+  // set: groupcoordd exits non-zero.
+  virtual bool start(const AdvertisedEndpoint& self, std::string* error) = 0;
+  // After the TCP server stopped and no request is in flight any more:
+  // release what lives outside the process (the adapter closes its
+  // ZooKeeper session here, so its ephemeral znodes go at once). Bounded.
+  virtual void shutdown() = 0;
+};
+
+// Answers every API with UNKNOWN_SERVER_ERROR (see UnservedHandler).
+class UnservedBackend : public Backend {
+ public:
+  protocol::Handler& handler() override { return handler_; }
+  bool start(const AdvertisedEndpoint&, std::string*) override { return true; }
+  void shutdown() override {}
+
+ private:
+  UnservedHandler handler_;
+};
+
+// Defined in server/MakeBackend.cpp (linked into groupcoordd only, so that
+// groupcoord_server stays free of the adapter). Start-up code: may throw;
+// groupcoordd then logs the message and exits non-zero.
+std::unique_ptr<Backend> makeBackend(const ServerConfig& config);
+
+}  // namespace groupcoord::server

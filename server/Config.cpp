@@ -1,0 +1,369 @@
+#include "server/Config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace groupcoord::server {
+
+namespace {
+
+constexpr std::string_view kEnvPrefix = "GROUPCOORDD_";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+template <typename T>
+std::string parseNumber(std::string_view text, T& out) {
+  text = trim(text);
+  if (text.empty()) return "empty, a number is expected";
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) return "out of range";
+  if (ec != std::errc() || end != text.data() + text.size()) return "not an integer";
+  out = value;
+  return "";
+}
+
+template <typename T>
+OptionSpec numberOption(std::string key, std::string valueName, std::string description, T ServerConfig::*field) {
+  OptionSpec spec;
+  spec.key = std::move(key);
+  spec.valueName = std::move(valueName);
+  spec.description = std::move(description);
+  spec.set = [field](ServerConfig& c, std::string_view text) { return parseNumber(text, c.*field); };
+  spec.get = [field](const ServerConfig& c) { return std::to_string(c.*field); };
+  return spec;
+}
+
+OptionSpec stringOption(std::string key, std::string valueName, std::string description,
+                        std::string ServerConfig::*field, bool secret = false) {
+  OptionSpec spec;
+  spec.key = std::move(key);
+  spec.valueName = std::move(valueName);
+  spec.description = std::move(description);
+  spec.secret = secret;
+  spec.set = [field](ServerConfig& c, std::string_view text) {
+    c.*field = std::string(trim(text));
+    return std::string();
+  };
+  spec.get = [field](const ServerConfig& c) { return c.*field; };
+  return spec;
+}
+
+std::vector<OptionSpec> makeSpecs() {
+  std::vector<OptionSpec> s;
+  s.push_back(stringOption("listen.address", "ADDRESS", "address to listen on (IPv4 or IPv6 literal, or a name)",
+                           &ServerConfig::listenAddress));
+  s.push_back(numberOption("listen.port", "PORT", "TCP port to listen on; 0 takes any free port (see port.file)",
+                           &ServerConfig::listenPort));
+  s.push_back(stringOption("advertised.host", "HOST",
+                           "host clients are told to reach this server at; empty: the listen address, or this "
+                           "machine's hostname when listening on every address",
+                           &ServerConfig::advertisedHost));
+  s.push_back(numberOption("advertised.port", "PORT", "port clients are told to reach this server at; 0: the bound port",
+                           &ServerConfig::advertisedPort));
+  s.push_back(stringOption("port.file", "PATH", "once listening, write the bound port to this file; empty: none",
+                           &ServerConfig::portFile));
+  s.push_back(numberOption("server.id", "ID",
+                           "this server's id, >= 0; every server in front of one ZooKeeper ensemble needs a distinct id",
+                           &ServerConfig::serverId));
+  s.push_back(stringOption("zk.connect", "HOSTS", "ZooKeeper connect string, host:port[,host:port...]",
+                           &ServerConfig::zkConnect));
+  s.push_back(stringOption("zk.root", "PATH", "ZooKeeper path below which groupcoord keeps everything",
+                           &ServerConfig::rootPath));
+  s.push_back(stringOption("zk.topics.path", "PATH", "ZooKeeper path of topic metadata (Kafka's layout)",
+                           &ServerConfig::topicsPath));
+  s.push_back(numberOption("zk.session.timeout.ms", "MS", "ZooKeeper session timeout asked for, in milliseconds",
+                           &ServerConfig::zkSessionTimeoutMs));
+  s.push_back(stringOption("zk.digest.user", "USER", "ZooKeeper digest auth user; empty: no auth",
+                           &ServerConfig::zkDigestUser));
+  s.push_back(stringOption("zk.digest.password", "PASSWORD", "ZooKeeper digest auth password (never logged)",
+                           &ServerConfig::zkDigestPassword, true));
+  s.push_back(numberOption("group.min.session.timeout.ms", "MS", "smallest session timeout a group may ask for",
+                           &ServerConfig::minSessionTimeoutMs));
+  s.push_back(numberOption("group.max.session.timeout.ms", "MS", "largest session timeout a group may ask for",
+                           &ServerConfig::maxSessionTimeoutMs));
+  s.push_back(numberOption("max.frame.bytes", "BYTES", "largest request frame; a larger one closes its connection",
+                           &ServerConfig::maxFrameBytes));
+  s.push_back(numberOption("max.connections", "N", "most client connections; past it new ones are closed at once",
+                           &ServerConfig::maxConnections));
+  s.push_back(numberOption("max.inflight.per.connection", "N",
+                           "most requests in flight on one connection; past it the server stops reading that "
+                           "connection until responses drain",
+                           &ServerConfig::maxInFlightPerConnection));
+  s.push_back(numberOption("idle.timeout.ms", "MS",
+                           "a connection that sent part of a frame and then nothing for this long is closed "
+                           "(a connection with nothing pending is never closed for idleness)",
+                           &ServerConfig::idleTimeoutMs));
+  s.push_back(numberOption("max.output.buffer.bytes", "BYTES",
+                           "a connection whose unread responses pass this many bytes is closed",
+                           &ServerConfig::maxOutputBufferBytes));
+  s.push_back(numberOption("io.threads", "N", "I/O threads; 0: one per core", &ServerConfig::ioThreads));
+  s.push_back(numberOption("shutdown.grace.ms", "MS",
+                           "on SIGTERM/SIGINT, how long in-flight requests may take to be answered",
+                           &ServerConfig::shutdownGraceMs));
+  s.push_back(stringOption("log.level", "LEVEL", "trace, debug, info, warn, error, critical or off",
+                           &ServerConfig::logLevel));
+  s.push_back(stringOption("log.file", "PATH", "log to this file; empty: standard error", &ServerConfig::logFile));
+  return s;
+}
+
+std::string optionLabel(std::string_view key) {
+  return std::string(key) + " (--" + cliName(key) + ", " + envName(key) + ")";
+}
+
+std::string badValue(std::string_view key, const std::string& value, std::string_view why) {
+  return "invalid value '" + value + "' for " + optionLabel(key) + ": " + std::string(why);
+}
+
+// "" when `path` is an absolute ZooKeeper path without a trailing slash.
+std::string checkZkPath(const std::string& path) {
+  if (path.empty() || path.front() != '/') return "must be an absolute path (start with '/')";
+  if (path.size() == 1) return "must not be the ZooKeeper root itself";
+  if (path.back() == '/') return "must not end with '/'";
+  if (path.find("//") != std::string::npos) return "must not contain an empty component ('//')";
+  std::string_view rest(path);
+  while (!rest.empty()) {
+    rest.remove_prefix(1);
+    const size_t slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    if (part == "." || part == "..") return "must not contain '.' or '..' components";
+    if (part == "zookeeper" && rest.data() == path.data() + 1) return "must not be below /zookeeper (reserved)";
+    for (char ch : part) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return "must not contain control characters";
+    }
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  }
+  return "";
+}
+
+bool isLogLevel(const std::string& level) {
+  static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  return std::any_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return level == l; });
+}
+
+struct FileEntry {
+  std::string key;
+  std::string value;
+  int line = 0;
+};
+
+// Reads `key=value` (or `key: value`) lines; '#' and '!' start comments.
+std::string readPropertiesFile(const std::string& path, std::vector<FileEntry>& out) {
+  std::ifstream in(path);
+  if (!in) return "cannot read the configuration file '" + path + "'";
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    const std::string_view text = trim(line);
+    if (text.empty() || text.front() == '#' || text.front() == '!') continue;
+    const size_t sep = text.find_first_of("=:");
+    if (sep == std::string_view::npos) {
+      return "configuration file '" + path + "' line " + std::to_string(lineNo) + ": expected key=value, got '" +
+             std::string(text) + "'";
+    }
+    out.push_back({std::string(trim(text.substr(0, sep))), std::string(trim(text.substr(sep + 1))), lineNo});
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& optionSpecs() {
+  static const std::vector<OptionSpec> specs = makeSpecs();
+  return specs;
+}
+
+const OptionSpec* findOption(std::string_view key) {
+  for (const auto& spec : optionSpecs()) {
+    if (spec.key == key) return &spec;
+  }
+  return nullptr;
+}
+
+std::string cliName(std::string_view key) {
+  std::string s(key);
+  std::replace(s.begin(), s.end(), '.', '-');
+  return s;
+}
+
+std::string envName(std::string_view key) {
+  std::string s(kEnvPrefix);
+  for (char ch : key) s += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string keyFromCliName(std::string_view cli) {
+  std::string s(cli);
+  std::replace(s.begin(), s.end(), '-', '.');
+  return s;
+}
+
+TcpServerOptions ServerConfig::tcpOptions() const {
+  TcpServerOptions o;
+  o.listenAddress = listenAddress;
+  o.port = static_cast<uint16_t>(listenPort);
+  o.ioThreads = static_cast<int>(ioThreads);
+  o.maxFrameBytes = static_cast<int32_t>(maxFrameBytes);
+  o.maxConnections = static_cast<int>(maxConnections);
+  o.maxInFlightPerConnection = static_cast<int>(maxInFlightPerConnection);
+  o.idleTimeout = std::chrono::milliseconds(idleTimeoutMs);
+  o.maxOutputBytes = static_cast<size_t>(maxOutputBufferBytes);
+  o.shutdownGrace = std::chrono::milliseconds(shutdownGraceMs);
+  return o;
+}
+
+std::string ServerConfig::effectiveAdvertisedHost() const {
+  if (!advertisedHost.empty()) return advertisedHost;
+  if (listenAddress == "0.0.0.0" || listenAddress == "::" || listenAddress.empty()) {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
+    return "localhost";
+  }
+  return listenAddress;
+}
+
+uint16_t ServerConfig::effectiveAdvertisedPort(uint16_t boundPort) const {
+  return advertisedPort != 0 ? static_cast<uint16_t>(advertisedPort) : boundPort;
+}
+
+std::string validateConfig(const ServerConfig& c) {
+  auto num = [](auto v) { return std::to_string(v); };
+  if (c.listenAddress.empty()) return badValue("listen.address", c.listenAddress, "must not be empty");
+  if (c.listenPort < 0 || c.listenPort > 65535) return badValue("listen.port", num(c.listenPort), "must be 0..65535");
+  if (c.advertisedPort < 0 || c.advertisedPort > 65535) {
+    return badValue("advertised.port", num(c.advertisedPort), "must be 0..65535 (0: the bound port)");
+  }
+  if (c.serverId < 0) return badValue("server.id", num(c.serverId), "must be >= 0");
+  if (trim(c.zkConnect).empty()) return badValue("zk.connect", c.zkConnect, "must not be empty");
+  if (auto why = checkZkPath(c.rootPath); !why.empty()) return badValue("zk.root", c.rootPath, why);
+  if (auto why = checkZkPath(c.topicsPath); !why.empty()) return badValue("zk.topics.path", c.topicsPath, why);
+  if (c.zkSessionTimeoutMs <= 0 || c.zkSessionTimeoutMs > 3'600'000) {
+    return badValue("zk.session.timeout.ms", num(c.zkSessionTimeoutMs), "must be 1..3600000");
+  }
+  if (c.zkDigestUser.empty() != c.zkDigestPassword.empty()) {
+    return c.zkDigestUser.empty()
+               ? badValue("zk.digest.user", c.zkDigestUser, "must be set when zk.digest.password is")
+               : badValue("zk.digest.password", "****", "must be set when zk.digest.user is");
+  }
+  if (c.zkDigestUser.find(':') != std::string::npos) {
+    return badValue("zk.digest.user", c.zkDigestUser, "must not contain ':'");
+  }
+  if (c.minSessionTimeoutMs <= 0) {
+    return badValue("group.min.session.timeout.ms", num(c.minSessionTimeoutMs), "must be > 0");
+  }
+  if (c.maxSessionTimeoutMs < c.minSessionTimeoutMs) {
+    return badValue("group.max.session.timeout.ms", num(c.maxSessionTimeoutMs),
+                    "must be >= group.min.session.timeout.ms (" + num(c.minSessionTimeoutMs) + ")");
+  }
+  if (c.maxFrameBytes < 64 || c.maxFrameBytes > (int64_t{1} << 30)) {
+    return badValue("max.frame.bytes", num(c.maxFrameBytes), "must be 64..1073741824");
+  }
+  if (c.maxConnections < 1 || c.maxConnections > 10'000'000) {
+    return badValue("max.connections", num(c.maxConnections), "must be 1..10000000");
+  }
+  if (c.maxInFlightPerConnection < 1 || c.maxInFlightPerConnection > 1'000'000) {
+    return badValue("max.inflight.per.connection", num(c.maxInFlightPerConnection), "must be 1..1000000");
+  }
+  if (c.idleTimeoutMs < 1) return badValue("idle.timeout.ms", num(c.idleTimeoutMs), "must be > 0");
+  if (c.maxOutputBufferBytes < 1024) {
+    return badValue("max.output.buffer.bytes", num(c.maxOutputBufferBytes), "must be >= 1024");
+  }
+  if (c.ioThreads < 0 || c.ioThreads > 1024) {
+    return badValue("io.threads", num(c.ioThreads), "must be 0..1024 (0: one per core)");
+  }
+  if (c.shutdownGraceMs < 0 || c.shutdownGraceMs > 3'600'000) {
+    return badValue("shutdown.grace.ms", num(c.shutdownGraceMs), "must be 0..3600000");
+  }
+  if (!isLogLevel(c.logLevel)) {
+    return badValue("log.level", c.logLevel, "must be one of trace, debug, info, warn, error, critical, off");
+  }
+  return "";
+}
+
+ConfigResult loadConfig(const ConfigSources& sources) {
+  ConfigResult result;
+  ServerConfig& config = result.config;
+
+  auto apply = [&](const std::string& key, const std::string& value, const std::string& where) -> bool {
+    const OptionSpec* spec = findOption(key);
+    if (spec == nullptr) {
+      result.error = where + ": unknown option '" + key + "'";
+      return false;
+    }
+    if (auto why = spec->set(config, value); !why.empty()) {
+      result.error = badValue(key, spec->secret ? "****" : value, why) + " (from " + where + ")";
+      return false;
+    }
+    return true;
+  };
+
+  std::string file = sources.propertiesFile;
+  if (file.empty()) {
+    if (auto it = sources.environment.find(kConfigFileEnv); it != sources.environment.end()) file = it->second;
+  }
+  if (!file.empty()) {
+    std::vector<FileEntry> entries;
+    if (auto err = readPropertiesFile(file, entries); !err.empty()) {
+      result.error = err;
+      return result;
+    }
+    for (const auto& e : entries) {
+      if (!apply(e.key, e.value, "configuration file '" + file + "' line " + std::to_string(e.line))) return result;
+    }
+  }
+
+  for (const auto& [name, value] : sources.environment) {
+    if (name.rfind(kEnvPrefix, 0) != 0 || name == kConfigFileEnv) continue;
+    const OptionSpec* match = nullptr;
+    for (const auto& spec : optionSpecs()) {
+      if (envName(spec.key) == name) match = &spec;
+    }
+    if (match == nullptr) {
+      result.warnings.push_back("ignoring environment variable " + name + ": no such option");
+      continue;
+    }
+    if (!apply(match->key, value, "environment variable " + name)) return result;
+  }
+
+  for (const auto& [key, value] : sources.commandLine) {
+    if (!apply(key, value, "command line option --" + cliName(key))) return result;
+  }
+
+  result.error = validateConfig(config);
+  return result;
+}
+
+std::string describeConfig(const ServerConfig& config) {
+  std::ostringstream out;
+  for (const auto& spec : optionSpecs()) {
+    std::string value = spec.get(config);
+    if (spec.secret && !value.empty()) value = "****";
+    out << spec.key << '=' << value << '\n';
+  }
+  return out.str();
+}
+
+std::map<std::string, std::string> processEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace groupcoord::server

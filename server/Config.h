@@ -1,0 +1,122 @@
+#pragma once
+
+// groupcoordd's configuration: every option with its default, where it can be
+// set from, and how it is checked.
+//
+// Every option has one canonical key (the properties-file key, e.g.
+// "listen.port"); from it follow the command-line name ("--listen-port") and
+// the environment variable ("GROUPCOORDD_LISTEN_PORT"). Precedence, highest
+// first: command line, environment, properties file (--config FILE), default.
+//
+// Start-up code only: loading reports problems as text naming the option and
+// the bad value; nothing here runs on the data path.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/TcpServer.h"
+
+namespace groupcoord::server {
+
+struct ServerConfig {
+  // Network.
+  std::string listenAddress = "0.0.0.0";
+  int listenPort = 7400;  // 0: any free port (see portFile)
+  std::string advertisedHost;  // empty: the listen address, or the hostname when listening on 0.0.0.0 / ::
+  int advertisedPort = 0;      // 0: the bound port
+  std::string portFile;        // empty: none; else the bound port is written there once listening
+
+  // Identity. Every server in front of one ensemble needs a distinct id.
+  int32_t serverId = 1;
+
+  // ZooKeeper.
+  std::string zkConnect = "127.0.0.1:2181";
+  std::string rootPath = "/groupcoord";
+  std::string topicsPath = "/brokers/topics";
+  int64_t zkSessionTimeoutMs = 10000;
+  std::string zkDigestUser;      // empty: no digest auth
+  std::string zkDigestPassword;  // secret: masked in every log line
+
+  // Groups.
+  int64_t minSessionTimeoutMs = 1000;
+  int64_t maxSessionTimeoutMs = 300000;
+
+  // Limits of the TCP server.
+  int64_t maxFrameBytes = 1 << 20;
+  int64_t maxConnections = 20000;
+  int64_t maxInFlightPerConnection = 1024;
+  int64_t idleTimeoutMs = 30000;
+  int64_t maxOutputBufferBytes = 4 << 20;
+  int64_t ioThreads = 0;  // 0: one per core
+  int64_t shutdownGraceMs = 5000;
+
+  // Logging.
+  std::string logLevel = "info";  // trace, debug, info, warn, error, critical, off
+  std::string logFile;            // empty: stderr
+
+  // The TCP server's part of this configuration.
+  TcpServerOptions tcpOptions() const;
+  // advertisedHost, or the default it stands for.
+  std::string effectiveAdvertisedHost() const;
+  // advertisedPort, or the bound port when it is 0.
+  uint16_t effectiveAdvertisedPort(uint16_t boundPort) const;
+};
+
+// One option: its key and how to read and print it.
+struct OptionSpec {
+  std::string key;          // properties key, "listen.port"
+  std::string valueName;    // for --help, "PORT"
+  std::string description;  // one line for --help
+  bool secret = false;      // masked when the configuration is logged
+  // Parses text into the field; returns "" or why the text is not a value
+  // of this option ("not an integer").
+  std::function<std::string(ServerConfig&, std::string_view)> set;
+  std::function<std::string(const ServerConfig&)> get;
+};
+
+// Every option, in --help order.
+const std::vector<OptionSpec>& optionSpecs();
+const OptionSpec* findOption(std::string_view key);
+
+// "listen.port" -> "listen-port"
+std::string cliName(std::string_view key);
+// "listen.port" -> "GROUPCOORDD_LISTEN_PORT"
+std::string envName(std::string_view key);
+// "listen-port" -> "listen.port" (no check that such an option exists).
+std::string keyFromCliName(std::string_view cli);
+
+// The properties file itself can come from the environment too.
+inline constexpr const char* kConfigFileEnv = "GROUPCOORDD_CONFIG";
+
+struct ConfigSources {
+  std::map<std::string, std::string> commandLine;  // key -> value
+  std::map<std::string, std::string> environment;  // variable name -> value (the whole environment is fine)
+  std::string propertiesFile;                       // empty: none (GROUPCOORDD_CONFIG is consulted then)
+};
+
+struct ConfigResult {
+  ServerConfig config;
+  std::string error;                  // empty when the configuration is usable
+  std::vector<std::string> warnings;  // e.g. an unknown GROUPCOORDD_ variable; log them
+  bool ok() const { return error.empty(); }
+};
+
+// Applies defaults, then the file, the environment, the command line, then
+// validates. On error, `error` names the option, its source and the bad value.
+ConfigResult loadConfig(const ConfigSources& sources);
+
+// "" when every value is usable, else a message naming the option and value.
+std::string validateConfig(const ServerConfig& config);
+
+// The effective configuration, one "key=value" per line, secrets masked.
+std::string describeConfig(const ServerConfig& config);
+
+// The process environment as a map.
+std::map<std::string, std::string> processEnvironment();
+
+}  // namespace groupcoord::server

@@ -1,0 +1,848 @@
+#include "server/IoLoop.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <span>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/Codec.h"
+#include "server/LogRateLimiter.h"
+
+namespace groupcoord::server::detail {
+
+namespace {
+
+constexpr size_t kScratchBytes = 64 * 1024;
+// Buffers larger than this are released once empty, so that a burst does not
+// pin memory on a connection that then goes idle.
+constexpr size_t kKeepBufferBytes = 64 * 1024;
+constexpr int kMaxEvents = 256;
+
+// Set by each loop thread on itself: a post from the thread that will drain
+// the inbox anyway needs no wake-up.
+thread_local const Inbox* tCurrentInbox = nullptr;
+
+LogRateLimiter gFrameLog{std::chrono::seconds(1)};
+LogRateLimiter gOverflowLog{std::chrono::seconds(1)};
+LogRateLimiter gIdleLog{std::chrono::seconds(1)};
+LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
+
+std::string peerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char host[INET6_ADDRSTRLEN] = {0};
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return "?";
+}
+
+// A request of the given API with every field at its default, so that
+// protocol::errorResponse can shape an error answer for an API whose
+// request is gone.
+protocol::Request blankRequest(protocol::ApiKey api) {
+  using protocol::ApiKey;
+  switch (api) {
+    case ApiKey::Heartbeat: return protocol::HeartbeatRequest{};
+    case ApiKey::CreateGroup: return protocol::CreateGroupRequest{};
+    case ApiKey::DeleteGroup: return protocol::DeleteGroupRequest{};
+    case ApiKey::RegisterConsumer: return protocol::RegisterConsumerRequest{};
+    case ApiKey::ListGroups: return protocol::ListGroupsRequest{};
+    case ApiKey::LeaveGroup: return protocol::LeaveGroupRequest{};
+    case ApiKey::CommitOffsets: return protocol::CommitOffsetsRequest{};
+    case ApiKey::FetchOffsets: return protocol::FetchOffsetsRequest{};
+    case ApiKey::RewindConsumer: return protocol::RewindConsumerRequest{};
+  }
+  return protocol::HeartbeatRequest{};
+}
+
+std::vector<uint8_t> encodeFrame(int16_t version, int64_t correlationId, const protocol::Response& response) {
+  std::vector<uint8_t> frame;
+  frame.reserve(64);
+  protocol::encodeResponse(protocol::ResponseHeader{version, correlationId}, response, frame);
+  return frame;
+}
+
+// The state behind one `done` callback. Owned by the callback (a shared_ptr
+// in the std::function, so copies of `done` share it). Answers exactly once:
+// a second call is logged and ignored, and a `done` destroyed without being
+// called answers UNKNOWN_SERVER_ERROR, so the connection's later responses
+// are not held back forever by a lost callback.
+class PendingResponse {
+ public:
+  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header)
+      : completions_(std::move(completions)),
+        seq_(seq),
+        api_(header.apiKey),
+        version_(header.version),
+        correlationId_(header.correlationId) {}
+
+  ~PendingResponse() {
+    // After the connection closed nobody waits for the answer (the server
+    // may be shutting down with the handler still holding callbacks).
+    if (answered_.load(std::memory_order_acquire) || completions_->isClosed()) return;
+    spdlog::error("the handler dropped the completion of {} (correlation id {}) without answering; answering {}",
+                  protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
+    completions_->fill(seq_, encodeFrame(version_, correlationId_,
+                                         protocol::errorResponse(blankRequest(api_),
+                                                                 protocol::ErrorCode::UNKNOWN_SERVER_ERROR)));
+  }
+
+  void answer(protocol::Response response) {
+    if (answered_.exchange(true, std::memory_order_acq_rel)) {
+      spdlog::error("the handler answered {} (correlation id {}) twice; the second answer is dropped",
+                    protocol::apiName(api_), correlationId_);
+      return;
+    }
+    const bool errorOnly = std::holds_alternative<protocol::ErrorOnlyResponse>(response);
+    if (!errorOnly && response.index() != static_cast<size_t>(api_)) {
+      spdlog::error("the handler answered {} (correlation id {}) with a response of another API; answering {}",
+                    protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
+      response = protocol::errorResponse(blankRequest(api_), protocol::ErrorCode::UNKNOWN_SERVER_ERROR);
+    }
+    // On the connection's own loop thread (the handler answered at once),
+    // at the head of the line: straight into the output buffer.
+    if (tCurrentInbox != nullptr && tCurrentInbox == completions_->inbox.get()) {
+      IoLoop* loop = completions_->loop;  // null once the connection closed
+      Connection* c = loop ? completions_->takeHeadForDirectWrite(seq_, loop->maxOutputBytes()) : nullptr;
+      if (c != nullptr) {
+        loop->writeDirect(*c, version_, correlationId_, response);
+        return;
+      }
+    }
+    completions_->fill(seq_, encodeFrame(version_, correlationId_, response));
+  }
+
+ private:
+  std::shared_ptr<Completions> completions_;
+  const uint64_t seq_;
+  const protocol::ApiKey api_;
+  const int16_t version_;
+  const int64_t correlationId_;
+  std::atomic<bool> answered_{false};
+};
+
+}  // namespace
+
+// One client connection. Owned by its loop's connections_ vector; touched
+// only by the loop thread.
+struct Connection {
+  int fd = -1;
+  size_t index = 0;  // position in IoLoop::connections_
+  std::string peer;
+  std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
+  std::vector<uint8_t> out;  // responses not yet written, from outOffset on
+  size_t outOffset = 0;
+  uint64_t nextSeq = 0;     // sequence number of the next request read
+  uint64_t flushedSeq = 0;  // requests whose response moved to `out`
+  uint32_t interest = 0;    // the epoll mask registered now
+  bool paused = false;      // too many requests in flight: not reading
+  bool peerEof = false;     // the client closed its side: answer what is in flight, then close
+  bool closed = false;
+  bool scheduled = false;  // on IoLoop::scheduled_ for a flush at the end of this turn
+  bool writeBlocked = false;  // the last send hit a full socket buffer: wait for EPOLLOUT
+  Clock::time_point lastReadAt{};
+  std::shared_ptr<Completions> completions;
+
+  uint64_t inFlight() const { return nextSeq - flushedSeq; }
+  size_t pendingOut() const { return out.size() - outOffset; }
+};
+
+// ---- SlotRing -------------------------------------------------------------
+
+void SlotRing::pushBack() {
+  if (size_ == slots_.size()) {
+    std::vector<Slot> grown(slots_.empty() ? 4 : slots_.size() * 2);
+    for (size_t i = 0; i < size_; ++i) grown[i] = std::move((*this)[i]);
+    slots_ = std::move(grown);
+    head_ = 0;
+  }
+  Slot& s = (*this)[size_];
+  s.frame.clear();
+  s.ready = false;
+  ++size_;
+}
+
+void SlotRing::popFront() {
+  Slot& s = front();
+  std::vector<uint8_t>().swap(s.frame);
+  s.ready = false;
+  head_ = (head_ + 1) & (slots_.size() - 1);
+  --size_;
+  if (size_ == 0) {
+    head_ = 0;
+    // Idle connections should not hold a grown ring.
+    if (slots_.size() > 16) std::vector<Slot>().swap(slots_);
+  }
+}
+
+void SlotRing::clear() {
+  std::vector<Slot>().swap(slots_);
+  head_ = 0;
+  size_ = 0;
+}
+
+// ---- Completions ----------------------------------------------------------
+
+Connection* Completions::takeHeadForDirectWrite(uint64_t seq, size_t maxPendingOutput) {
+  bool post = false;
+  Connection* c = nullptr;
+  {
+    std::lock_guard lock(mutex);
+    if (closed || connection == nullptr || slots.empty() || seq != headSeq) return nullptr;
+    // Past the output bound the slow path goes through flush(), which
+    // enforces the bound (pending output never exceeds it by more than one response).
+    if (connection->pendingOut() > maxPendingOutput) return nullptr;
+    c = connection;
+    slots.popFront();
+    ++headSeq;
+    // A later response that was answered first becomes the head now: it
+    // needs a flush, which nobody asked for while it waited behind us.
+    if (!slots.empty() && slots.front().ready && !queued) {
+      queued = true;
+      post = true;
+    }
+  }
+  if (post) inbox->postReady(shared_from_this());
+  return c;
+}
+
+bool Completions::isClosed() {
+  std::lock_guard lock(mutex);
+  return closed;
+}
+
+void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
+  std::shared_ptr<Inbox> wake;
+  {
+    std::lock_guard lock(mutex);
+    if (closed) return;
+    if (seq < headSeq || seq - headSeq >= slots.size()) return;  // cannot happen: each seq is answered once
+    const size_t i = seq - headSeq;
+    auto& slot = slots[i];
+    slot.frame = std::move(frame);
+    slot.ready = true;
+    // Only the head of the line makes output possible; a later slot is
+    // flushed together with the head when that one completes.
+    if (i == 0 && !queued) {
+      queued = true;
+      wake = inbox;
+    }
+  }
+  if (wake) wake->postReady(shared_from_this());
+}
+
+// ---- Inbox ----------------------------------------------------------------
+
+Inbox::Inbox() : eventFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+Inbox::~Inbox() {
+  if (eventFd_ >= 0) ::close(eventFd_);
+  for (int fd : sockets_) ::close(fd);
+}
+
+void Inbox::wakeLocked() {
+  if (wakePending_ || tCurrentInbox == this) return;
+  wakePending_ = true;
+  const uint64_t one = 1;
+  // A full counter (cannot happen in practice) still leaves the fd readable.
+  [[maybe_unused]] ssize_t n = ::write(eventFd_, &one, sizeof(one));
+}
+
+void Inbox::postSocket(int fd) {
+  std::lock_guard lock(mutex_);
+  sockets_.push_back(fd);
+  wakeLocked();
+}
+
+void Inbox::postReady(std::shared_ptr<Completions> completions) {
+  std::lock_guard lock(mutex_);
+  ready_.push_back(std::move(completions));
+  wakeLocked();
+}
+
+void Inbox::postStop(Clock::time_point deadline) {
+  std::lock_guard lock(mutex_);
+  stop_ = true;
+  deadline_ = deadline;
+  wakeLocked();
+}
+
+void Inbox::take(Batch& batch) {
+  batch.sockets.clear();
+  batch.ready.clear();
+  std::lock_guard lock(mutex_);
+  batch.sockets.swap(sockets_);
+  batch.ready.swap(ready_);
+  batch.stop = stop_;
+  batch.deadline = deadline_;
+  stop_ = false;
+  wakePending_ = false;
+}
+
+void Inbox::clearWake() {
+  uint64_t value = 0;
+  [[maybe_unused]] ssize_t n = ::read(eventFd_, &value, sizeof(value));
+}
+
+void Inbox::bindToCurrentThread() { tCurrentInbox = this; }
+
+// ---- IoLoop ---------------------------------------------------------------
+
+IoLoop::IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters)
+    : index_(index), options_(options), handler_(handler), shared_(counters), inbox_(std::make_shared<Inbox>()) {
+  scratch_.resize(kScratchBytes);
+  // The idle timeout is enforced to within about a quarter of itself.
+  tickInterval_ = std::clamp<std::chrono::milliseconds>(options_.idleTimeout / 4, std::chrono::milliseconds(10),
+                                                        std::chrono::milliseconds(250));
+}
+
+IoLoop::~IoLoop() {
+  join();
+  if (epollFd_ >= 0) ::close(epollFd_);
+}
+
+bool IoLoop::start(std::string* error) {
+  if (!inbox_->valid()) {
+    *error = std::string("eventfd: ") + std::strerror(errno);
+    return false;
+  }
+  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epollFd_ < 0) {
+    *error = std::string("epoll_create1: ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // the inbox; connections carry their pointer
+  if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, inbox_->eventFd(), &ev) != 0) {
+    *error = std::string("epoll_ctl(eventfd): ") + std::strerror(errno);
+    return false;
+  }
+  thread_ = std::thread([this] { run(); });
+  return true;
+}
+
+void IoLoop::adopt(int fd) { inbox_->postSocket(fd); }
+
+void IoLoop::beginStop(Clock::time_point deadline) { inbox_->postStop(deadline); }
+
+void IoLoop::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+int IoLoop::waitTimeoutMs(bool busy) const {
+  if (busy) return 0;
+  auto until = nextTick_;
+  if (draining_ && deadline_ < until) until = deadline_;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
+  return ms < 0 ? 0 : static_cast<int>(ms);
+}
+
+void IoLoop::run() {
+  // Named for top -H, perf and gdb: "gc-io-0", "gc-io-1", ...
+  ::pthread_setname_np(::pthread_self(), ("gc-io-" + std::to_string(index_)).c_str());
+  inbox_->bindToCurrentThread();
+  std::array<epoll_event, kMaxEvents> events{};
+  now_ = Clock::now();
+  nextTick_ = now_ + tickInterval_;
+  bool busy = false;
+  for (;;) {
+    const int n = ::epoll_wait(epollFd_, events.data(), kMaxEvents, waitTimeoutMs(busy));
+    if (n < 0 && errno != EINTR) {
+      spdlog::critical("I/O thread {}: epoll_wait failed: {}; closing its connections", index_, std::strerror(errno));
+      break;
+    }
+    now_ = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      auto* c = static_cast<Connection*>(events[i].data.ptr);
+      if (c == nullptr) {
+        inbox_->clearWake();
+      } else if (!c->closed) {
+        onEvent(*c, events[i].events);
+      }
+    }
+    flushScheduled();
+    busy = drainInbox();
+    flushScheduled();
+    busy = busy || !scheduled_.empty();
+    graveyard_.clear();
+    if (now_ >= nextTick_) {
+      tick();
+      nextTick_ = now_ + tickInterval_;
+      graveyard_.clear();
+    }
+    if (draining_ && (connections_.empty() || now_ >= deadline_)) break;
+  }
+  if (!connections_.empty()) {
+    size_t inFlight = 0;
+    for (auto& c : connections_) inFlight += (c->inFlight() > 0 || c->pendingOut() > 0) ? 1 : 0;
+    if (inFlight > 0) {
+      spdlog::warn("I/O thread {}: closing {} connection(s) with responses still due after the shutdown grace", index_,
+                   inFlight);
+    }
+  }
+  while (!connections_.empty()) close(*connections_.back(), CloseReason::Shutdown);
+  scheduled_.clear();
+  graveyard_.clear();
+  // Every connection is closed, so no completion posts any more; drop what
+  // was posted (the Completions hold the Inbox: a cycle otherwise).
+  inbox_->take(batch_);
+  batch_.ready.clear();
+  for (int fd : batch_.sockets) {
+    ::close(fd);
+    shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+    counters_.closed(CloseReason::Shutdown);
+  }
+  batch_.sockets.clear();
+  tCurrentInbox = nullptr;
+}
+
+bool IoLoop::drainInbox() {
+  // Completions made on this thread while draining (a handler that answers
+  // at once) land in the inbox again; a few rounds settle them, and whatever
+  // is left makes the next epoll_wait return at once.
+  for (int round = 0; round < 4; ++round) {
+    inbox_->take(batch_);
+    if (batch_.empty()) return false;
+    for (int fd : batch_.sockets) addConnection(fd);
+    if (batch_.stop && !draining_) startDraining(batch_.deadline);
+    for (auto& completions : batch_.ready) {
+      Connection* c = nullptr;
+      {
+        std::lock_guard lock(completions->mutex);
+        if (!completions->closed) c = completions->connection;
+      }
+      if (c != nullptr && !c->closed) flush(*c);
+    }
+    batch_.ready.clear();
+  }
+  return true;
+}
+
+void IoLoop::addConnection(int fd) {
+  if (draining_) {
+    ::close(fd);
+    shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+    counters_.closed(CloseReason::Shutdown);
+    return;
+  }
+  auto owned = std::make_unique<Connection>();
+  Connection& c = *owned;
+  c.fd = fd;
+  c.peer = peerName(fd);
+  c.lastReadAt = now_;
+  c.completions = std::make_shared<Completions>();
+  c.completions->inbox = inbox_;
+  c.completions->connection = &c;
+  c.completions->loop = this;
+  c.interest = EPOLLIN;
+  epoll_event ev{};
+  ev.events = c.interest;
+  ev.data.ptr = &c;
+  if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    spdlog::error("I/O thread {}: cannot watch the connection from {}: {}", index_, c.peer, std::strerror(errno));
+    ::close(fd);
+    shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+    counters_.closed(CloseReason::IoError);
+    return;
+  }
+  c.index = connections_.size();
+  connections_.push_back(std::move(owned));
+  spdlog::debug("I/O thread {}: connection from {}", index_, c.peer);
+}
+
+void IoLoop::onEvent(Connection& c, uint32_t events) {
+  if (events & EPOLLIN) onReadable(c);
+  if (c.closed) return;
+  if (events & EPOLLOUT) {
+    if (!writeOut(c)) return;
+    maybeFinish(c);
+    if (c.closed) return;
+  }
+  if (events & (EPOLLERR | EPOLLHUP)) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0 && err != ECONNRESET && err != EPIPE) {
+      spdlog::info("closing the connection from {}: {}", c.peer, std::strerror(err));
+      close(c, CloseReason::IoError);
+    } else {
+      close(c, CloseReason::PeerClosed);
+    }
+  }
+}
+
+bool IoLoop::readingWanted(const Connection& c) const { return !c.paused && !c.peerEof; }
+
+void IoLoop::onReadable(Connection& c) {
+  if (!readingWanted(c)) return;
+  ssize_t n;
+  do {
+    n = ::recv(c.fd, scratch_.data(), scratch_.size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) {
+    c.peerEof = true;
+    updateInterest(c);
+    maybeFinish(c);
+    return;
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    if (errno == ECONNRESET) {
+      close(c, CloseReason::PeerClosed);
+    } else {
+      spdlog::info("closing the connection from {}: read failed: {}", c.peer, std::strerror(errno));
+      close(c, CloseReason::IoError);
+    }
+    return;
+  }
+  c.lastReadAt = now_;
+  if (draining_) return;  // shutting down: no new requests; the bytes are dropped
+  const auto size = static_cast<size_t>(n);
+  if (c.in.empty()) {
+    // The common case: whole frames straight from the scratch buffer, and
+    // only the tail of a partial frame is kept on the connection.
+    const size_t used = consume(c, scratch_.data(), size);
+    if (!c.closed && used < size) c.in.assign(scratch_.data() + used, scratch_.data() + size);
+  } else {
+    c.in.insert(c.in.end(), scratch_.data(), scratch_.data() + size);
+    const size_t used = consume(c, c.in.data(), c.in.size());
+    if (!c.closed) c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(used));
+  }
+  if (c.closed) return;
+  if (c.in.empty() && c.in.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.in);
+  updateInterest(c);
+}
+
+size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
+  size_t pos = 0;
+  while (!c.closed) {
+    if (c.inFlight() >= static_cast<uint64_t>(options_.maxInFlightPerConnection)) {
+      // Backpressure: stop reading until responses drain (see flush()).
+      c.paused = true;
+      break;
+    }
+    int32_t bodySize = -1;
+    const std::span<const uint8_t> rest(data + pos, size - pos);
+    const auto status = protocol::peekFrame(rest, options_.maxFrameBytes, protocol::kMinRequestBody, &bodySize);
+    // A partial frame's announced size is not trusted for an allocation:
+    // c.in grows with the bytes that actually arrive.
+    if (status == protocol::FrameStatus::NeedMore) break;
+    if (status == protocol::FrameStatus::TooSmall || status == protocol::FrameStatus::TooLarge) {
+      const int32_t declared = static_cast<int32_t>((uint32_t{rest[0]} << 24) | (uint32_t{rest[1]} << 16) |
+                                                    (uint32_t{rest[2]} << 8) | uint32_t{rest[3]});
+      const bool small = status == protocol::FrameStatus::TooSmall;
+      uint64_t suppressed = 0;
+      if (gFrameLog.allow(&suppressed)) {
+        spdlog::warn("closing the connection from {}: frame size {} is {} (limits {}..{}){}", c.peer, declared,
+                     small ? "too small" : "too large", protocol::kMinRequestBody, options_.maxFrameBytes,
+                     suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+      }
+      close(c, small ? CloseReason::FrameTooSmall : CloseReason::FrameTooLarge);
+      break;
+    }
+    dispatch(c, rest.data() + 4, static_cast<size_t>(bodySize));
+    pos += 4 + static_cast<size_t>(bodySize);
+  }
+  return pos;
+}
+
+void IoLoop::parseBuffered(Connection& c) {
+  if (c.in.empty() || c.closed || draining_) return;
+  const size_t used = consume(c, c.in.data(), c.in.size());
+  if (!c.closed) c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(used));
+}
+
+void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
+  LoopCounters::add(counters_.requestsReceived, 1);
+  const uint64_t seq = c.nextSeq++;
+  {
+    std::lock_guard lock(c.completions->mutex);
+    c.completions->slots.pushBack();
+  }
+  protocol::DecodedRequest decoded = protocol::decodeRequest(std::span<const uint8_t>(body, size));
+  const auto& header = decoded.header;
+  auto errorOnly = [&](protocol::ErrorCode code) {
+    spdlog::debug("{} from {} (api {}, version {}, correlation id {}): {}", protocol::errorName(code), c.peer,
+                  static_cast<int16_t>(header.apiKey), header.version, header.correlationId, decoded.detail);
+    c.completions->fill(seq, encodeFrame(header.version, header.correlationId, protocol::ErrorOnlyResponse{code}));
+  };
+  switch (decoded.status) {
+    case protocol::DecodeStatus::UnknownApi: return errorOnly(protocol::ErrorCode::UNKNOWN_API);
+    case protocol::DecodeStatus::UnsupportedVersion: return errorOnly(protocol::ErrorCode::UNSUPPORTED_VERSION);
+    case protocol::DecodeStatus::InvalidRequest: return errorOnly(protocol::ErrorCode::INVALID_REQUEST);
+    case protocol::DecodeStatus::Ok: break;
+  }
+  const protocol::ErrorCode nameError = protocol::validateNames(decoded.request);
+  if (nameError != protocol::ErrorCode::NONE) {
+    spdlog::debug("{} from {} for {} (correlation id {})", protocol::errorName(nameError), c.peer,
+                  protocol::apiName(header.apiKey), header.correlationId);
+    c.completions->fill(seq, encodeFrame(header.version, header.correlationId,
+                                         protocol::errorResponse(decoded.request, nameError)));
+    return;
+  }
+  LoopCounters::add(counters_.handlerCalls, 1);
+  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header);
+  protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
+  try {
+    handler_.handle(header, std::move(decoded.request), std::move(done));
+  } catch (const std::exception& e) {
+    // A Handler must not throw; if one does, its `done` is gone with the
+    // stack and PendingResponse answers UNKNOWN_SERVER_ERROR.
+    uint64_t suppressed = 0;
+    if (gHandlerLog.allow(&suppressed)) {
+      spdlog::error("the handler threw on {} (correlation id {}): {}", protocol::apiName(header.apiKey),
+                    header.correlationId, e.what());
+    }
+  } catch (...) {
+    uint64_t suppressed = 0;
+    if (gHandlerLog.allow(&suppressed)) {
+      spdlog::error("the handler threw on {} (correlation id {})", protocol::apiName(header.apiKey),
+                    header.correlationId);
+    }
+  }
+}
+
+void IoLoop::writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response) {
+  if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
+    c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
+    c.outOffset = 0;
+  }
+  protocol::encodeResponse(protocol::ResponseHeader{version, correlationId}, response, c.out);
+  ++c.flushedSeq;
+  LoopCounters::add(counters_.responsesQueued, 1);
+  counters_.notePending(c.pendingOut());
+  if (!c.scheduled) {
+    c.scheduled = true;
+    scheduled_.push_back(&c);
+  }
+}
+
+void IoLoop::flushScheduled() {
+  // A flush may answer more at once (reading resumes past the in-flight
+  // limit) and schedule again; a few rounds, the rest next turn.
+  for (int round = 0; round < 4 && !scheduled_.empty(); ++round) {
+    scheduledNow_.swap(scheduled_);
+    for (Connection* c : scheduledNow_) {
+      c->scheduled = false;
+      if (!c->closed) flush(*c);
+    }
+    scheduledNow_.clear();
+  }
+}
+
+void IoLoop::addStats(TcpServerStats& stats) const {
+  stats.requestsReceived += counters_.requestsReceived.load(std::memory_order_relaxed);
+  stats.responsesQueued += counters_.responsesQueued.load(std::memory_order_relaxed);
+  stats.handlerCalls += counters_.handlerCalls.load(std::memory_order_relaxed);
+  stats.pendingOutputBytesMax =
+      std::max(stats.pendingOutputBytesMax, counters_.pendingOutputBytesMax.load(std::memory_order_relaxed));
+  for (size_t i = 0; i < kCloseReasonCount; ++i) {
+    stats.closedByReason[i] += counters_.closedByReason[i].load(std::memory_order_relaxed);
+  }
+}
+
+void IoLoop::appendOutput(Connection& c, const std::vector<uint8_t>& frame) {
+  if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
+    c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
+    c.outOffset = 0;
+  }
+  c.out.insert(c.out.end(), frame.begin(), frame.end());
+}
+
+void IoLoop::flush(Connection& c) {
+  {
+    std::lock_guard lock(c.completions->mutex);
+    auto& slots = c.completions->slots;
+    while (!slots.empty() && slots.front().ready) {
+      flushFrames_.push_back(std::move(slots.front().frame));
+      slots.popFront();
+      ++c.completions->headSeq;
+    }
+    c.completions->queued = false;
+  }
+  c.flushedSeq += flushFrames_.size();
+  LoopCounters::add(counters_.responsesQueued, flushFrames_.size());
+  // Output is appended only while it is within the bound, so it never
+  // exceeds the bound by more than one response.
+  for (const auto& frame : flushFrames_) {
+    if (c.pendingOut() > options_.maxOutputBytes) {
+      // Try the kernel before giving up on a client that is merely slow.
+      if (!writeOut(c)) break;
+      if (c.pendingOut() > options_.maxOutputBytes) {
+        uint64_t suppressed = 0;
+        if (gOverflowLog.allow(&suppressed)) {
+          spdlog::warn("closing the connection from {}: {} bytes of responses unread, above the limit of {}{}", c.peer,
+                       c.pendingOut(), options_.maxOutputBytes,
+                       suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+        }
+        close(c, CloseReason::OutputOverflow);
+        break;
+      }
+    }
+    appendOutput(c, frame);
+    counters_.notePending(c.pendingOut());
+  }
+  flushFrames_.clear();
+  if (c.closed) return;
+  if (!writeOut(c)) return;
+  // Resume reading once half of the in-flight window is free, so that a
+  // client at the limit does not make the loop toggle its interest per response.
+  if (c.paused && c.inFlight() <= static_cast<uint64_t>(options_.maxInFlightPerConnection) / 2) {
+    c.paused = false;
+    c.lastReadAt = now_;  // the stall was ours, not the client's
+    parseBuffered(c);
+    if (c.closed) return;
+    updateInterest(c);
+  }
+  maybeFinish(c);
+}
+
+bool IoLoop::writeOut(Connection& c) {
+  while (c.pendingOut() > 0) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.outOffset, c.pendingOut(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.outOffset += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      c.writeBlocked = true;
+      updateInterest(c);
+      return true;
+    }
+    if (errno == EPIPE || errno == ECONNRESET) {
+      close(c, CloseReason::PeerClosed);
+    } else {
+      spdlog::info("closing the connection from {}: write failed: {}", c.peer, std::strerror(errno));
+      close(c, CloseReason::IoError);
+    }
+    return false;
+  }
+  c.out.clear();
+  c.outOffset = 0;
+  if (c.out.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.out);
+  c.writeBlocked = false;
+  updateInterest(c);
+  return true;
+}
+
+void IoLoop::updateInterest(Connection& c) {
+  if (c.closed) return;
+  uint32_t want = 0;
+  // While draining, keep reading (and dropping) so that the final close
+  // finds no unread bytes and ends with FIN rather than RST.
+  if (readingWanted(c)) want |= EPOLLIN;
+  // Output waiting for this turn's flush needs no EPOLLOUT; only output the
+  // kernel refused does (so a busy connection costs no epoll_ctl per turn).
+  if (c.writeBlocked) want |= EPOLLOUT;
+  if (want == c.interest) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.ptr = &c;
+  if (::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev) != 0) {
+    spdlog::error("I/O thread {}: epoll_ctl for {} failed: {}", index_, c.peer, std::strerror(errno));
+    close(c, CloseReason::IoError);
+    return;
+  }
+  c.interest = want;
+}
+
+void IoLoop::maybeFinish(Connection& c) {
+  if (c.closed || c.inFlight() > 0 || c.pendingOut() > 0) return;
+  if (c.peerEof) {
+    close(c, CloseReason::PeerClosed);
+  } else if (draining_) {
+    close(c, CloseReason::Shutdown);
+  }
+}
+
+void IoLoop::close(Connection& c, CloseReason reason) {
+  if (c.closed) return;
+  c.closed = true;
+  if (c.scheduled) {
+    // It must not outlive its graveyard turn on the schedule.
+    if (auto it = std::find(scheduled_.begin(), scheduled_.end(), &c); it != scheduled_.end()) scheduled_.erase(it);
+    c.scheduled = false;
+  }
+  {
+    std::lock_guard lock(c.completions->mutex);
+    c.completions->closed = true;
+    c.completions->connection = nullptr;
+    c.completions->loop = nullptr;
+    c.completions->slots.clear();
+  }
+  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  c.fd = -1;
+  shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+  counters_.closed(reason);
+  spdlog::debug("I/O thread {}: closed the connection from {} ({})", index_, c.peer, closeReasonName(reason));
+  // Swap-remove; the object itself lives until the end of this loop turn,
+  // since callers up the stack still hold a reference.
+  const size_t i = c.index;
+  auto owned = std::move(connections_[i]);
+  if (i + 1 != connections_.size()) {
+    connections_[i] = std::move(connections_.back());
+    connections_[i]->index = i;
+  }
+  connections_.pop_back();
+  graveyard_.push_back(std::move(owned));
+}
+
+void IoLoop::startDraining(Clock::time_point deadline) {
+  draining_ = true;
+  deadline_ = deadline;
+  // Connections with nothing due close now; the others once answered.
+  std::vector<Connection*> idle;
+  for (auto& c : connections_) {
+    if (c->inFlight() == 0 && c->pendingOut() == 0) idle.push_back(c.get());
+  }
+  for (Connection* c : idle) close(*c, CloseReason::Shutdown);
+}
+
+void IoLoop::tick() {
+  // Closes connections that hold part of a frame and went quiet. A
+  // connection with nothing buffered is never idle-closed: consumers keep
+  // idle connections between heartbeats.
+  std::vector<Connection*> stalled;
+  for (auto& c : connections_) {
+    if (!c->in.empty() && readingWanted(*c) && now_ - c->lastReadAt >= options_.idleTimeout) {
+      stalled.push_back(c.get());
+    }
+  }
+  for (Connection* c : stalled) {
+    uint64_t suppressed = 0;
+    if (gIdleLog.allow(&suppressed)) {
+      spdlog::info("closing the connection from {}: {} bytes of an unfinished frame and nothing more for {} ms{}",
+                   c->peer, c->in.size(), options_.idleTimeout.count(),
+                   suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+    }
+    close(*c, CloseReason::IdleTimeout);
+  }
+}
+
+}  // namespace groupcoord::server::detail

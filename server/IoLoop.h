@@ -1,0 +1,211 @@
+#pragma once
+
+// Internals of TcpServer: one epoll reactor thread and the state it shares
+// with the acceptor and with the `done` callbacks of in-flight requests.
+// Included by TcpServer.cpp and IoLoop.cpp only.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "protocol/Handler.h"
+#include "server/TcpServer.h"
+
+namespace groupcoord::server::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Counters behind TcpServer::stats() that the acceptor and every loop touch.
+struct SharedCounters {
+  std::atomic<uint64_t> connectionsOpen{0};
+  std::atomic<uint64_t> connectionsAccepted{0};
+  std::atomic<uint64_t> connectionsRejected{0};
+};
+
+// A loop's own counters: written by its thread only (no read-modify-write
+// across cores on the data path), read by stats() from any thread.
+struct alignas(64) LoopCounters {
+  std::atomic<uint64_t> requestsReceived{0};
+  std::atomic<uint64_t> responsesQueued{0};
+  std::atomic<uint64_t> handlerCalls{0};
+  std::atomic<uint64_t> pendingOutputBytesMax{0};
+  std::array<std::atomic<uint64_t>, kCloseReasonCount> closedByReason{};
+
+  static void add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void closed(CloseReason reason) { add(closedByReason[static_cast<size_t>(reason)], 1); }
+  void notePending(uint64_t bytes) {
+    if (bytes > pendingOutputBytesMax.load(std::memory_order_relaxed)) {
+      pendingOutputBytesMax.store(bytes, std::memory_order_relaxed);
+    }
+  }
+};
+
+class Inbox;
+class IoLoop;
+struct Connection;
+
+// One response slot per request read, in request order. The ring grows by
+// doubling and holds no memory while the connection has nothing in flight.
+class SlotRing {
+ public:
+  struct Slot {
+    std::vector<uint8_t> frame;
+    bool ready = false;
+  };
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Slot& operator[](size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+  Slot& front() { return (*this)[0]; }
+  void pushBack();
+  void popFront();
+  void clear();
+
+ private:
+  std::vector<Slot> slots_;  // capacity a power of two, or empty
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+// The response slots of one connection. Shared by the connection (owned by
+// its I/O thread) and the `done` callbacks of its in-flight requests, which
+// may outlive the connection, its loop and the server: once `closed` is set
+// they drop what they complete.
+struct Completions : std::enable_shared_from_this<Completions> {
+  std::mutex mutex;
+  bool closed = false;    // guarded by mutex
+  bool queued = false;    // on the inbox's ready list; guarded by mutex
+  uint64_t headSeq = 0;   // request sequence number of slots.front(); guarded by mutex
+  SlotRing slots;         // guarded by mutex
+  std::shared_ptr<Inbox> inbox;
+  Connection* connection = nullptr;  // dereferenced only by the owning I/O thread, only while !closed
+  IoLoop* loop = nullptr;            // the owner; same rule
+
+  // Any thread: stores the encoded response of request `seq`, and asks the
+  // loop to flush when it completes the head of the line.
+  void fill(uint64_t seq, std::vector<uint8_t> frame);
+  bool isClosed();
+  // Owning loop thread only: when `seq` is the head of the line and the
+  // connection's output is within its bound, takes the slot out of the ring
+  // and returns the connection, so that the caller encodes the response
+  // straight into its output (no frame buffer, no hand-over). nullptr: use fill().
+  Connection* takeHeadForDirectWrite(uint64_t seq, size_t maxPendingOutput);
+};
+
+// What other threads hand to a loop: new sockets, completed responses, stop.
+// Shared with the Completions so its eventfd outlives the loop when needed.
+class Inbox {
+ public:
+  Inbox();
+  ~Inbox();
+  Inbox(const Inbox&) = delete;
+  Inbox& operator=(const Inbox&) = delete;
+
+  bool valid() const { return eventFd_ >= 0; }
+  int eventFd() const { return eventFd_; }
+
+  // Any thread.
+  void postSocket(int fd);
+  void postReady(std::shared_ptr<Completions> completions);
+  void postStop(Clock::time_point deadline);
+
+  struct Batch {
+    std::vector<int> sockets;
+    std::vector<std::shared_ptr<Completions>> ready;
+    bool stop = false;
+    Clock::time_point deadline{};
+    bool empty() const { return sockets.empty() && ready.empty() && !stop; }
+  };
+  // Loop thread: takes what was posted (swapping into `batch`).
+  void take(Batch& batch);
+  // Loop thread: resets the eventfd after epoll reported it.
+  void clearWake();
+  // Loop thread: marks the calling thread as this inbox's owner, so posts
+  // made on it skip the eventfd (the loop drains its inbox every turn).
+  void bindToCurrentThread();
+ private:
+  void wakeLocked();
+  std::mutex mutex_;
+  int eventFd_ = -1;
+  bool wakePending_ = false;
+  bool stop_ = false;
+  Clock::time_point deadline_{};
+  std::vector<int> sockets_;
+  std::vector<std::shared_ptr<Completions>> ready_;
+};
+
+class IoLoop {
+ public:
+  IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters);
+  ~IoLoop();
+  IoLoop(const IoLoop&) = delete;
+  IoLoop& operator=(const IoLoop&) = delete;
+
+  bool start(std::string* error);
+  // Acceptor thread: the loop owns `fd` from now on.
+  void adopt(int fd);
+  // Owner thread: stop reading requests, answer what is in flight until
+  // `deadline`, then close everything and let the thread end.
+  void beginStop(Clock::time_point deadline);
+  void join();
+  size_t maxOutputBytes() const { return options_.maxOutputBytes; }
+  // Any thread: adds this loop's counters to `stats`.
+  void addStats(TcpServerStats& stats) const;
+  // Loop thread only: `c` gave up its head slot through
+  // Completions::takeHeadForDirectWrite; encodes the response into its
+  // output, to be written at the end of this loop turn.
+  void writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response);
+
+ private:
+  void flushScheduled();
+
+  void run();
+  bool drainInbox();
+  void addConnection(int fd);
+  void onEvent(Connection& c, uint32_t events);
+  void onReadable(Connection& c);
+  size_t consume(Connection& c, const uint8_t* data, size_t size);
+  void parseBuffered(Connection& c);
+  void dispatch(Connection& c, const uint8_t* body, size_t size);
+  void flush(Connection& c);
+  bool writeOut(Connection& c);
+  void appendOutput(Connection& c, const std::vector<uint8_t>& frame);
+  void updateInterest(Connection& c);
+  void maybeFinish(Connection& c);
+  void close(Connection& c, CloseReason reason);
+  void startDraining(Clock::time_point deadline);
+  void tick();
+  int waitTimeoutMs(bool busy) const;
+  bool readingWanted(const Connection& c) const;
+
+  const int index_;
+  const TcpServerOptions& options_;
+  protocol::Handler& handler_;
+  SharedCounters& shared_;
+  LoopCounters counters_;
+  std::shared_ptr<Inbox> inbox_;
+  int epollFd_ = -1;
+  std::thread thread_;
+
+  // Loop thread only from here on.
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<Connection>> graveyard_;  // closed this turn; freed at its end
+  std::vector<uint8_t> scratch_;                        // one read's worth of bytes
+  std::vector<std::vector<uint8_t>> flushFrames_;       // reused by flush()
+  std::vector<Connection*> scheduled_;                  // written directly this turn; flushed at its end
+  std::vector<Connection*> scheduledNow_;
+  Inbox::Batch batch_;
+  Clock::time_point now_{};
+  Clock::time_point nextTick_{};
+  std::chrono::milliseconds tickInterval_{250};
+  bool draining_ = false;
+  Clock::time_point deadline_{};
+};
+
+}  // namespace groupcoord::server::detail

@@ -1,0 +1,242 @@
+#include "server/TcpServer.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "server/IoLoop.h"
+#include "server/LogRateLimiter.h"
+
+namespace groupcoord::server {
+
+namespace {
+LogRateLimiter gRejectLog{std::chrono::seconds(1)};
+LogRateLimiter gAcceptErrorLog{std::chrono::seconds(1)};
+
+std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+}  // namespace
+
+std::string_view closeReasonName(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::PeerClosed: return "peer closed";
+    case CloseReason::FrameTooSmall: return "frame too small";
+    case CloseReason::FrameTooLarge: return "frame too large";
+    case CloseReason::IdleTimeout: return "idle timeout";
+    case CloseReason::OutputOverflow: return "output overflow";
+    case CloseReason::IoError: return "I/O error";
+    case CloseReason::Shutdown: return "shutdown";
+  }
+  return "unknown";
+}
+
+uint64_t raiseOpenFileLimit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return static_cast<uint64_t>(lim.rlim_cur);
+}
+
+TcpServer::TcpServer(TcpServerOptions options, protocol::Handler& handler)
+    : options_(std::move(options)), handler_(handler), counters_(std::make_shared<detail::SharedCounters>()) {}
+
+TcpServer::~TcpServer() {
+  stop();
+  if (listenFd_ >= 0) ::close(listenFd_);
+}
+
+uint16_t TcpServer::port() const { return port_; }
+
+bool TcpServer::bind(std::string* error) {
+  if (listenFd_ >= 0) return true;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(options_.port);
+  const int rc = ::getaddrinfo(options_.listenAddress.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0) {
+    *error = "cannot resolve listen address '" + options_.listenAddress + "': " + ::gai_strerror(rc);
+    return false;
+  }
+  std::string lastError = "no address";
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      lastError = errnoText("socket");
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      lastError = errnoText("bind");
+      ::close(fd);
+      continue;
+    }
+    if (::listen(fd, SOMAXCONN) != 0) {
+      lastError = errnoText("listen");
+      ::close(fd);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    listenFd_ = fd;
+    break;
+  }
+  ::freeaddrinfo(found);
+  if (listenFd_ < 0) {
+    *error = "cannot listen on " + options_.listenAddress + ":" + service + ": " + lastError;
+    return false;
+  }
+  return true;
+}
+
+bool TcpServer::start(std::string* error) {
+  if (started_) return true;
+  if (stopped_) {
+    *error = "the server was stopped; make a new one";
+    return false;
+  }
+  if (!bind(error)) return false;
+  int threads = options_.ioThreads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) {
+    loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, handler_, *counters_));
+  }
+  for (auto& loop : loops_) {
+    if (!loop->start(error)) {
+      for (auto& started : loops_) started->beginStop(detail::Clock::now());
+      loops_.clear();  // joins
+      return false;
+    }
+  }
+  acceptWakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (acceptWakeFd_ < 0) {
+    *error = errnoText("eventfd");
+    for (auto& loop : loops_) loop->beginStop(detail::Clock::now());
+    loops_.clear();
+    return false;
+  }
+  reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  started_ = true;
+  acceptor_ = std::thread([this] { acceptLoop(); });
+  return true;
+}
+
+void TcpServer::acceptLoop() {
+  ::pthread_setname_np(::pthread_self(), "gc-accept");
+  pollfd fds[2] = {{listenFd_, POLLIN, 0}, {acceptWakeFd_, POLLIN, 0}};
+  for (;;) {
+    const int n = ::poll(fds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      spdlog::critical("acceptor: poll failed: {}; no new connections will be accepted", std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;  // stop()
+    if (fds[0].revents != 0) acceptReady();
+  }
+}
+
+void TcpServer::acceptReady() {
+  for (;;) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    const int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      const int err = errno;
+      uint64_t suppressed = 0;
+      if (gAcceptErrorLog.allow(&suppressed)) {
+        spdlog::warn("acceptor: accept failed: {} (open connections: {}){}", std::strerror(err),
+                     counters_->connectionsOpen.load(std::memory_order_relaxed),
+                     suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+      }
+      if ((err == EMFILE || err == ENFILE) && reserveFd_ >= 0) {
+        // Out of descriptors: the pending connection would keep the listening
+        // socket readable forever. Free the spare descriptor, take the
+        // connection and close it, and keep the spare again.
+        ::close(reserveFd_);
+        const int dropped = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (dropped >= 0) {
+          ::close(dropped);
+          counters_->connectionsRejected.fetch_add(1, std::memory_order_relaxed);
+        }
+        reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        continue;
+      }
+      // Anything else: wait a little instead of spinning on it.
+      ::poll(nullptr, 0, 10);
+      return;
+    }
+    if (counters_->connectionsOpen.load(std::memory_order_relaxed) >= static_cast<uint64_t>(options_.maxConnections)) {
+      ::close(fd);
+      counters_->connectionsRejected.fetch_add(1, std::memory_order_relaxed);
+      uint64_t suppressed = 0;
+      if (gRejectLog.allow(&suppressed)) {
+        spdlog::warn("refusing a new connection: max connections ({}) reached{}", options_.maxConnections,
+                     suppressed ? fmt::format(" ({} more refused since the last line)", suppressed) : std::string());
+      }
+      continue;
+    }
+    counters_->connectionsOpen.fetch_add(1, std::memory_order_relaxed);
+    counters_->connectionsAccepted.fetch_add(1, std::memory_order_relaxed);
+    const int one = 1;
+    // Responses are small and latency matters more than packet count.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    loops_[nextLoop_]->adopt(fd);
+    nextLoop_ = (nextLoop_ + 1) % loops_.size();
+  }
+}
+
+void TcpServer::stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(acceptWakeFd_, &one, sizeof(one));
+  if (acceptor_.joinable()) acceptor_.join();
+  ::close(listenFd_);
+  listenFd_ = -1;
+  ::close(acceptWakeFd_);
+  acceptWakeFd_ = -1;
+  if (reserveFd_ >= 0) ::close(reserveFd_);
+  reserveFd_ = -1;
+  spdlog::info("stopped accepting; answering what is in flight on {} connection(s) (up to {} ms)",
+               counters_->connectionsOpen.load(std::memory_order_relaxed), options_.shutdownGrace.count());
+  const auto deadline = detail::Clock::now() + options_.shutdownGrace;
+  for (auto& loop : loops_) loop->beginStop(deadline);
+  for (auto& loop : loops_) loop->join();
+  spdlog::info("every connection closed");
+}
+
+TcpServerStats TcpServer::stats() const {
+  TcpServerStats s;
+  s.connectionsOpen = counters_->connectionsOpen.load(std::memory_order_relaxed);
+  s.connectionsAccepted = counters_->connectionsAccepted.load(std::memory_order_relaxed);
+  s.connectionsRejected = counters_->connectionsRejected.load(std::memory_order_relaxed);
+  for (const auto& loop : loops_) loop->addStats(s);
+  return s;
+}
+
+}  // namespace groupcoord::server

@@ -1,0 +1,116 @@
+#pragma once
+
+// groupcoordd's TCP server: an acceptor thread and N I/O threads, each an
+// epoll reactor, that frame and decode requests (PROTOCOL.md), hand them to a
+// protocol::Handler and write the responses back in request order per
+// connection.
+//
+// Threads: bind(), start(), stop() and the destructor are called from one
+// owning thread. stats() and port() from any thread. The Handler is called on
+// the I/O threads; its `done` callbacks may run on any thread, in any order,
+// also after the connection or the whole server is gone (they are dropped
+// then).
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "protocol/Handler.h"
+
+namespace groupcoord::server {
+
+struct TcpServerOptions {
+  std::string listenAddress = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
+  uint16_t port = 0;                        // 0: any free port; port() tells which
+  int ioThreads = 0;                        // 0: one per core
+  int32_t maxFrameBytes = 1 << 20;          // larger frames close their connection
+  int maxConnections = 20000;               // past it, new connections are closed at once
+  int maxInFlightPerConnection = 1024;      // past it, the socket is not read until responses drain
+  std::chrono::milliseconds idleTimeout{30000};     // a connection holding part of a frame this long is closed
+  size_t maxOutputBytes = 4 << 20;                  // a connection whose unsent output passes this is closed
+  std::chrono::milliseconds shutdownGrace{5000};    // stop() waits this long for in-flight requests
+};
+
+// Why the server closed a connection (or the peer did).
+enum class CloseReason : uint8_t {
+  PeerClosed,      // EOF or reset from the client
+  FrameTooSmall,   // a request Size below the minimum
+  FrameTooLarge,   // a Size above maxFrameBytes, or negative
+  IdleTimeout,     // part of a frame, then nothing for idleTimeout
+  OutputOverflow,  // unsent responses passed maxOutputBytes
+  IoError,         // a socket error other than a reset
+  Shutdown,        // stop()
+};
+inline constexpr size_t kCloseReasonCount = 7;
+std::string_view closeReasonName(CloseReason reason);
+
+// A snapshot; each counter is read on its own (not one atomic picture).
+struct TcpServerStats {
+  uint64_t connectionsOpen = 0;
+  uint64_t connectionsAccepted = 0;  // served connections, total
+  uint64_t connectionsRejected = 0;  // closed at accept because of maxConnections
+  uint64_t requestsReceived = 0;     // whole frames read
+  uint64_t responsesQueued = 0;      // responses moved, in request order, to their connection's output
+  uint64_t handlerCalls = 0;         // requests that reached the Handler
+  uint64_t pendingOutputBytesMax = 0;  // high-water mark of one connection's unsent output
+  std::array<uint64_t, kCloseReasonCount> closedByReason{};
+  uint64_t closed(CloseReason r) const { return closedByReason[static_cast<size_t>(r)]; }
+};
+
+namespace detail {
+class IoLoop;
+struct SharedCounters;
+}  // namespace detail
+
+class TcpServer {
+ public:
+  // `handler` must outlive the server's I/O threads (i.e. until stop() returns).
+  TcpServer(TcpServerOptions options, protocol::Handler& handler);
+  ~TcpServer();  // stop()
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  // Creates, binds and listens on the socket (connections queue in the
+  // backlog until start()). false with *error set when that fails.
+  bool bind(std::string* error);
+  // Starts the acceptor and the I/O threads; bind() first (start() binds
+  // itself when it was not). false with *error set when that fails.
+  bool start(std::string* error);
+  // Stops accepting, stops reading requests, waits up to shutdownGrace for
+  // in-flight requests to be answered and flushed, closes every connection,
+  // joins the threads. Idempotent.
+  void stop();
+
+  // The bound port (after bind()), else 0.
+  uint16_t port() const;
+  const TcpServerOptions& options() const { return options_; }
+  TcpServerStats stats() const;
+
+ private:
+  void acceptLoop();
+  void acceptReady();
+
+  TcpServerOptions options_;
+  protocol::Handler& handler_;
+  std::shared_ptr<detail::SharedCounters> counters_;
+  std::vector<std::unique_ptr<detail::IoLoop>> loops_;
+  int listenFd_ = -1;
+  int acceptWakeFd_ = -1;  // eventfd: tells the acceptor to stop
+  int reserveFd_ = -1;     // kept open to be released when accept() hits EMFILE
+  uint16_t port_ = 0;
+  size_t nextLoop_ = 0;    // acceptor thread only
+  bool started_ = false;
+  bool stopped_ = false;
+  std::thread acceptor_;
+};
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (10,000 idle connections
+// need more than the usual 1024). Returns the soft limit now in force.
+uint64_t raiseOpenFileLimit();
+
+}  // namespace groupcoord::server

@@ -1,0 +1,231 @@
+// groupcoordd: the consumer-group coordination server.
+//
+// Shape (Poco's ServerApplication): options are defined and collected by
+// Poco, the configuration is resolved and validated by server/Config, then
+// main() binds, serves until SIGTERM/SIGINT and shuts down in order: stop
+// accepting and reading, answer what is in flight, close connections, then
+// Backend::shutdown() (the adapter closes its ZooKeeper session there).
+// What serves requests comes from makeBackend() in server/MakeBackend.cpp.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <Poco/Util/Option.h>
+#include <Poco/Util/OptionSet.h>
+#include <Poco/Util/ServerApplication.h>
+#include <spdlog/spdlog.h>
+
+#include "server/Backend.h"
+#include "server/Config.h"
+#include "server/Logging.h"
+#include "server/TcpServer.h"
+
+#ifndef GROUPCOORD_VERSION
+#define GROUPCOORD_VERSION "unknown"
+#endif
+
+namespace groupcoord::server {
+namespace {
+
+// Writes atomically (temporary file, then rename), so that a reader polling
+// for the file never sees it half written.
+bool writePortFile(const std::string& path, uint16_t port, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << '\n';
+    if (!out) {
+      *error = "cannot write '" + tmp + "'";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename '" + tmp + "' to '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+class GroupcoorddApp : public Poco::Util::ServerApplication {
+ protected:
+  void defineOptions(Poco::Util::OptionSet& options) override {
+    ServerApplication::defineOptions(options);
+    options.addOption(Poco::Util::Option("help", "h", "print every option with its default and exit")
+                          .required(false)
+                          .repeatable(false));
+    options.addOption(
+        Poco::Util::Option("version", "", "print the version and exit").required(false).repeatable(false));
+    options.addOption(Poco::Util::Option("config", "c",
+                                         std::string("read options from a properties file (key=value lines, keys as "
+                                                     "below) [env: ") +
+                                             kConfigFileEnv + "]")
+                          .required(false)
+                          .repeatable(false)
+                          .argument("FILE"));
+    for (const auto& spec : optionSpecs()) {
+      options.addOption(Poco::Util::Option(cliName(spec.key), "", spec.description)
+                            .required(false)
+                            .repeatable(false)
+                            .argument(spec.valueName));
+    }
+  }
+
+  void handleOption(const std::string& name, const std::string& value) override {
+    ServerApplication::handleOption(name, value);
+    if (name == "help") {
+      helpRequested_ = true;
+      stopOptionsProcessing();
+    } else if (name == "version") {
+      versionRequested_ = true;
+      stopOptionsProcessing();
+    } else if (name == "config") {
+      configFile_ = value;
+    } else if (findOption(keyFromCliName(name)) != nullptr) {
+      commandLine_[keyFromCliName(name)] = value;
+    }
+  }
+
+  int main(const ArgVec& args) override {
+    if (helpRequested_) {
+      printHelp(std::cout);
+      return EXIT_OK;
+    }
+    if (versionRequested_) {
+      std::cout << "groupcoordd " << GROUPCOORD_VERSION << '\n';
+      return EXIT_OK;
+    }
+    if (!args.empty()) {
+      std::cerr << "groupcoordd: unexpected argument '" << args.front() << "' (see --help)\n";
+      return EXIT_USAGE;
+    }
+
+    // Before any thread exists: every thread inherits the mask, so SIGTERM
+    // and SIGINT reach only waitForTerminationRequest() and never kill the
+    // process from an I/O thread. A client that goes away mid-write must not
+    // kill it either.
+    sigset_t stopSignals;
+    sigemptyset(&stopSignals);
+    sigaddset(&stopSignals, SIGINT);
+    sigaddset(&stopSignals, SIGTERM);
+    sigaddset(&stopSignals, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    ConfigResult loaded = loadConfig(ConfigSources{commandLine_, processEnvironment(), configFile_});
+    if (!loaded.ok()) {
+      std::cerr << "groupcoordd: " << loaded.error << '\n';
+      return EXIT_CONFIG;
+    }
+    const ServerConfig& config = loaded.config;
+    if (auto err = setupLogging(config); !err.empty()) {
+      std::cerr << "groupcoordd: " << err << '\n';
+      return EXIT_CANTCREAT;
+    }
+    const int rc = serve(config, loaded.warnings);
+    spdlog::shutdown();
+    return rc;
+  }
+
+ private:
+  // Poco's HelpFormatter wraps lines wherever a space falls; this layout
+  // keeps each option's default, variable and key whole, one per line.
+  void printHelp(std::ostream& out) const {
+    out << "usage: " << commandName() << " [OPTION]...\n\n"
+        << "Consumer-group coordination server in front of a ZooKeeper ensemble.\n"
+        << "Every server option can be set on the command line, by its environment variable, or by its key in the\n"
+        << "--config file; the command line wins over the environment, which wins over the file.\n\n"
+        << "General options:\n";
+    for (const auto& option : options()) {
+      if (findOption(keyFromCliName(option.fullName())) != nullptr) continue;
+      out << "  ";
+      if (!option.shortName().empty()) out << '-' << option.shortName() << ", ";
+      out << "--" << option.fullName();
+      if (option.takesArgument()) out << '=' << option.argumentName();
+      out << "\n      " << option.description() << '\n';
+    }
+    out << "\nServer options:\n";
+    const ServerConfig defaults;
+    for (const auto& spec : optionSpecs()) {
+      std::string def = spec.get(defaults);
+      if (def.empty()) def = "(empty)";
+      out << "  --" << cliName(spec.key) << '=' << spec.valueName << "\n      " << spec.description << "\n      default: "
+          << def << "    env: " << envName(spec.key) << "    key: " << spec.key << '\n';
+    }
+  }
+
+  int serve(const ServerConfig& config, const std::vector<std::string>& warnings) {
+    spdlog::info("groupcoordd {} starting", GROUPCOORD_VERSION);
+    for (const auto& w : warnings) spdlog::warn("{}", w);
+    {
+      std::istringstream lines(describeConfig(config));
+      for (std::string line; std::getline(lines, line);) spdlog::info("config {}", line);
+    }
+    const uint64_t fileLimit = raiseOpenFileLimit();
+    if (fileLimit < static_cast<uint64_t>(config.maxConnections) + 64) {
+      spdlog::warn("the open-file limit ({}) is below max.connections ({}) plus a margin: connections will fail at "
+                   "accept before the limit is reached",
+                   fileLimit, config.maxConnections);
+    }
+
+    std::unique_ptr<Backend> backend;
+    try {
+      backend = makeBackend(config);
+    } catch (const std::exception& e) {
+      spdlog::critical("cannot set up the request handler: {}", e.what());
+      return EXIT_SOFTWARE;
+    }
+
+    TcpServer server(config.tcpOptions(), backend->handler());
+    std::string error;
+    if (!server.bind(&error)) {
+      spdlog::critical("{}", error);
+      return EXIT_UNAVAILABLE;
+    }
+    const AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),
+                                  config.effectiveAdvertisedPort(server.port())};
+    if (!backend->start(self, &error)) {
+      spdlog::critical("cannot start serving: {}", error);
+      return EXIT_UNAVAILABLE;
+    }
+    if (!server.start(&error)) {
+      spdlog::critical("{}", error);
+      backend->shutdown();
+      return EXIT_UNAVAILABLE;
+    }
+    if (!config.portFile.empty() && !writePortFile(config.portFile, server.port(), &error)) {
+      spdlog::critical("{}", error);
+      server.stop();
+      backend->shutdown();
+      return EXIT_CANTCREAT;
+    }
+    spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{})", config.listenAddress,
+                 server.port(), self.serverId, self.host, self.port);
+    spdlog::default_logger()->flush();
+
+    waitForTerminationRequest();
+
+    spdlog::info("termination requested: shutting down");
+    server.stop();
+    backend->shutdown();
+    const auto stats = server.stats();
+    spdlog::info("groupcoordd stopped ({} connection(s) served, {} request(s) received)", stats.connectionsAccepted,
+                 stats.requestsReceived);
+    return EXIT_OK;
+  }
+
+  bool helpRequested_ = false;
+  bool versionRequested_ = false;
+  std::string configFile_;
+  std::map<std::string, std::string> commandLine_;
+};
+
+}  // namespace
+}  // namespace groupcoord::server
+
+POCO_SERVER_MAIN(groupcoord::server::GroupcoorddApp)

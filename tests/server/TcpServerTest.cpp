@@ -1,0 +1,571 @@
+// TcpServer over real sockets on 127.0.0.1: framing, ordering, limits,
+// shutdown. Every wait is bounded.
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "client/Connection.h"
+#include "server/TcpServer.h"
+#include "server/UnservedHandler.h"
+#include "tests/server/ServerTestUtil.h"
+
+namespace groupcoord::servertest {
+namespace {
+
+using client::Connection;
+using client::ConnectOptions;
+using client::IoStatus;
+using protocol::ApiKey;
+using protocol::ErrorCode;
+using server::CloseReason;
+using server::TcpServer;
+using server::TcpServerOptions;
+
+class TcpServerTest : public ::testing::Test {
+ protected:
+  void startServer(protocol::Handler& handler, TcpServerOptions options = {}) {
+    options.listenAddress = "127.0.0.1";
+    options.port = 0;
+    if (options.ioThreads == 0) options.ioThreads = 2;
+    server_ = std::make_unique<TcpServer>(options, handler);
+    std::string error;
+    ASSERT_TRUE(server_->start(&error)) << error;
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  Connection connect(const ConnectOptions& options = {}) {
+    Connection c;
+    EXPECT_TRUE(c.connect("127.0.0.1", server_->port(), 5s, options)) << c.lastError();
+    return c;
+  }
+
+  // One heartbeat round trip; true when answered with its own generation.
+  static bool heartbeatWorks(Connection& c, int64_t generation) {
+    auto r = c.call(heartbeat(generation), 5s);
+    if (!r.ok) return false;
+    auto* hb = std::get_if<protocol::HeartbeatResponse>(&r.response);
+    return hb != nullptr && hb->generation == generation && hb->error == ErrorCode::NONE;
+  }
+
+  // Handlers first: they must outlive the server, which is declared last.
+  EchoHandler echo_;
+  DeferredHandler deferred_;
+  std::unique_ptr<TcpServer> server_;
+};
+
+// ErrorOnlyResponse body: Version int16, CorrelationId int64, ErrorCode int16.
+std::vector<uint8_t> errorOnlyBody(int16_t version, int64_t correlationId, ErrorCode code) {
+  return Bytes().i16(version).i64(correlationId).i16(static_cast<int16_t>(code)).bytes();
+}
+
+TEST_F(TcpServerTest, PipelinedResponsesFollowRequestOrderWhateverOrderTheHandlerAnswers) {
+  startServer(deferred_);
+  Connection c = connect();
+  constexpr int kRequests = 100;
+  std::vector<uint8_t> burst;
+  for (int i = 1; i <= kRequests; ++i) {
+    auto f = requestFrame(i, heartbeat(1000 + i));
+    burst.insert(burst.end(), f.begin(), f.end());
+  }
+  ASSERT_EQ(c.sendRaw(burst), IoStatus::Ok);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == kRequests; }));
+
+  auto held = deferred_.takeAll();
+  // Answer everything but the first request, in a shuffled order, from two
+  // other threads: nothing may come out while the head of the line waits.
+  std::vector<size_t> order;
+  for (size_t i = 1; i < held.size(); ++i) order.push_back(i);
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  {
+    std::thread a([&] {
+      for (size_t k = 0; k < order.size(); k += 2) held[order[k]].done(DeferredHandler::echo(held[order[k]]));
+    });
+    std::thread b([&] {
+      for (size_t k = 1; k < order.size(); k += 2) held[order[k]].done(DeferredHandler::echo(held[order[k]]));
+    });
+    a.join();
+    b.join();
+  }
+  std::vector<uint8_t> body;
+  EXPECT_EQ(c.receiveFrame(body, 300ms), IoStatus::Timeout) << "a response overtook the head of the line";
+
+  std::thread last([&] { held[0].done(DeferredHandler::echo(held[0])); });
+  last.join();
+  for (int i = 1; i <= kRequests; ++i) {
+    auto r = c.receive(ApiKey::Heartbeat, 5s);
+    ASSERT_TRUE(r.ok) << "response " << i << ": " << r.detail;
+    EXPECT_EQ(r.header.correlationId, i);
+    auto* hb = std::get_if<protocol::HeartbeatResponse>(&r.response);
+    ASSERT_NE(hb, nullptr);
+    EXPECT_EQ(hb->generation, 1000 + i);
+  }
+}
+
+TEST_F(TcpServerTest, UnknownApiAndUnknownVersionAreAnsweredExactlyAndTheConnectionIsKept) {
+  startServer(echo_);
+  Connection c = connect();
+
+  // ApiKey 99, Version 0, CorrelationId 77, ClientId null.
+  ASSERT_EQ(c.sendRaw(Bytes().i16(99).i16(0).i64(77).i16(-1).frame()), IoStatus::Ok);
+  std::vector<uint8_t> body;
+  ASSERT_EQ(c.receiveFrame(body, 5s), IoStatus::Ok) << c.lastError();
+  EXPECT_EQ(body, errorOnlyBody(0, 77, ErrorCode::UNKNOWN_API));
+
+  // A known ApiKey (Heartbeat) at Version 7: the version is echoed.
+  ASSERT_EQ(c.sendRaw(Bytes().i16(0).i16(7).i64(78).i16(-1).str("g").str("c").i64(1).frame()), IoStatus::Ok);
+  ASSERT_EQ(c.receiveFrame(body, 5s), IoStatus::Ok) << c.lastError();
+  EXPECT_EQ(body, errorOnlyBody(7, 78, ErrorCode::UNSUPPORTED_VERSION));
+
+  EXPECT_TRUE(heartbeatWorks(c, 5));
+  EXPECT_EQ(echo_.calls.load(), 1);
+}
+
+TEST_F(TcpServerTest, MalformedBodyIsAnsweredInvalidRequestAndTheConnectionIsKept) {
+  startServer(echo_);
+  Connection c = connect();
+  std::vector<uint8_t> body;
+
+  // Heartbeat whose group string claims 40 bytes where 3 follow.
+  ASSERT_EQ(c.sendRaw(Bytes().i16(0).i16(0).i64(90).i16(-1).i16(40).i8('a').i8('b').i8('c').frame()), IoStatus::Ok);
+  ASSERT_EQ(c.receiveFrame(body, 5s), IoStatus::Ok) << c.lastError();
+  EXPECT_EQ(body, errorOnlyBody(0, 90, ErrorCode::INVALID_REQUEST));
+
+  // A whole Heartbeat followed by a stray byte.
+  ASSERT_EQ(c.sendRaw(Bytes().i16(0).i16(0).i64(91).i16(-1).str("g").str("c").i64(1).i8(0).frame()), IoStatus::Ok);
+  ASSERT_EQ(c.receiveFrame(body, 5s), IoStatus::Ok) << c.lastError();
+  EXPECT_EQ(body, errorOnlyBody(0, 91, ErrorCode::INVALID_REQUEST));
+
+  // A ClientId of 256 bytes.
+  ASSERT_EQ(c.sendRaw(Bytes().i16(0).i16(0).i64(92).str(std::string(256, 'x')).str("g").str("c").i64(1).frame()),
+            IoStatus::Ok);
+  ASSERT_EQ(c.receiveFrame(body, 5s), IoStatus::Ok) << c.lastError();
+  EXPECT_EQ(body, errorOnlyBody(0, 92, ErrorCode::INVALID_REQUEST));
+
+  EXPECT_EQ(echo_.calls.load(), 0);
+  EXPECT_TRUE(heartbeatWorks(c, 6));
+}
+
+TEST_F(TcpServerTest, BadFrameSizesCloseOnlyTheirOwnConnection) {
+  TcpServerOptions options;
+  options.maxFrameBytes = 4096;
+  startServer(echo_, options);
+  Connection bystander = connect();
+  ASSERT_TRUE(heartbeatWorks(bystander, 1));
+
+  struct Case {
+    const char* what;
+    int32_t size;
+    CloseReason reason;
+  };
+  const Case cases[] = {
+      {"above max frame bytes", 4097, CloseReason::FrameTooLarge},
+      {"negative", -1, CloseReason::FrameTooLarge},
+      {"below the request header", 5, CloseReason::FrameTooSmall},
+      {"zero", 0, CloseReason::FrameTooSmall},
+  };
+  int64_t generation = 2;
+  for (const auto& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    const auto before = server_->stats().closed(bad.reason);
+    Connection c = connect();
+    // The size alone, and for the small ones the few bytes it announces.
+    Bytes frame;
+    frame.i32(bad.size);
+    for (int i = 0; i < std::clamp(bad.size, 0, 16); ++i) frame.i8(0);
+    ASSERT_EQ(c.sendRaw(frame.bytes()), IoStatus::Ok);
+    std::vector<uint8_t> body;
+    EXPECT_EQ(c.receiveFrame(body, 5s), IoStatus::Closed) << c.lastError();
+    EXPECT_TRUE(waitUntil([&] { return server_->stats().closed(bad.reason) == before + 1; }));
+    EXPECT_TRUE(heartbeatWorks(bystander, generation++));
+  }
+  // A frame of exactly the limit is fine: ListGroups names padded to 4096 body bytes.
+  protocol::ListGroupsRequest list;
+  auto frameSize = [&] { return requestFrame(1, list).size(); };
+  while (frameSize() + 102 <= 4100) list.groups.push_back(std::string(100, 'g'));
+  while (4100 - frameSize() < 3) list.groups.pop_back();
+  list.groups.push_back(std::string(4100 - frameSize() - 2, 'h'));
+  const auto exact = requestFrame(1, list);
+  ASSERT_EQ(exact.size(), 4100u);
+  Connection big = connect();
+  ASSERT_EQ(big.sendRaw(exact), IoStatus::Ok);
+  auto r = big.receive(ApiKey::ListGroups, 5s);
+  EXPECT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(server_->stats().closed(CloseReason::FrameTooLarge), 2u);
+  EXPECT_EQ(server_->stats().closed(CloseReason::FrameTooSmall), 2u);
+}
+
+TEST_F(TcpServerTest, BadNamesAreRefusedWithoutReachingTheHandler) {
+  startServer(echo_);
+  Connection c = connect();
+
+  auto hb = c.call(heartbeat(1, "bad/group"), 5s);
+  ASSERT_TRUE(hb.ok) << hb.detail;
+  EXPECT_EQ(protocol::responseError(hb.response), ErrorCode::INVALID_GROUP_NAME);
+
+  auto hb2 = c.call(heartbeat(1, "g", ".."), 5s);
+  ASSERT_TRUE(hb2.ok) << hb2.detail;
+  EXPECT_EQ(protocol::responseError(hb2.response), ErrorCode::INVALID_CONSUMER_ID);
+
+  protocol::CreateGroupRequest create;
+  create.group = "fine";
+  create.sessionTimeoutMs = 10000;
+  create.topics = {"ok-topic", std::string(250, 't')};
+  auto cr = c.call(create, 5s);
+  ASSERT_TRUE(cr.ok) << cr.detail;
+  auto* created = std::get_if<protocol::CreateGroupResponse>(&cr.response);
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ(created->error, ErrorCode::INVALID_GROUP_NAME);
+  EXPECT_EQ(created->group, "fine");
+  EXPECT_TRUE(created->controller.isNone());
+
+  protocol::RegisterConsumerRequest reg;
+  reg.group = std::string("nul\0byte", 8);
+  auto rr = c.call(reg, 5s);
+  ASSERT_TRUE(rr.ok) << rr.detail;
+  EXPECT_EQ(protocol::responseError(rr.response), ErrorCode::INVALID_GROUP_NAME);
+
+  EXPECT_EQ(echo_.calls.load(), 0);
+  EXPECT_EQ(server_->stats().handlerCalls, 0u);
+  EXPECT_TRUE(heartbeatWorks(c, 3));
+  EXPECT_EQ(echo_.calls.load(), 1);
+}
+
+TEST_F(TcpServerTest, AThousandConnectionsAtOnceAreAllServed) {
+  startServer(echo_);
+  constexpr int kConnections = 1000;
+  std::vector<Connection> conns;
+  conns.reserve(kConnections);
+  for (int i = 0; i < kConnections; ++i) {
+    conns.push_back(connect());
+    ASSERT_TRUE(conns.back().isOpen()) << "connection " << i;
+  }
+  for (int i = 0; i < kConnections; ++i) ASSERT_GT(conns[i].send(heartbeat(i)), 0) << "connection " << i;
+  for (int i = 0; i < kConnections; ++i) {
+    auto r = conns[i].receive(ApiKey::Heartbeat, 10s);
+    ASSERT_TRUE(r.ok) << "connection " << i << ": " << r.detail;
+    EXPECT_EQ(std::get<protocol::HeartbeatResponse>(r.response).generation, i);
+  }
+  EXPECT_EQ(server_->stats().connectionsOpen, static_cast<uint64_t>(kConnections));
+  EXPECT_EQ(server_->stats().connectionsAccepted, static_cast<uint64_t>(kConnections));
+  EXPECT_EQ(echo_.calls.load(), kConnections);
+}
+
+TEST_F(TcpServerTest, AStalledHalfFrameIsClosedAfterTheIdleTimeoutAndAnIdleConnectionIsKept) {
+  TcpServerOptions options;
+  options.idleTimeout = 300ms;
+  startServer(echo_, options);
+  const auto start = std::chrono::steady_clock::now();
+
+  Connection idle = connect();   // never sends anything
+  Connection active = connect();  // one request, then quiet
+  ASSERT_TRUE(heartbeatWorks(active, 1));
+  Connection stalled = connect();
+  auto frame = requestFrame(9, heartbeat(9));
+  ASSERT_EQ(stalled.sendRaw(std::span<const uint8_t>(frame.data(), 6)), IoStatus::Ok);
+
+  ASSERT_TRUE(waitUntil([&] { return server_->stats().closed(CloseReason::IdleTimeout) == 1; }));
+  std::vector<uint8_t> body;
+  EXPECT_EQ(stalled.receiveFrame(body, 5s), IoStatus::Closed);
+
+  // Well past several idle timeouts, the connections with nothing partial
+  // are still there and still served.
+  std::this_thread::sleep_until(start + 1200ms);
+  EXPECT_EQ(server_->stats().closed(CloseReason::IdleTimeout), 1u);
+  EXPECT_TRUE(heartbeatWorks(idle, 2));
+  EXPECT_TRUE(heartbeatWorks(active, 3));
+}
+
+TEST_F(TcpServerTest, APartialFrameThatKeepsArrivingIsNotIdle) {
+  TcpServerOptions options;
+  options.idleTimeout = 500ms;
+  startServer(echo_, options);
+  Connection c = connect();
+  auto frame = requestFrame(1, heartbeat(7));
+  // A byte every 100 ms for over a second: the frame takes longer than the
+  // timeout, but the connection is never silent for that long.
+  for (size_t i = 0; i < frame.size(); ++i) {
+    ASSERT_EQ(c.sendRaw(std::span<const uint8_t>(&frame[i], 1)), IoStatus::Ok) << "byte " << i;
+    if (i < 12) std::this_thread::sleep_for(100ms);
+  }
+  auto r = c.receive(ApiKey::Heartbeat, 5s);
+  ASSERT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(server_->stats().closed(CloseReason::IdleTimeout), 0u);
+}
+
+// Answers ListGroups with a large response.
+class BigResponseHandler : public protocol::Handler {
+ public:
+  static protocol::ListGroupsResponse bigResponse() {
+    protocol::ListGroupsResponse resp;
+    protocol::GroupInfo info;
+    info.name = "g";
+    for (int i = 0; i < 100; ++i) info.members.push_back("member-" + std::string(90, 'm') + std::to_string(i));
+    resp.groups.push_back(info);
+    return resp;
+  }
+  void handle(const protocol::RequestHeader&, protocol::Request, protocol::ResponseCallback done) override {
+    done(bigResponse());
+  }
+};
+
+TEST_F(TcpServerTest, AClientThatNeverReadsIsDisconnectedOnceItsOutputPassesTheBound) {
+  BigResponseHandler big;
+  TcpServerOptions options;
+  options.maxOutputBytes = 64 * 1024;
+  startServer(big, options);
+  std::vector<uint8_t> one;
+  protocol::encodeResponse(protocol::ResponseHeader{0, 1}, BigResponseHandler::bigResponse(), one);
+  ASSERT_GT(one.size(), 9000u);
+
+  Connection reader = connect();
+  Connection sink = connect(ConnectOptions{.receiveBufferBytes = 4096});
+  // 4000 responses of ~10 KB: far more than any socket buffers hold.
+  const auto request = requestFrame(1, protocol::ListGroupsRequest{});
+  std::vector<uint8_t> burst;
+  for (int i = 0; i < 100; ++i) burst.insert(burst.end(), request.begin(), request.end());
+  for (int i = 0; i < 40; ++i) {
+    if (sink.sendRaw(burst) != IoStatus::Ok) break;  // closed by the server already
+  }
+  ASSERT_TRUE(waitUntil([&] { return server_->stats().closed(CloseReason::OutputOverflow) == 1; }, 10s))
+      << "pending max " << server_->stats().pendingOutputBytesMax;
+  const auto stats = server_->stats();
+  EXPECT_GT(stats.pendingOutputBytesMax, options.maxOutputBytes);
+  EXPECT_LE(stats.pendingOutputBytesMax, options.maxOutputBytes + one.size());
+
+  // The server still serves others.
+  auto r = reader.call(protocol::ListGroupsRequest{}, 5s);
+  EXPECT_TRUE(r.ok) << r.detail;
+  EXPECT_TRUE(waitUntil([&] { return server_->stats().connectionsOpen == 1; }));
+}
+
+TEST_F(TcpServerTest, ConnectionsPastTheLimitAreRefusedAndTheOthersKeepBeingServed) {
+  TcpServerOptions options;
+  options.maxConnections = 3;
+  startServer(echo_, options);
+  std::vector<Connection> conns;
+  for (int i = 0; i < 3; ++i) {
+    conns.push_back(connect());
+    ASSERT_TRUE(heartbeatWorks(conns.back(), i));
+  }
+  Connection extra = connect();  // the kernel completes the handshake; the server closes it
+  auto r = extra.call(heartbeat(10), 5s);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(extra.lastStatus(), IoStatus::Closed) << extra.lastError();
+  EXPECT_GE(server_->stats().connectionsRejected, 1u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(heartbeatWorks(conns[i], 20 + i));
+
+  // Once one leaves, a newcomer fits again.
+  conns.pop_back();
+  ASSERT_TRUE(waitUntil([&] { return server_->stats().connectionsOpen == 2; }));
+  Connection late = connect();
+  EXPECT_TRUE(heartbeatWorks(late, 30));
+}
+
+TEST_F(TcpServerTest, PastTheInFlightLimitTheServerStopsReadingAndDropsNothing) {
+  TcpServerOptions options;
+  options.maxInFlightPerConnection = 4;
+  startServer(deferred_, options);
+  Connection c = connect();
+  constexpr int kRequests = 20;
+  std::vector<uint8_t> burst;
+  for (int i = 1; i <= kRequests; ++i) {
+    auto f = requestFrame(i, heartbeat(i));
+    burst.insert(burst.end(), f.begin(), f.end());
+  }
+  ASSERT_EQ(c.sendRaw(burst), IoStatus::Ok);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 4; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(deferred_.totalCount(), 4u) << "the server read past its in-flight limit";
+
+  // Answer whatever is held, from another thread, until all were handled.
+  std::atomic<bool> stop{false};
+  std::thread answerer([&] {
+    while (!stop) {
+      for (auto& h : deferred_.takeAll()) h.done(DeferredHandler::echo(h));
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  for (int i = 1; i <= kRequests; ++i) {
+    auto r = c.receive(ApiKey::Heartbeat, 5s);
+    ASSERT_TRUE(r.ok) << "response " << i << ": " << r.detail;
+    EXPECT_EQ(r.header.correlationId, i);
+  }
+  stop = true;
+  answerer.join();
+  EXPECT_EQ(deferred_.totalCount(), static_cast<size_t>(kRequests));
+}
+
+TEST_F(TcpServerTest, ResponsesToAClientThatHalfClosedAreStillDelivered) {
+  startServer(deferred_);
+  Connection c = connect();
+  ASSERT_GT(c.send(heartbeat(1)), 0);
+  ASSERT_GT(c.send(heartbeat(2)), 0);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 2; }));
+  ASSERT_EQ(::shutdown(c.nativeHandle(), SHUT_WR), 0);
+  std::this_thread::sleep_for(50ms);
+  for (auto& h : deferred_.takeAll()) h.done(DeferredHandler::echo(h));
+  for (int i = 1; i <= 2; ++i) {
+    auto r = c.receive(ApiKey::Heartbeat, 5s);
+    ASSERT_TRUE(r.ok) << r.detail;
+    EXPECT_EQ(r.header.correlationId, i);
+  }
+  std::vector<uint8_t> body;
+  EXPECT_EQ(c.receiveFrame(body, 5s), IoStatus::Closed);
+  EXPECT_TRUE(waitUntil([&] { return server_->stats().closed(CloseReason::PeerClosed) == 1; }));
+}
+
+// Drops Heartbeat completions unanswered and answers CreateGroup with the
+// response of another API.
+class MisbehavingHandler : public protocol::Handler {
+ public:
+  void handle(const protocol::RequestHeader&, protocol::Request request, protocol::ResponseCallback done) override {
+    if (std::holds_alternative<protocol::CreateGroupRequest>(request)) {
+      done(protocol::HeartbeatResponse{});
+      done(protocol::HeartbeatResponse{});  // and twice
+      return;
+    }
+    if (std::holds_alternative<protocol::HeartbeatRequest>(request)) return;  // `done` dropped
+    done(protocol::errorResponse(request, ErrorCode::NONE));
+  }
+};
+
+TEST_F(TcpServerTest, AMisbehavingHandlerCostsItsRequestsAnErrorButNotTheConnection) {
+  MisbehavingHandler handler;
+  startServer(handler);
+  Connection c = connect();
+  auto r = c.call(heartbeat(1), 5s);
+  ASSERT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(protocol::responseError(r.response), ErrorCode::UNKNOWN_SERVER_ERROR);
+
+  protocol::CreateGroupRequest create;
+  create.group = "g";
+  create.sessionTimeoutMs = 5000;
+  auto cr = c.call(create, 5s);
+  ASSERT_TRUE(cr.ok) << cr.detail;
+  ASSERT_TRUE(std::holds_alternative<protocol::CreateGroupResponse>(cr.response));
+  EXPECT_EQ(std::get<protocol::CreateGroupResponse>(cr.response).error, ErrorCode::UNKNOWN_SERVER_ERROR);
+  EXPECT_EQ(std::get<protocol::CreateGroupResponse>(cr.response).group, "");
+
+  auto lr = c.call(protocol::ListGroupsRequest{}, 5s);
+  ASSERT_TRUE(lr.ok) << lr.detail;
+  EXPECT_EQ(protocol::responseError(lr.response), ErrorCode::NONE);
+}
+
+TEST_F(TcpServerTest, CompletionsAfterTheConnectionOrTheServerIsGoneAreHarmless) {
+  TcpServerOptions options;
+  options.shutdownGrace = 200ms;
+  startServer(deferred_, options);
+  {
+    Connection c = connect();
+    ASSERT_GT(c.send(heartbeat(1)), 0);
+    ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 1; }));
+    // Close with a reset: the server drops the connection at once (after a
+    // plain FIN it would wait to deliver the answer still due).
+    const linger abort{1, 0};
+    ASSERT_EQ(::setsockopt(c.nativeHandle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort)), 0);
+  }
+  ASSERT_TRUE(waitUntil([&] { return server_->stats().connectionsOpen == 0; }));
+  for (auto& h : deferred_.takeAll()) h.done(DeferredHandler::echo(h));
+
+  Connection c = connect();
+  ASSERT_GT(c.send(heartbeat(2)), 0);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 1; }));
+  auto held = deferred_.takeAll();
+  server_.reset();  // waits out the grace, closes, joins
+  held[0].done(DeferredHandler::echo(held[0]));
+  held.clear();  // the last reference to the completion state goes here
+  std::vector<uint8_t> body;
+  EXPECT_EQ(c.receiveFrame(body, 5s), IoStatus::Closed);
+}
+
+TEST_F(TcpServerTest, StopAnswersWhatIsInFlightThenCloses) {
+  TcpServerOptions options;
+  options.shutdownGrace = 5000ms;
+  startServer(deferred_, options);
+  Connection busy = connect();
+  Connection quiet = connect();
+  ASSERT_GT(busy.send(heartbeat(1)), 0);
+  ASSERT_GT(busy.send(heartbeat(2)), 0);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 2; }));
+
+  std::thread stopper([&] { server_->stop(); });
+  // The quiet connection goes at once; the busy one waits for its answers.
+  std::vector<uint8_t> body;
+  EXPECT_EQ(quiet.receiveFrame(body, 5s), IoStatus::Closed);
+  EXPECT_EQ(busy.receiveFrame(body, 200ms), IoStatus::Timeout);
+  for (auto& h : deferred_.takeAll()) h.done(DeferredHandler::echo(h));
+  for (int i = 1; i <= 2; ++i) {
+    auto r = busy.receive(ApiKey::Heartbeat, 5s);
+    ASSERT_TRUE(r.ok) << r.detail;
+    EXPECT_EQ(r.header.correlationId, i);
+  }
+  EXPECT_EQ(busy.receiveFrame(body, 5s), IoStatus::Closed);
+  stopper.join();
+  EXPECT_EQ(server_->stats().closed(CloseReason::Shutdown), 2u);
+  EXPECT_EQ(server_->stats().connectionsOpen, 0u);
+
+  Connection refused;
+  EXPECT_FALSE(refused.connect("127.0.0.1", server_->port(), 2s));
+}
+
+TEST_F(TcpServerTest, StopGivesUpOnUnansweredRequestsAfterTheGrace) {
+  TcpServerOptions options;
+  options.shutdownGrace = 300ms;
+  startServer(deferred_, options);
+  Connection c = connect();
+  ASSERT_GT(c.send(heartbeat(1)), 0);
+  ASSERT_TRUE(waitUntil([&] { return deferred_.heldCount() == 1; }));
+  const auto before = std::chrono::steady_clock::now();
+  server_->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+  std::vector<uint8_t> body;
+  EXPECT_EQ(c.receiveFrame(body, 5s), IoStatus::Closed);
+  for (auto& h : deferred_.takeAll()) h.done(DeferredHandler::echo(h));
+}
+
+TEST_F(TcpServerTest, TheUnservedHandlerAnswersEveryApiWithUnknownServerError) {
+  server::UnservedHandler unserved;
+  startServer(unserved);
+  Connection c = connect();
+  protocol::ListGroupsRequest list;
+  list.groups = {"g"};
+  auto r = c.call(list, 5s);
+  ASSERT_TRUE(r.ok) << r.detail;
+  auto* groups = std::get_if<protocol::ListGroupsResponse>(&r.response);
+  ASSERT_NE(groups, nullptr);
+  EXPECT_EQ(groups->error, ErrorCode::UNKNOWN_SERVER_ERROR);
+  EXPECT_TRUE(groups->groups.empty());
+
+  auto hb = c.call(heartbeat(4), 5s);
+  ASSERT_TRUE(hb.ok) << hb.detail;
+  ASSERT_TRUE(std::holds_alternative<protocol::HeartbeatResponse>(hb.response));
+  EXPECT_EQ(std::get<protocol::HeartbeatResponse>(hb.response).error, ErrorCode::UNKNOWN_SERVER_ERROR);
+  EXPECT_EQ(std::get<protocol::HeartbeatResponse>(hb.response).generation, -1);
+  server_.reset();  // before `unserved` goes
+}
+
+TEST(ConnectionTest, ConnectingWhereNothingListensFailsWithAReason) {
+  // Bind a port, then close it, so that nothing listens there.
+  TcpServerOptions options;
+  EchoHandler handler;
+  uint16_t port = 0;
+  {
+    TcpServer probe(options, handler);
+    std::string error;
+    ASSERT_TRUE(probe.bind(&error)) << error;
+    port = probe.port();
+  }
+  Connection c;
+  EXPECT_FALSE(c.connect("127.0.0.1", port, 2s));
+  EXPECT_FALSE(c.isOpen());
+  EXPECT_FALSE(c.lastError().empty());
+  EXPECT_EQ(c.send(heartbeat(1)), -1);
+}
+
+}  // namespace
+}  // namespace groupcoord::servertest
