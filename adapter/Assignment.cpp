@@ -567,37 +567,36 @@ class ExtrasSolver {
 
   // Never expected to run (the flow always completes: a balanced matrix
   // always exists); it keeps the balance guarantee even if the flow had a
-  // bug, at the price of stickiness: fewest extras first, then gain pairs,
-  // then the lower index.
+  // bug, at the price of exact stickiness. Topic by topic, the members with
+  // the fewest extras so far take the extra (which keeps every two members
+  // within one of each other), gain pairs first among equals, then by index.
   std::vector<std::vector<int32_t>> fallback() const {
     std::vector<std::vector<int32_t>> colRows(cols_);
     std::vector<int64_t> count(rows_, 0);
-    std::set<std::pair<int64_t, int32_t>> order;
+    std::vector<uint8_t> taken(rows_, 0);
+    std::set<std::pair<int64_t, int32_t>> order;  // (extras so far, row)
     for (int32_t r = 0; r < rows_; ++r) order.insert({0, r});
     for (int32_t c = 0; c < cols_; ++c) {
-      std::vector<std::pair<int64_t, int32_t>> picked;
-      // The members at the lowest count come first; among members of equal
-      // count the gain pairs win, so prefer them within the lowest level.
-      auto it = order.begin();
-      while (static_cast<int32_t>(picked.size()) < need_[c] && it != order.end()) {
-        const int64_t level = it->first;
-        std::vector<std::pair<int64_t, int32_t>> same;
-        auto end = it;
-        while (end != order.end() && end->first == level) same.push_back(*end++);
-        std::stable_partition(same.begin(), same.end(), [&](const auto& e) { return gain(e.second, c); });
-        for (const auto& e : same) {
-          if (static_cast<int32_t>(picked.size()) == need_[c]) break;
-          picked.push_back(e);
+      auto& picked = colRows[c];
+      const auto want = static_cast<size_t>(need_[c]);
+      const int64_t lowest = order.begin()->first;
+      for (int32_t r : gainRows_[c]) {
+        if (picked.size() < want && count[r] == lowest) {
+          picked.push_back(r);
+          taken[r] = 1;
         }
-        it = end;
       }
-      for (const auto& e : picked) {
-        order.erase(e);
-        order.insert({e.first + 1, e.second});
-        ++count[e.second];
-        colRows[c].push_back(e.second);
+      for (auto it = order.begin(); it != order.end() && picked.size() < want; ++it) {
+        if (taken[it->second]) continue;
+        picked.push_back(it->second);
+        taken[it->second] = 1;
       }
-      std::sort(colRows[c].begin(), colRows[c].end());
+      for (int32_t r : picked) {
+        order.erase({count[r], r});
+        order.insert({++count[r], r});
+        taken[r] = 0;
+      }
+      std::sort(picked.begin(), picked.end());
     }
     return colRows;
   }

@@ -129,14 +129,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
     std::string memberId;
     protocol::ResponseCallback done;
   };
-  struct CommitRequest {
+  // A CommitOffsets or RewindConsumer waiting for its offsets to be durable.
+  struct OffsetWrite {
     std::vector<protocol::PartitionOffset> accepted;  // to write
     std::vector<protocol::PartitionError> results;    // one per offset asked for
-    protocol::ResponseCallback done;
-  };
-  struct RewindRequest {
-    std::vector<protocol::PartitionOffset> accepted;
-    std::vector<protocol::PartitionError> results;
     protocol::ResponseCallback done;
   };
   // Work to do once every lock is released: responses, mostly.
@@ -171,8 +167,8 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
     bool bumpRequested = false;    // move the generation (a subscribed topic changed)
     bool flightBump = false;
     int32_t rewoundAt = -1;        // generation of the last rewind: older commits are fenced
-    std::vector<RewindRequest> rewinds, flightRewinds;
-    std::vector<CommitRequest> commits, flightCommits;
+    std::vector<OffsetWrite> rewinds, flightRewinds;
+    std::vector<OffsetWrite> commits, flightCommits;
     bool committing = false;
     explicit Group(std::string n) : name(std::move(n)) {}
   };
@@ -240,6 +236,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // group lacks (and noting them in *newTopics).
   void offsetOps(const Group& g, const std::vector<protocol::PartitionOffset>& offsets, std::vector<zk::Op>& ops,
                  std::set<std::string>* newTopics) const;
+  // Checks each offset (partition exists, offset >= 0, and, when owner is
+  // given, held by that member) into accepted and results.
+  OffsetWrite checkOffsets(const Group& g, const std::vector<protocol::PartitionOffset>& offsets,
+                           const std::string* owner) const;
   void flushCommits(const GroupPtr& g, Outbox& out);  // g->mu held
   void onCommitsDone(const GroupPtr& g, uint64_t epoch, zk::MultiResult r);
   void onCommit(const protocol::CommitOffsetsRequest& r, protocol::ResponseCallback done);

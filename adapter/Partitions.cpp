@@ -256,6 +256,27 @@ void Coordinator::loadOffsets(const GroupPtr& g) {
   });
 }
 
+Coordinator::OffsetWrite Coordinator::checkOffsets(const Group& g, const std::vector<PartitionOffset>& offsets,
+                                                  const std::string* owner) const {
+  OffsetWrite w;
+  w.results.reserve(offsets.size());
+  for (auto& o : offsets) {
+    TopicPartition p{o.topic, o.partition};
+    ErrorCode e = ErrorCode::NONE;
+    if (!partitionExists(g.settings, p)) {
+      e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    } else if (o.offset < 0) {
+      e = ErrorCode::INVALID_OFFSET;
+    } else if (owner && !g.ownership.owns(*owner, p)) {
+      e = ErrorCode::NOT_OWNER;
+    } else {
+      w.accepted.push_back(o);
+    }
+    w.results.push_back(PartitionError{o.topic, o.partition, e});
+  }
+  return w;
+}
+
 // ---------------------------------------------------------------------------
 // CommitOffsets: accepted only from the partition's holder; acknowledged once
 // durable. Commits arriving while a write is in flight go out together.
@@ -280,22 +301,7 @@ void Coordinator::onCommit(const protocol::CommitOffsetsRequest& r, ResponseCall
     }
     if (error == ErrorCode::NONE) {
       g->members[r.consumerId].lastSeen = time_.now();
-      CommitRequest c;
-      c.results.reserve(r.offsets.size());
-      for (auto& o : r.offsets) {
-        TopicPartition p{o.topic, o.partition};
-        ErrorCode e = ErrorCode::NONE;
-        if (!partitionExists(g->settings, p)) {
-          e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
-        } else if (o.offset < 0) {
-          e = ErrorCode::INVALID_OFFSET;
-        } else if (!g->ownership.owns(r.consumerId, p)) {
-          e = ErrorCode::NOT_OWNER;
-        } else {
-          c.accepted.push_back(o);
-        }
-        c.results.push_back(PartitionError{o.topic, o.partition, e});
-      }
+      OffsetWrite c = checkOffsets(*g, r.offsets, &r.consumerId);
       if (c.accepted.empty()) {
         out.push_back([done = std::move(done), results = std::move(c.results)]() mutable {
           done(protocol::CommitOffsetsResponse{std::move(results), ErrorCode::NONE});
@@ -415,18 +421,7 @@ void Coordinator::onRewind(const protocol::RewindConsumerRequest& r, ResponseCal
     if (error != ErrorCode::NONE) {
       out.push_back([done = std::move(done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
     } else {
-      RewindRequest w;
-      for (auto& o : r.offsets) {
-        ErrorCode e = ErrorCode::NONE;
-        if (!partitionExists(g->settings, TopicPartition{o.topic, o.partition})) {
-          e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
-        } else if (o.offset < 0) {
-          e = ErrorCode::INVALID_OFFSET;
-        } else {
-          w.accepted.push_back(o);
-        }
-        w.results.push_back(PartitionError{o.topic, o.partition, e});
-      }
+      OffsetWrite w = checkOffsets(*g, r.offsets, nullptr);
       if (w.accepted.empty()) {
         out.push_back([done = std::move(done), results = std::move(w.results)]() mutable {
           done(protocol::RewindConsumerResponse{std::move(results), ErrorCode::NONE});
