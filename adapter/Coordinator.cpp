@@ -72,7 +72,11 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
 
 Coordinator::~Coordinator() {
   stop();
-  zk_.setListener(nullptr);
+  detach();
+}
+
+void Coordinator::detach() {
+  if (!detached_.exchange(true)) zk_.setListener(nullptr);
 }
 
 void Coordinator::run(Outbox& out) {

@@ -94,6 +94,11 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // which removes this server's ephemeral znodes at once.
   void stop();
 
+  // Stops being the session's listener. The owner calls it before it
+  // destroys the session; the session's last callbacks (delivered by its
+  // destructor) may still reach this object, so it must outlive them.
+  void detach();
+
   // Evicts silent members, claims groups, enforces deadlines, renews an
   // expired session. Called by the ticker, or directly by tests.
   void tick();
@@ -274,6 +279,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::atomic<bool> renewNeeded_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<bool> started_{false};
+  std::atomic<bool> detached_{false};
   // Moves when the ZooKeeper session is lost: callbacks of an older epoch
   // are ignored, since what they refer to is gone.
   std::atomic<uint64_t> epoch_{1};

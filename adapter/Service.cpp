@@ -16,7 +16,14 @@ Service::Service(ServiceConfig config) : config_(std::move(config)) {
   coordinator_ = std::make_unique<Coordinator>(*session_, config_.coordinator, time_);
 }
 
-Service::~Service() { stop(); }
+Service::~Service() {
+  stop();
+  // The session goes first: its destructor delivers its last callbacks and
+  // watch events, which still reach the coordinator.
+  coordinator_->detach();
+  session_.reset();
+  coordinator_.reset();
+}
 
 bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error) {
   coordinator_->setAdvertised(advertisedHost, advertisedPort);

@@ -31,8 +31,9 @@ struct Node {
   ~Node() {
     if (coordinator) coordinator->stop();
     if (zk) zk->close();
-    coordinator.reset();
+    if (coordinator) coordinator->detach();
     zk.reset();
+    coordinator.reset();
   }
 };
 
