@@ -13,13 +13,14 @@
 // Every callback passed to an operation is called exactly once, and never
 // inside the call that was given it: also an error found before anything is
 // sent (BadArguments for a malformed path or data above kMaxDataSize,
-// InvalidState after expiry, Closing after close) is delivered on the
-// completion thread. So a caller may hold its own mutex while it issues an
-// operation. Results of operations that reach ZooKeeper come in the order
-// of the calls (from one thread); an error found before sending may
-// overtake the results of earlier calls still in flight. When the client
-// is closed (destructor or close()), what is still pending completes with
-// Closing before the destructor returns.
+// ConnectionLoss while not connected, InvalidState after expiry, Closing
+// after close) is delivered on the completion thread. So a caller may hold
+// its own mutex while it issues an operation. Results of operations that
+// reach ZooKeeper come in the order of the calls (from one thread); an
+// error found before sending may overtake the results of earlier calls
+// still in flight. When the client is destroyed, every call still pending
+// is completed (with Closing, unless its answer came first) before the
+// destructor returns.
 //
 // Watches are one-shot: each watch callback gets exactly one event, the
 // real one (Created, Deleted, Changed, Child), or, when the session ends
