@@ -1,0 +1,75 @@
+#pragma once
+
+// Administrative calls against a groupcoord cluster: create, list, delete
+// groups, read and rewind committed offsets. Each call finds a server that
+// answers among the bootstrap servers, and the group's controller (through
+// ListGroups) for the calls only the controller serves. Blocking; one thread
+// at a time per Admin.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/Connection.h"
+#include "client/Status.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::client {
+
+using Endpoint = std::pair<std::string, uint16_t>;
+
+struct AdminOptions {
+  std::string clientId = "groupcoord-admin";
+  // One request's wait for its answer (and for a connect).
+  std::chrono::milliseconds requestTimeout{5000};
+  // Total time spent retrying NOT_CONTROLLER, CONTROLLER_NOT_AVAILABLE and
+  // unreachable servers before the call gives up with that status.
+  std::chrono::milliseconds retryBudget{10000};
+};
+
+class Admin {
+ public:
+  explicit Admin(std::vector<Endpoint> bootstrap, AdminOptions options = {});
+
+  // value: the group's controller when the answer was sent ("no controller"
+  // Broker when none had claimed it yet; listGroups names it later).
+  Result<protocol::Broker> createGroup(const std::string& group, std::chrono::milliseconds sessionTimeout,
+                                       const std::vector<std::string>& topics, bool ephemeral);
+  Status deleteGroup(const std::string& group);
+  // Empty names: every group. A named group that does not exist comes back
+  // with UNKNOWN_GROUP in its own GroupInfo, not in the Status.
+  Result<std::vector<protocol::GroupInfo>> listGroups(const std::vector<std::string>& names = {});
+  // One group's info; UNKNOWN_GROUP in the Status when it does not exist.
+  Result<protocol::GroupInfo> describeGroup(const std::string& group);
+  // Empty topics: every committed offset of the group.
+  Result<std::vector<protocol::PartitionOffset>> fetchOffsets(const std::string& group,
+                                                              const std::vector<std::string>& topics = {});
+  // Per-partition results; the Status is the top-level ErrorCode.
+  Result<std::vector<protocol::PartitionError>> rewind(const std::string& group,
+                                                       const std::vector<protocol::PartitionOffset>& offsets);
+
+ private:
+  // Sends to any bootstrap server, trying the next one when one cannot be
+  // reached; retries CONTROLLER_NOT_AVAILABLE within the retry budget.
+  Result<protocol::Response> callAny(const protocol::Request& request);
+  // Sends to the group's controller, found again on NOT_CONTROLLER.
+  Result<protocol::Response> callController(const std::string& group, const protocol::Request& request);
+  // One request on conn_; connection failures become CONTROLLER_NOT_AVAILABLE.
+  Result<protocol::Response> callOn(const Endpoint& server, const protocol::Request& request);
+
+  std::vector<Endpoint> bootstrap_;
+  AdminOptions options_;
+  Connection conn_;
+  std::optional<Endpoint> connectedTo_;
+  size_t nextBootstrap_ = 0;
+};
+
+// ErrorCode of any response, and a sentence naming the call and the server.
+protocol::ErrorCode responseErrorOf(const protocol::Response& response);
+std::string describeError(protocol::ErrorCode code, std::string_view api, const Endpoint& server,
+                          std::string_view group);
+
+}  // namespace groupcoord::client

@@ -1,0 +1,329 @@
+#include "client/Consumer.h"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "protocol/Codec.h"
+
+namespace groupcoord::client {
+
+using protocol::ErrorCode;
+using protocol::TopicPartition;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool retriable(ErrorCode code) {
+  return code == ErrorCode::NOT_CONTROLLER || code == ErrorCode::CONTROLLER_NOT_AVAILABLE;
+}
+
+std::string endpointName(const Endpoint& e) { return e.first + ":" + std::to_string(e.second); }
+
+}  // namespace
+
+Consumer::Consumer(ConsumerConfig config, ConsumerCallbacks callbacks)
+    : config_(std::move(config)), callbacks_(std::move(callbacks)) {
+  if (config_.consumerId) memberId_ = *config_.consumerId;
+  conn_.setClientId(config_.clientId);
+}
+
+// Without close() the member is not told to leave: the controller evicts it
+// after the session timeout, as it would a crashed process.
+Consumer::~Consumer() = default;
+
+std::vector<TopicPartition> Consumer::assignment() const {
+  std::vector<TopicPartition> out;
+  out.reserve(held_.size());
+  for (auto& [tp, offset] : held_) out.push_back(tp);
+  return out;
+}
+
+Status Consumer::loadGroup() {
+  Status last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "no bootstrap server given");
+  for (size_t i = 0; i < config_.bootstrap.size(); ++i) {
+    const Endpoint& server = config_.bootstrap[(nextBootstrap_ + i) % config_.bootstrap.size()];
+    Connection c;
+    c.setClientId(config_.clientId);
+    if (!c.connect(server.first, server.second, config_.requestTimeout)) {
+      last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+                           "cannot connect to " + endpointName(server) + ": " + c.lastError());
+      continue;
+    }
+    auto r = c.call(protocol::ListGroupsRequest{{config_.group}}, config_.requestTimeout);
+    auto* resp = r.ok ? std::get_if<protocol::ListGroupsResponse>(&r.response) : nullptr;
+    if (!resp) {
+      last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "ListGroups to " + endpointName(server) + " failed");
+      continue;
+    }
+    nextBootstrap_ = (nextBootstrap_ + i) % config_.bootstrap.size();
+    if (resp->error != ErrorCode::NONE || resp->groups.size() != 1)
+      return Status::error(resp->error == ErrorCode::NONE ? ErrorCode::UNKNOWN_SERVER_ERROR : resp->error,
+                           "ListGroups of group " + config_.group + " at " + endpointName(server));
+    const auto& info = resp->groups[0];
+    if (info.error != ErrorCode::NONE)
+      return Status::error(info.error,
+                           "group " + config_.group + ": " + std::string(protocol::errorMessage(info.error)));
+    sessionTimeout_ = std::chrono::milliseconds(info.sessionTimeoutMs);
+    heartbeatInterval_ = config_.heartbeatInterval.value_or(sessionTimeout_ / 3);
+    groupLoaded_ = true;
+    if (info.controller.isNone()) {
+      controller_.reset();
+      return Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "group " + config_.group + " has no controller yet");
+    }
+    controller_ = Endpoint{info.controller.host.empty() ? "127.0.0.1" : info.controller.host, info.controller.port};
+    return Status::success();
+  }
+  return last;
+}
+
+bool Consumer::connectToController(Status& why) {
+  if (conn_.isOpen()) return true;
+  if (!controller_) {
+    why = loadGroup();
+    if (!why.ok()) return false;
+  }
+  auto timeout = config_.requestTimeout;
+  if (!conn_.connect(controller_->first, controller_->second, timeout)) {
+    why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+                        "cannot connect to controller " + endpointName(*controller_) + ": " + conn_.lastError());
+    controller_.reset();
+    return false;
+  }
+  return true;
+}
+
+std::optional<protocol::Response> Consumer::call(const protocol::Request& request, Status& why) {
+  if (!connectToController(why)) return std::nullopt;
+  // A request must not keep the member waiting much past its lease.
+  auto timeout = config_.requestTimeout;
+  if (sessionTimeout_ > 0ms) timeout = std::min(timeout, std::max<std::chrono::milliseconds>(sessionTimeout_ / 2, 100ms));
+  auto r = conn_.call(request, timeout);
+  const std::string api(protocol::apiName(protocol::apiKeyOf(request)));
+  if (!r.ok) {
+    // A timed-out connection may still deliver the late answer: never reuse it.
+    why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, api + " to " + endpointName(*controller_) + " failed: " +
+                                                                 std::string(ioStatusName(conn_.lastStatus())));
+    conn_.close();
+    controller_.reset();
+    return std::nullopt;
+  }
+  ErrorCode code = protocol::responseError(r.response);
+  if (code == ErrorCode::NOT_CONTROLLER) {
+    why = Status::error(code, "server at " + endpointName(*controller_) + " is not the controller of group " +
+                                  config_.group);
+    conn_.close();
+    controller_.reset();
+  } else if (code != ErrorCode::NONE) {
+    why = Status::error(code, api + " of group " + config_.group + " at " + endpointName(*controller_) + ": " +
+                                  std::string(protocol::errorMessage(code)));
+  } else {
+    why = Status::success();
+  }
+  return std::move(r.response);
+}
+
+void Consumer::loseAll() {
+  if (held_.empty()) return;
+  auto lost = assignment();
+  held_.clear();
+  if (callbacks_.onLost) callbacks_.onLost(lost);
+}
+
+void Consumer::fenceIfOverdue() {
+  if (held_.empty()) return;
+  if (Clock::now() < leaseExpiry()) return;
+  // The controller may evict this member from now on and hand its partitions
+  // to another one: stop using them before that can happen.
+  loseAll();
+  needRegister_ = true;
+}
+
+Consumer::Step Consumer::registerNow(Status& why) {
+  auto sent = Clock::now();
+  auto resp = call(protocol::RegisterConsumerRequest{config_.group, memberId_, assignment()}, why);
+  if (!resp) return retriable(why.code) ? Step::Retry : Step::Fatal;
+  auto* reg = std::get_if<protocol::RegisterConsumerResponse>(&*resp);
+  if (!reg) return Step::Retry;
+  if (reg->error != ErrorCode::NONE) {
+    // UNKNOWN_CONSUMER: a leave or eviction overtook the registration; register again.
+    if (retriable(reg->error) || reg->error == ErrorCode::UNKNOWN_CONSUMER) return Step::Retry;
+    return Step::Fatal;
+  }
+  // The lease may have run out while the answer was on its way.
+  fenceIfOverdue();
+  memberId_ = reg->consumerId;
+  generation_ = reg->generation;
+  lastSuccessSent_ = sent;
+  needRegister_ = false;
+
+  std::map<TopicPartition, int64_t> granted;
+  for (auto& p : reg->partitions) granted[{p.topic, p.partition}] = p.offset;
+  // What it held and was not granted again is no longer its own at this
+  // generation: the application stops using it now, before the heartbeat at
+  // this generation tells the controller it has been released.
+  std::vector<TopicPartition> revoked;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (!granted.count(it->first)) {
+      revoked.push_back(it->first);
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Newly granted partitions, and held ones whose offset someone else moved
+  // (a RewindConsumer): the application has to start from that offset.
+  std::vector<protocol::PartitionOffset> assigned;
+  for (auto& [tp, offset] : granted) {
+    auto it = held_.find(tp);
+    if (it == held_.end() || it->second != offset) assigned.push_back({tp.topic, tp.partition, offset});
+    held_[tp] = offset;
+  }
+  if (!revoked.empty() && callbacks_.onRevoked) callbacks_.onRevoked(revoked);
+  if (!assigned.empty() && callbacks_.onAssigned) callbacks_.onAssigned(assigned);
+  // A release is acknowledged by the next heartbeat: send it at once so the
+  // member waiting for these partitions gets them without a heartbeat's delay.
+  nextHeartbeat_ = revoked.empty() ? sent + heartbeatInterval_ : Clock::now();
+  return Step::Done;
+}
+
+Consumer::Step Consumer::heartbeatNow(Status& why) {
+  auto sent = Clock::now();
+  auto resp = call(protocol::HeartbeatRequest{config_.group, memberId_, generation_}, why);
+  if (!resp) return retriable(why.code) ? Step::Retry : Step::Fatal;
+  auto* hb = std::get_if<protocol::HeartbeatResponse>(&*resp);
+  if (!hb) return Step::Retry;
+  switch (hb->error) {
+    case ErrorCode::NONE:
+      lastSuccessSent_ = sent;
+      nextHeartbeat_ = sent + heartbeatInterval_;
+      return Step::Done;
+    case ErrorCode::REBALANCE_NEEDED:
+      // Still a member as of this send: the lease is renewed.
+      lastSuccessSent_ = sent;
+      needRegister_ = true;
+      return Step::Done;
+    case ErrorCode::UNKNOWN_CONSUMER:
+      // Evicted, or a controller that never saw it: nothing it holds is its
+      // own any more.
+      loseAll();
+      generation_ = -1;
+      if (!config_.consumerId) memberId_.clear();
+      needRegister_ = true;
+      return Step::Done;
+    case ErrorCode::NOT_CONTROLLER:
+    case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+      return Step::Retry;
+    default:
+      return Step::Fatal;
+  }
+}
+
+void Consumer::scheduleBackoff() {
+  auto cap = 1000ms;
+  if (heartbeatInterval_ > 0ms) cap = std::min(cap, std::max<std::chrono::milliseconds>(heartbeatInterval_ / 2, 20ms));
+  backoffStep_ = backoffStep_ == 0ms ? 50ms : std::min(backoffStep_ * 2, cap);
+  backoffUntil_ = Clock::now() + backoffStep_;
+}
+
+Consumer::Clock::time_point Consumer::nextWake() const {
+  Clock::time_point t = (needRegister_ || !groupLoaded_) ? Clock::now() : nextHeartbeat_;
+  t = std::max(t, backoffUntil_);
+  if (!held_.empty()) t = std::min(t, leaseExpiry());
+  return t;
+}
+
+Status Consumer::poll(std::chrono::milliseconds timeout) {
+  if (closed_) return Status::error(ErrorCode::UNKNOWN_CONSUMER, "consumer of group " + config_.group + " is closed");
+  const auto deadline = Clock::now() + timeout;
+  Status last;
+  for (;;) {
+    fenceIfOverdue();
+    auto now = Clock::now();
+    if (now >= backoffUntil_) {
+      std::optional<Step> step;
+      if (!groupLoaded_) {
+        last = loadGroup();
+        step = last.ok() ? Step::Done : retriable(last.code) ? Step::Retry : Step::Fatal;
+      } else if (needRegister_) {
+        step = registerNow(last);
+      } else if (now >= nextHeartbeat_) {
+        step = heartbeatNow(last);
+      }
+      if (step == Step::Fatal) return last;
+      if (step == Step::Retry) scheduleBackoff();
+      if (step == Step::Done) backoffStep_ = 0ms;
+      if (step) {
+        if (Clock::now() >= deadline && step != Step::Done) break;
+        if (Clock::now() >= deadline && !needRegister_) break;
+        continue;
+      }
+    }
+    if (now >= deadline) break;
+    auto wake = std::min(nextWake(), deadline);
+    if (wake > now) std::this_thread::sleep_until(wake);
+  }
+  if (needRegister_ || generation_ < 0) {
+    if (last.ok())
+      last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "not yet a member of group " + config_.group);
+    return last;
+  }
+  return Status::success();
+}
+
+Status Consumer::commitSync(const std::vector<protocol::PartitionOffset>& offsets) {
+  if (closed_) return Status::error(ErrorCode::UNKNOWN_CONSUMER, "consumer of group " + config_.group + " is closed");
+  if (generation_ < 0)
+    return Status::error(ErrorCode::UNKNOWN_CONSUMER, "not a member of group " + config_.group + " yet");
+  // Retries end with the lease: past it the partitions are not this member's.
+  auto deadline = std::min(Clock::now() + 10s, leaseExpiry());
+  auto step = 50ms;
+  Status why;
+  for (;;) {
+    auto resp = call(protocol::CommitOffsetsRequest{config_.group, memberId_, generation_, offsets}, why);
+    if (resp) {
+      if (auto* c = std::get_if<protocol::CommitOffsetsResponse>(&*resp); c && c->error == ErrorCode::NONE) {
+        for (auto& r : c->results) {
+          if (r.error != ErrorCode::NONE)
+            return Status::error(r.error, "commit of " + r.topic + "/" + std::to_string(r.partition) + " in group " +
+                                              config_.group + ": " + std::string(protocol::errorMessage(r.error)));
+        }
+        // Remember what this member committed, so that a registration that
+        // returns another offset is known to come from a rewind.
+        for (auto& o : offsets)
+          if (auto it = held_.find({o.topic, o.partition}); it != held_.end()) it->second = o.offset;
+        return Status::success();
+      }
+      if (!retriable(why.code)) return why;
+    }
+    if (Clock::now() + step >= deadline) return why;
+    std::this_thread::sleep_for(step);
+    step = std::min(step * 2, 1000ms);
+  }
+}
+
+Status Consumer::close() {
+  if (closed_) return Status::success();
+  if (!held_.empty()) {
+    auto revoked = assignment();
+    held_.clear();
+    if (callbacks_.onRevoked) callbacks_.onRevoked(revoked);
+  }
+  closed_ = true;
+  Status why;
+  if (generation_ < 0 || memberId_.empty()) return why;
+  auto deadline = Clock::now() + 10s;
+  auto step = 50ms;
+  for (;;) {
+    auto resp = call(protocol::LeaveGroupRequest{config_.group, memberId_}, why);
+    if (resp && !retriable(why.code)) break;
+    if (Clock::now() + step >= deadline) break;
+    std::this_thread::sleep_for(step);
+    step = std::min(step * 2, 1000ms);
+  }
+  generation_ = -1;
+  conn_.close();
+  return why;
+}
+
+}  // namespace groupcoord::client

@@ -1,0 +1,118 @@
+#pragma once
+
+// A member of a consumer group. Single-threaded and driven by poll(): every
+// registration, heartbeat, rebalance, controller move and self-fence happens
+// inside poll(), commitSync() or close(), and the callbacks run there, on the
+// caller's thread.
+//
+// Ownership: the member reports what it holds when it registers again, tells
+// the application what it lost (onRevoked) before the heartbeat that
+// acknowledges the release, and stops using everything by itself (onLost)
+// once no heartbeat has succeeded for the group's session timeout, measured
+// from the send time of the last one that did: the controller cannot evict it
+// and grant its partitions elsewhere sooner than that.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/Admin.h"
+#include "client/Connection.h"
+#include "client/Status.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::client {
+
+struct ConsumerConfig {
+  std::vector<Endpoint> bootstrap;
+  std::string group;
+  std::string clientId = "groupcoord-consumer";
+  // Set: join under this id (a restart keeps its membership). Empty: the
+  // server makes one, kept for the consumer's life.
+  std::optional<std::string> consumerId;
+  // Default: the group's session timeout / 3, as ListGroups reports it.
+  std::optional<std::chrono::milliseconds> heartbeatInterval;
+  // One request's wait for its answer; capped so that a stuck request cannot
+  // outlive the self-fencing deadline by much.
+  std::chrono::milliseconds requestTimeout{3000};
+};
+
+struct ConsumerCallbacks {
+  // Newly granted partitions, each with the group's committed offset (-1: none).
+  std::function<void(const std::vector<protocol::PartitionOffset>&)> onAssigned;
+  // Partitions to stop using; called before the release is acknowledged, so
+  // the application can still commit them.
+  std::function<void(const std::vector<protocol::TopicPartition>&)> onRevoked;
+  // Partitions already lost (fenced or evicted): committing them will fail.
+  std::function<void(const std::vector<protocol::TopicPartition>&)> onLost;
+};
+
+class Consumer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Consumer(ConsumerConfig config, ConsumerCallbacks callbacks);
+  ~Consumer();
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+
+  // Does what is due until `timeout` has passed: registers, heartbeats,
+  // follows rebalances and the controller. Never sleeps past the next
+  // heartbeat. OK while the consumer is a member; a retriable status
+  // (CONTROLLER_NOT_AVAILABLE, NOT_CONTROLLER) when it is not yet or no more
+  // and keeps trying; any other error (UNKNOWN_GROUP, INVALID_*) returns at once.
+  Status poll(std::chrono::milliseconds timeout);
+  // Commits offsets of partitions this member holds; NONE once durable.
+  // A partition-level refusal comes back as the first failing partition's code.
+  Status commitSync(const std::vector<protocol::PartitionOffset>& offsets);
+  // Leaves the group: onRevoked for what it holds, then LeaveGroup.
+  Status close();
+
+  std::vector<protocol::TopicPartition> assignment() const;
+  int64_t generation() const { return generation_; }
+  const std::string& memberId() const { return memberId_; }
+  // The instant by which this member stops using its partitions unless a
+  // heartbeat succeeds first (last successful send + session timeout).
+  Clock::time_point leaseExpiry() const { return lastSuccessSent_ + sessionTimeout_; }
+  std::chrono::milliseconds sessionTimeout() const { return sessionTimeout_; }
+
+ private:
+  enum class Step { Done, Retry, Fatal };
+
+  Status loadGroup();
+  bool connectToController(Status& why);
+  std::optional<protocol::Response> call(const protocol::Request& request, Status& why);
+  Step registerNow(Status& why);
+  Step heartbeatNow(Status& why);
+  void fenceIfOverdue();
+  void loseAll();
+  void scheduleBackoff();
+  Clock::time_point nextWake() const;
+
+  ConsumerConfig config_;
+  ConsumerCallbacks callbacks_;
+  Connection conn_;
+  std::optional<Endpoint> controller_;
+  size_t nextBootstrap_ = 0;
+
+  std::string memberId_;
+  int64_t generation_ = -1;
+  bool needRegister_ = true;
+  bool closed_ = false;
+  std::map<protocol::TopicPartition, int64_t> held_;  // partition -> offset granted with it
+
+  bool groupLoaded_ = false;
+  std::chrono::milliseconds sessionTimeout_{0};
+  std::chrono::milliseconds heartbeatInterval_{0};
+  Clock::time_point lastSuccessSent_{};
+  Clock::time_point nextHeartbeat_{};
+  Clock::time_point backoffUntil_{};
+  std::chrono::milliseconds backoffStep_{0};
+};
+
+}  // namespace groupcoord::client
