@@ -241,6 +241,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // group lacks (and noting them in *newTopics).
   void offsetOps(const Group& g, const std::vector<protocol::PartitionOffset>& offsets, std::vector<zk::Op>& ops,
                  std::set<std::string>* newTopics) const;
+  // Why a write to the group cannot proceed now (NONE when it can):
+  // UNKNOWN_GROUP while it is being deleted, CONTROLLER_NOT_AVAILABLE while
+  // it loads or ZooKeeper is away.
+  protocol::ErrorCode writeRefusal(const Group& g) const;
   // Checks each offset (partition exists, offset >= 0, and, when owner is
   // given, held by that member) into accepted and results.
   OffsetWrite checkOffsets(const Group& g, const std::vector<protocol::PartitionOffset>& offsets,

@@ -256,6 +256,12 @@ void Coordinator::loadOffsets(const GroupPtr& g) {
   });
 }
 
+ErrorCode Coordinator::writeRefusal(const Group& g) const {
+  if (g.state == GroupState::Deleting) return ErrorCode::UNKNOWN_GROUP;
+  if (g.state == GroupState::Loading || !connected_) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  return ErrorCode::NONE;
+}
+
 Coordinator::OffsetWrite Coordinator::checkOffsets(const Group& g, const std::vector<PartitionOffset>& offsets,
                                                   const std::string* owner) const {
   OffsetWrite w;
@@ -288,13 +294,10 @@ void Coordinator::onCommit(const protocol::CommitOffsetsRequest& r, ResponseCall
   Outbox out;
   {
     std::lock_guard lock(g->mu);
-    if (g->state == GroupState::Deleting) {
-      error = ErrorCode::UNKNOWN_GROUP;
-    } else if (g->state == GroupState::Loading || !connected_) {
-      error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
-    } else if (!g->members.count(r.consumerId)) {
+    error = writeRefusal(*g);
+    if (error == ErrorCode::NONE && !g->members.count(r.consumerId)) {
       error = ErrorCode::UNKNOWN_CONSUMER;
-    } else if (r.generation < g->rewoundAt) {
+    } else if (error == ErrorCode::NONE && r.generation < g->rewoundAt) {
       // Offsets were rewound after this member's generation: its commit
       // would undo the rewind.
       error = ErrorCode::REBALANCE_NEEDED;
@@ -413,11 +416,7 @@ void Coordinator::onRewind(const protocol::RewindConsumerRequest& r, ResponseCal
   Outbox out;
   {
     std::lock_guard lock(g->mu);
-    if (g->state == GroupState::Deleting) {
-      error = ErrorCode::UNKNOWN_GROUP;
-    } else if (g->state == GroupState::Loading || !connected_) {
-      error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
-    }
+    error = writeRefusal(*g);
     if (error != ErrorCode::NONE) {
       out.push_back([done = std::move(done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
     } else {
