@@ -131,8 +131,13 @@ void Coordinator::retarget(Group& g) {
   std::vector<std::string> ids;
   ids.reserve(g.members.size());
   for (auto& [id, _] : g.members) ids.push_back(id);
-  auto target = assignPartitions(ids, partitionCounts(g.settings), g.ownership.target());
-  size_t moved = countMoves(g.ownership.target(), target);
+  // Stickiness is about what members hold now, not about what an earlier
+  // target promised: a partition nobody holds costs nothing to move.
+  Assignment previous;
+  for (auto& id : ids) previous[id] = g.ownership.heldBy(id);
+  for (auto& [_, ps] : previous) std::sort(ps.begin(), ps.end());
+  auto target = assignPartitions(ids, partitionCounts(g.settings), previous);
+  size_t moved = countMoves(previous, target);
   size_t total = 0;
   for (auto& [_, ps] : target) total += ps.size();
   if (!g.ownership.target().empty() || total > 0) {

@@ -1,0 +1,637 @@
+// groupctl: the operator's command line for groupcoord, in the manner of
+// kafka-consumer-groups.sh. Tables for people by default, --output json for
+// scripts. Exit codes: 0 success, 1 the server refused the operation,
+// 2 usage error, 3 no server could be reached.
+//
+// JSON shapes (stable; fields are only ever added):
+//   list          {"groups":[GroupInfo...]}
+//   describe      {"group":GroupInfo,"offsets":[Offset...]}
+//   create        {"group":NAME,"controller":Broker|null}
+//   delete        {"group":NAME,"deleted":true}
+//   offsets       {"group":NAME,"offsets":[Offset...]}
+//   rewind        {"group":NAME,"topic":T,"executed":BOOL,
+//                  "partitions":[{"topic","partition","current","new","error"}]}
+//                 ("error" is the protocol error name, "NONE" when applied, null in a dry run)
+//   topic create  {"topic":T,"partitions":N,"path":ZNODE}
+//   GroupInfo     {"name","members":[..],"topics":[..],"controller":Broker|null,
+//                  "session_timeout_ms","generation","ephemeral"}
+//   Broker        {"id","host","port"}
+//   Offset        {"topic","partition","offset"}  (offset -1: nothing committed)
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "adapter/Layout.h"
+#include "client/Admin.h"
+#include "zk/Session.h"
+
+namespace {
+
+using namespace groupcoord;
+using client::Admin;
+using client::Endpoint;
+using client::Status;
+using protocol::ErrorCode;
+using nlohmann::json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitServer = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+
+const char* const kOverallHelp =
+    "usage: groupctl [--bootstrap HOST:PORT[,HOST:PORT]] [--output table|json] COMMAND ...\n"
+    "\n"
+    "commands:\n"
+    "  list                          all groups\n"
+    "  describe GROUP                members, generation, controller, topics, committed offsets\n"
+    "  create GROUP --topics a,b --session-timeout 10s [--ephemeral]\n"
+    "  delete GROUP\n"
+    "  offsets GROUP                 committed offsets\n"
+    "  rewind GROUP --topic T [--partition P] (--to-offset N | --shift-by N | --to-earliest)\n"
+    "         [--dry-run | --execute]\n"
+    "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "\n"
+    "global options:\n"
+    "  --bootstrap LIST   groupcoordd servers (default $GROUPCTL_BOOTSTRAP, else 127.0.0.1:7400)\n"
+    "  --output FORMAT    table (default) or json\n"
+    "  --help             this text; `groupctl COMMAND --help` for one command\n"
+    "\n"
+    "exit codes: 0 success, 1 the server refused, 2 usage error, 3 no server reachable\n";
+
+const std::map<std::string, std::string> kCommandHelp = {
+    {"list", "usage: groupctl list\n  Lists every group with its controller, generation and member count.\n"},
+    {"describe",
+     "usage: groupctl describe GROUP\n  Shows the group's members, generation, controller, session timeout,\n"
+     "  topics and committed offsets.\n"},
+    {"create",
+     "usage: groupctl create GROUP --topics a,b --session-timeout DURATION [--ephemeral]\n"
+     "  DURATION: 500ms, 10s, 2m, or plain milliseconds.\n"
+     "  --ephemeral: the group goes away when its last member leaves.\n"},
+    {"delete", "usage: groupctl delete GROUP\n  Deletes a group that has no members.\n"},
+    {"offsets", "usage: groupctl offsets GROUP\n  Shows the group's committed offsets.\n"},
+    {"rewind",
+     "usage: groupctl rewind GROUP --topic T [--partition P]\n"
+     "                      (--to-offset N | --shift-by N | --to-earliest) [--dry-run | --execute]\n"
+     "  Moves committed offsets. Without --execute only the plan (current -> new per\n"
+     "  partition) is printed and nothing changes. Without --partition every partition\n"
+     "  of T with a committed offset is moved. --shift-by takes a signed count; results\n"
+     "  below 0 become 0. --to-earliest means offset 0.\n"},
+    {"topic",
+     "usage: groupctl topic create T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
+     "  Writes topic metadata (Kafka's JSON layout) under PATH (default /brokers/topics),\n"
+     "  creating missing parents. Fails if the topic already exists.\n"},
+};
+
+struct UsageError {
+  std::string message;
+};
+
+// Arguments split into positionals and --options. Options take their value
+// from "--name=value" or from the next argument, which may itself begin
+// with '-' (so "--shift-by -3" works).
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> options;
+  std::set<std::string> flags;
+};
+
+const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--topics",     "--session-timeout",
+                                             "--topic",     "--partition",   "--to-offset",  "--shift-by",
+                                             "--partitions", "--zookeeper",  "--topics-path"};
+const std::set<std::string> kFlagOptions = {"--ephemeral", "--dry-run", "--execute", "--to-earliest", "--help"};
+
+Args parseArgs(int argc, char** argv) {
+  Args out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h") a = "--help";
+    if (a.size() > 2 && a.rfind("--", 0) == 0) {
+      std::string name = a, value;
+      bool inlineValue = false;
+      if (auto eq = a.find('='); eq != std::string::npos) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        inlineValue = true;
+      }
+      if (kValueOptions.count(name)) {
+        if (!inlineValue) {
+          if (i + 1 >= argc) throw UsageError{name + " needs a value"};
+          value = argv[++i];
+        }
+        if (out.options.count(name)) throw UsageError{name + " given twice"};
+        out.options[name] = value;
+      } else if (kFlagOptions.count(name)) {
+        if (inlineValue) throw UsageError{name + " takes no value"};
+        out.flags.insert(name);
+      } else {
+        throw UsageError{"unknown option " + name};
+      }
+    } else {
+      out.positional.push_back(a);
+    }
+  }
+  return out;
+}
+
+// Refuses options the command does not know, so that a typo is not ignored.
+void allowOnly(const Args& args, const std::string& command, std::set<std::string> allowed) {
+  allowed.insert({"--bootstrap", "--output", "--help"});
+  for (auto& [name, value] : args.options)
+    if (!allowed.count(name)) throw UsageError{name + " does not apply to `" + command + "`"};
+  for (auto& name : args.flags)
+    if (!allowed.count(name)) throw UsageError{name + " does not apply to `" + command + "`"};
+}
+
+void expectPositionals(const Args& args, size_t n, const std::string& what) {
+  if (args.positional.size() < n) throw UsageError{"missing " + what};
+  if (args.positional.size() > n) throw UsageError{"unexpected argument '" + args.positional[n] + "'"};
+}
+
+int64_t parseInt(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError{what + " must be an integer, got '" + text + "'"};
+  }
+}
+
+std::chrono::milliseconds parseDuration(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string unit = text.substr(digits);
+  if (digits == 0) throw UsageError{"bad duration '" + text + "' (use 500ms, 10s, 2m or milliseconds)"};
+  int64_t n = parseInt(text.substr(0, digits), "duration");
+  if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s") return std::chrono::seconds(n);
+  if (unit == "m") return std::chrono::minutes(n);
+  throw UsageError{"bad duration '" + text + "' (use 500ms, 10s, 2m or milliseconds)"};
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<Endpoint> parseBootstrap(const std::string& text) {
+  std::vector<Endpoint> out;
+  for (auto& item : splitList(text)) {
+    auto colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0) throw UsageError{"bad bootstrap server '" + item + "' (HOST:PORT)"};
+    int64_t port = parseInt(item.substr(colon + 1), "bootstrap port");
+    if (port <= 0 || port > 65535) throw UsageError{"bad port in bootstrap server '" + item + "'"};
+    out.push_back({item.substr(0, colon), static_cast<uint16_t>(port)});
+  }
+  if (out.empty()) throw UsageError{"--bootstrap names no server"};
+  return out;
+}
+
+std::string joinList(const std::vector<std::string>& items) {
+  std::string out;
+  for (auto& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// What to do next, per error, so that a refusal is actionable.
+std::string hintFor(ErrorCode code, const std::string& group) {
+  switch (code) {
+    case ErrorCode::UNKNOWN_GROUP:
+      return "group '" + group + "' does not exist; `groupctl list` shows the groups";
+    case ErrorCode::GROUP_ALREADY_EXISTS:
+      return "group '" + group + "' exists already; `groupctl describe " + group + "` shows it";
+    case ErrorCode::GROUP_NOT_EMPTY:
+      return "group '" + group + "' still has members; stop its consumers first (`groupctl describe " + group +
+             "` lists them)";
+    case ErrorCode::INVALID_GROUP_NAME:
+      return "'" + group + "' is not a valid group name; use letters, digits, '.', '_' and '-'";
+    case ErrorCode::INVALID_SESSION_TIMEOUT:
+      return "the session timeout is outside what the servers allow; try a value such as 10s";
+    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
+      return "a topic or partition is not known to the cluster; create it with `groupctl topic create`";
+    case ErrorCode::INVALID_OFFSET:
+      return "the offset was refused; offsets must be 0 or more";
+    case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+    case ErrorCode::NOT_CONTROLLER:
+      return "no server controls group '" + group + "' right now; retry in a few seconds";
+    case ErrorCode::NOT_AUTHORIZED:
+      return "this client may not do that; check the server's authorization settings";
+    default:
+      return std::string(protocol::errorMessage(code));
+  }
+}
+
+class Command {
+ public:
+  Command(Args args, std::vector<Endpoint> bootstrap, std::string bootstrapText, bool jsonOutput)
+      : args_(std::move(args)), bootstrap_(std::move(bootstrap)), bootstrapText_(std::move(bootstrapText)),
+        json_(jsonOutput) {}
+
+  int run() {
+    const std::string& name = args_.positional[0];
+    if (name == "list") return list();
+    if (name == "describe") return describe();
+    if (name == "create") return create();
+    if (name == "delete") return remove();
+    if (name == "offsets") return offsets();
+    if (name == "rewind") return rewind();
+    if (name == "topic") return topic();
+    throw UsageError{"unknown command '" + name + "'"};
+  }
+
+ private:
+  Admin& admin() {
+    if (!admin_) {
+      client::AdminOptions options;
+      options.clientId = "groupctl";
+      // A person waits at the prompt: give up on dead servers sooner than a library would.
+      options.requestTimeout = std::chrono::milliseconds(3000);
+      options.retryBudget = std::chrono::milliseconds(3000);
+      admin_.emplace(bootstrap_, options);
+    }
+    return *admin_;
+  }
+
+  // Prints the failure and maps it to an exit code. Admin reports servers
+  // it could not connect to as CONTROLLER_NOT_AVAILABLE "cannot connect ...".
+  int fail(const Status& status, const std::string& group) {
+    if (status.code == ErrorCode::CONTROLLER_NOT_AVAILABLE && status.message.rfind("cannot connect", 0) == 0) {
+      std::cerr << "groupctl: cannot reach any server; is groupcoordd running? tried " << bootstrapText_ << "\n"
+                << "  (" << status.message << ")\n";
+      return kExitUnreachable;
+    }
+    std::cerr << "groupctl: " << status.name() << ": " << hintFor(status.code, group) << "\n";
+    if (!status.message.empty()) std::cerr << "  (" << status.message << ")\n";
+    return kExitServer;
+  }
+
+  static json brokerJson(const protocol::Broker& b) {
+    if (b.isNone()) return nullptr;
+    return {{"id", b.brokerId}, {"host", b.host}, {"port", b.port}};
+  }
+  static std::string brokerText(const protocol::Broker& b) {
+    if (b.isNone()) return "-";
+    return std::to_string(b.brokerId) + " (" + b.host + ":" + std::to_string(b.port) + ")";
+  }
+  static json groupJson(const protocol::GroupInfo& g) {
+    return {{"name", g.name},
+            {"members", g.members},
+            {"topics", g.topics},
+            {"controller", brokerJson(g.controller)},
+            {"session_timeout_ms", g.sessionTimeoutMs},
+            {"generation", g.generation},
+            {"ephemeral", g.ephemeral}};
+  }
+  static json offsetsJson(const std::vector<protocol::PartitionOffset>& offsets) {
+    json out = json::array();
+    for (auto& o : offsets) out.push_back({{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
+    return out;
+  }
+
+  static void sortOffsets(std::vector<protocol::PartitionOffset>& offsets) {
+    std::sort(offsets.begin(), offsets.end(), [](auto& a, auto& b) {
+      return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+    });
+  }
+
+  // Left-aligned columns wide enough for every cell.
+  static void printTable(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<size_t> width;
+    for (auto& row : rows)
+      for (size_t c = 0; c < row.size(); ++c) {
+        if (width.size() <= c) width.push_back(0);
+        width[c] = std::max(width[c], row[c].size());
+      }
+    for (auto& row : rows) {
+      std::string line;
+      for (size_t c = 0; c < row.size(); ++c) {
+        line += row[c];
+        if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+      }
+      // An empty last column (the dry run's RESULT) must not leave trailing blanks.
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::cout << line << "\n";
+    }
+  }
+
+  static void printOffsetsTable(const std::vector<protocol::PartitionOffset>& offsets) {
+    if (offsets.empty()) {
+      std::cout << "(no committed offsets)\n";
+      return;
+    }
+    std::vector<std::vector<std::string>> rows{{"TOPIC", "PARTITION", "OFFSET"}};
+    for (auto& o : offsets) rows.push_back({o.topic, std::to_string(o.partition), std::to_string(o.offset)});
+    printTable(rows);
+  }
+
+  const std::string& groupArg(const std::string& command) {
+    expectPositionals(args_, 2, "GROUP (`groupctl " + command + " GROUP`)");
+    return args_.positional[1];
+  }
+
+  int list() {
+    allowOnly(args_, "list", {});
+    expectPositionals(args_, 1, "");
+    auto r = admin().listGroups();
+    if (!r.ok()) return fail(r.status, "");
+    auto groups = r.value;
+    std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.name < b.name; });
+    if (json_) {
+      json out = {{"groups", json::array()}};
+      for (auto& g : groups) out["groups"].push_back(groupJson(g));
+      std::cout << out.dump(2) << "\n";
+      return kExitOk;
+    }
+    if (groups.empty()) {
+      std::cout << "(no groups)\n";
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows{{"GROUP", "CONTROLLER", "GENERATION", "MEMBERS", "TOPICS"}};
+    for (auto& g : groups)
+      rows.push_back({g.name, brokerText(g.controller), std::to_string(g.generation), std::to_string(g.members.size()),
+                      joinList(g.topics)});
+    printTable(rows);
+    return kExitOk;
+  }
+
+  int describe() {
+    allowOnly(args_, "describe", {});
+    const std::string group = groupArg("describe");
+    auto info = admin().describeGroup(group);
+    if (!info.ok()) return fail(info.status, group);
+    auto offsets = admin().fetchOffsets(group);
+    if (!offsets.ok()) return fail(offsets.status, group);
+    sortOffsets(offsets.value);
+    if (json_) {
+      std::cout << json{{"group", groupJson(info.value)}, {"offsets", offsetsJson(offsets.value)}}.dump(2) << "\n";
+      return kExitOk;
+    }
+    const auto& g = info.value;
+    std::cout << "group:           " << g.name << "\n"
+              << "controller:      " << brokerText(g.controller) << "\n"
+              << "generation:      " << g.generation << "\n"
+              << "session timeout: " << g.sessionTimeoutMs << " ms\n"
+              << "ephemeral:       " << (g.ephemeral ? "yes" : "no") << "\n"
+              << "topics:          " << (g.topics.empty() ? "-" : joinList(g.topics)) << "\n"
+              << "members:         " << g.members.size() << "\n";
+    for (auto& m : g.members) std::cout << "  " << m << "\n";
+    std::cout << "\n";
+    printOffsetsTable(offsets.value);
+    return kExitOk;
+  }
+
+  int create() {
+    allowOnly(args_, "create", {"--topics", "--session-timeout", "--ephemeral"});
+    const std::string group = groupArg("create");
+    if (!args_.options.count("--topics")) throw UsageError{"create needs --topics a,b"};
+    if (!args_.options.count("--session-timeout")) throw UsageError{"create needs --session-timeout (e.g. 10s)"};
+    auto topics = splitList(args_.options["--topics"]);
+    if (topics.empty()) throw UsageError{"--topics names no topic"};
+    auto timeout = parseDuration(args_.options["--session-timeout"]);
+    bool ephemeral = args_.flags.count("--ephemeral") > 0;
+    auto r = admin().createGroup(group, timeout, topics, ephemeral);
+    if (!r.ok()) return fail(r.status, group);
+    if (json_) {
+      std::cout << json{{"group", group}, {"controller", brokerJson(r.value)}}.dump(2) << "\n";
+    } else {
+      std::cout << "created group " << group << " (topics " << joinList(topics) << ", session timeout "
+                << timeout.count() << " ms" << (ephemeral ? ", ephemeral" : "") << "); controller "
+                << brokerText(r.value) << "\n";
+    }
+    return kExitOk;
+  }
+
+  int remove() {
+    allowOnly(args_, "delete", {});
+    const std::string group = groupArg("delete");
+    auto s = admin().deleteGroup(group);
+    if (!s.ok()) return fail(s, group);
+    if (json_)
+      std::cout << json{{"group", group}, {"deleted", true}}.dump(2) << "\n";
+    else
+      std::cout << "deleted group " << group << "\n";
+    return kExitOk;
+  }
+
+  int offsets() {
+    allowOnly(args_, "offsets", {});
+    const std::string group = groupArg("offsets");
+    auto r = admin().fetchOffsets(group);
+    if (!r.ok()) return fail(r.status, group);
+    sortOffsets(r.value);
+    if (json_)
+      std::cout << json{{"group", group}, {"offsets", offsetsJson(r.value)}}.dump(2) << "\n";
+    else
+      printOffsetsTable(r.value);
+    return kExitOk;
+  }
+
+  int rewind() {
+    allowOnly(args_, "rewind",
+              {"--topic", "--partition", "--to-offset", "--shift-by", "--to-earliest", "--dry-run", "--execute"});
+    const std::string group = groupArg("rewind");
+    if (!args_.options.count("--topic")) throw UsageError{"rewind needs --topic T"};
+    const std::string topic = args_.options["--topic"];
+    int targets = static_cast<int>(args_.options.count("--to-offset") + args_.options.count("--shift-by") +
+                                   args_.flags.count("--to-earliest"));
+    if (targets != 1) throw UsageError{"rewind needs exactly one of --to-offset N, --shift-by N, --to-earliest"};
+    if (args_.flags.count("--dry-run") && args_.flags.count("--execute"))
+      throw UsageError{"--dry-run and --execute exclude each other"};
+    const bool execute = args_.flags.count("--execute") > 0;
+    std::optional<int32_t> partition;
+    if (args_.options.count("--partition")) {
+      int64_t p = parseInt(args_.options["--partition"], "--partition");
+      if (p < 0 || p > INT32_MAX) throw UsageError{"--partition must be 0 or more"};
+      partition = static_cast<int32_t>(p);
+    }
+    std::optional<int64_t> toOffset, shiftBy;
+    if (args_.options.count("--to-offset")) {
+      toOffset = parseInt(args_.options["--to-offset"], "--to-offset");
+      if (*toOffset < 0) throw UsageError{"--to-offset must be 0 or more"};
+    }
+    if (args_.options.count("--shift-by")) shiftBy = parseInt(args_.options["--shift-by"], "--shift-by");
+    if (args_.flags.count("--to-earliest")) toOffset = 0;
+
+    auto current = admin().fetchOffsets(group, {topic});
+    if (!current.ok()) return fail(current.status, group);
+    std::vector<protocol::PartitionOffset> now;
+    for (auto& o : current.value)
+      if (o.topic == topic && (!partition || o.partition == *partition)) now.push_back(o);
+    // A named partition without a commit yet can still be set.
+    if (partition && now.empty()) now.push_back({topic, *partition, -1});
+    sortOffsets(now);
+
+    std::vector<protocol::PartitionOffset> plan;
+    for (auto& o : now) {
+      int64_t next = toOffset ? *toOffset : std::max<int64_t>(0, std::max<int64_t>(0, o.offset) + *shiftBy);
+      plan.push_back({o.topic, o.partition, next});
+    }
+
+    std::vector<ErrorCode> results(plan.size(), ErrorCode::NONE);
+    bool anyFailed = false;
+    if (execute && !plan.empty()) {
+      auto r = admin().rewind(group, plan);
+      if (!r.ok()) return fail(r.status, group);
+      for (size_t i = 0; i < plan.size(); ++i)
+        for (auto& e : r.value)
+          if (e.topic == plan[i].topic && e.partition == plan[i].partition) results[i] = e.error;
+      anyFailed = std::any_of(results.begin(), results.end(), [](ErrorCode c) { return c != ErrorCode::NONE; });
+    }
+
+    if (json_) {
+      json rows = json::array();
+      for (size_t i = 0; i < plan.size(); ++i)
+        rows.push_back({{"topic", plan[i].topic},
+                        {"partition", plan[i].partition},
+                        {"current", now[i].offset},
+                        {"new", plan[i].offset},
+                        {"error", execute ? json(std::string(protocol::errorName(results[i]))) : json(nullptr)}});
+      std::cout << json{{"group", group}, {"topic", topic}, {"executed", execute}, {"partitions", rows}}.dump(2)
+                << "\n";
+    } else {
+      if (plan.empty()) {
+        std::cout << "(group " << group << " has no committed offsets for topic " << topic
+                  << "; name a partition with --partition to set one)\n";
+      } else {
+        std::vector<std::vector<std::string>> rows{{"TOPIC", "PARTITION", "CURRENT", "NEW", execute ? "RESULT" : ""}};
+        for (size_t i = 0; i < plan.size(); ++i)
+          rows.push_back({plan[i].topic, std::to_string(plan[i].partition),
+                          now[i].offset < 0 ? "-" : std::to_string(now[i].offset), std::to_string(plan[i].offset),
+                          execute ? std::string(protocol::errorName(results[i])) : ""});
+        printTable(rows);
+      }
+      if (!execute) std::cout << "dry run: nothing changed; add --execute to apply\n";
+    }
+    if (anyFailed) {
+      for (size_t i = 0; i < plan.size(); ++i)
+        if (results[i] != ErrorCode::NONE)
+          std::cerr << "groupctl: " << protocol::errorName(results[i]) << ": " << topic << "/" << plan[i].partition
+                    << ": " << hintFor(results[i], group) << "\n";
+      return kExitServer;
+    }
+    return kExitOk;
+  }
+
+  int topic() {
+    if (args_.positional.size() < 2 || args_.positional[1] != "create")
+      throw UsageError{"`groupctl topic` knows one subcommand: create"};
+    allowOnly(args_, "topic create", {"--partitions", "--zookeeper", "--topics-path"});
+    expectPositionals(args_, 3, "topic name (`groupctl topic create T ...`)");
+    const std::string name = args_.positional[2];
+    if (name.find('/') != std::string::npos || name == "." || name == "..")
+      throw UsageError{"'" + name + "' is not a valid topic name"};
+    if (!args_.options.count("--partitions")) throw UsageError{"topic create needs --partitions N"};
+    if (!args_.options.count("--zookeeper")) throw UsageError{"topic create needs --zookeeper HOST:PORT[,..]"};
+    int64_t partitions = parseInt(args_.options["--partitions"], "--partitions");
+    if (partitions < 1 || partitions > INT32_MAX) throw UsageError{"--partitions must be 1 or more"};
+    std::string topicsPath = args_.options.count("--topics-path") ? args_.options["--topics-path"] : "/brokers/topics";
+    if (topicsPath.empty() || topicsPath[0] != '/') throw UsageError{"--topics-path must be an absolute znode path"};
+    while (topicsPath.size() > 1 && topicsPath.back() == '/') topicsPath.pop_back();
+    const std::string path = (topicsPath == "/" ? "" : topicsPath) + "/" + name;
+    const std::string connect = args_.options["--zookeeper"];
+
+    zk::SessionConfig config;
+    config.connect = connect;
+    config.sessionTimeout = std::chrono::milliseconds(10000);
+    zk::Session session(config);
+    if (session.start() != zk::Error::Ok) throw UsageError{"bad --zookeeper connect string '" + connect + "'"};
+    if (session.waitConnected(std::chrono::milliseconds(10000)) != zk::Error::Ok) {
+      std::cerr << "groupctl: cannot reach ZooKeeper; is the ensemble running? tried " << connect << "\n";
+      return kExitUnreachable;
+    }
+    if (auto e = session.ensurePathSync(topicsPath); e != zk::Error::Ok) {
+      std::cerr << "groupctl: " << zk::errorName(e) << ": could not create " << topicsPath
+                << "; check the path and the ensemble's health\n";
+      return kExitServer;
+    }
+    auto created = session.createSync(path, adapter::encodeTopic(static_cast<int32_t>(partitions)),
+                                      zk::CreateMode::Persistent);
+    if (created.error == zk::Error::NodeExists) {
+      std::cerr << "groupctl: TOPIC_ALREADY_EXISTS: topic '" << name << "' already exists at " << path
+                << "; choose another name or use the existing topic\n";
+      return kExitServer;
+    }
+    if (created.error != zk::Error::Ok) {
+      std::cerr << "groupctl: " << zk::errorName(created.error) << ": could not create " << path
+                << "; check the path and the ensemble's health\n";
+      return kExitServer;
+    }
+    if (json_)
+      std::cout << json{{"topic", name}, {"partitions", partitions}, {"path", path}}.dump(2) << "\n";
+    else
+      std::cout << "created topic " << name << " with " << partitions << " partitions at " << path << "\n";
+    return kExitOk;
+  }
+
+  Args args_;
+  std::vector<Endpoint> bootstrap_;
+  std::string bootstrapText_;
+  bool json_;
+  std::optional<Admin> admin_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The libraries log through spdlog, whose default logger writes to stdout;
+  // stdout is for data (scripts parse it), so their lines go to stderr, and
+  // only when something is wrong.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("groupctl"));
+  spdlog::set_level(spdlog::level::warn);
+  Args args;
+  try {
+    args = parseArgs(argc, argv);
+    if (args.positional.empty()) {
+      if (args.flags.count("--help")) {
+        std::cout << kOverallHelp;
+        return kExitOk;
+      }
+      throw UsageError{"no command given"};
+    }
+    if (args.flags.count("--help")) {
+      auto it = kCommandHelp.find(args.positional[0]);
+      if (it == kCommandHelp.end()) throw UsageError{"unknown command '" + args.positional[0] + "'"};
+      std::cout << it->second;
+      return kExitOk;
+    }
+    std::string output = args.options.count("--output") ? args.options["--output"] : "table";
+    if (output != "table" && output != "json") throw UsageError{"--output must be table or json"};
+    std::string bootstrapText = "127.0.0.1:7400";
+    if (const char* env = std::getenv("GROUPCTL_BOOTSTRAP"); env && *env) bootstrapText = env;
+    if (args.options.count("--bootstrap")) bootstrapText = args.options["--bootstrap"];
+    auto bootstrap = parseBootstrap(bootstrapText);
+    Command command(args, std::move(bootstrap), bootstrapText, output == "json");
+    return command.run();
+  } catch (const UsageError& e) {
+    std::cerr << "groupctl: " << e.message << "\n";
+    std::string command = args.positional.empty() ? "" : args.positional[0];
+    if (kCommandHelp.count(command))
+      std::cerr << kCommandHelp.at(command);
+    else
+      std::cerr << "run `groupctl --help` for the commands\n";
+    return kExitUsage;
+  }
+}

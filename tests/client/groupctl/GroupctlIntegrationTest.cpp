@@ -1,0 +1,235 @@
+// groupctl as an operator runs it: the built binary against a groupcoordd
+// process and the live ensemble, its --output json parsed, its exit codes
+// checked.
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/Consumer.h"
+#include "support/ServerProcess.h"
+#include "support/TestEnv.h"
+
+namespace groupcoord::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+struct CtlRun {
+  int exit = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs groupctl with the arguments; stdout and stderr kept apart, because
+// the tool promises data on one and errors on the other.
+CtlRun groupctl(const std::vector<std::string>& args) {
+  std::string errFile = "/tmp/" + uniqueName("groupctl-err");
+  std::string cmd = "env -u GROUPCTL_BOOTSTRAP " + quote(binaryPath("client/groupctl"));
+  for (auto& a : args) cmd += " " + quote(a);
+  cmd += " 2>" + quote(errFile);
+  CtlRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(errFile);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  ::unlink(errFile.c_str());
+  return r;
+}
+
+// A port nothing listens on: bound, then closed again.
+uint16_t closedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class GroupctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireEnsemble();
+    root_ = "/" + uniqueName("groupctl");
+    topicsPath_ = root_ + "-topics/brokers/topics";
+    // The topics path does not exist yet: `topic create` must make it, and
+    // the server must find the topic there, so the topic comes first.
+    CtlRun t = groupctl({"topic", "create", "alpha", "--partitions", "3", "--zookeeper", zkConnect(), "--topics-path",
+                      topicsPath_, "--output", "json"});
+    ASSERT_EQ(t.exit, 0) << t.err;
+    json tj = json::parse(t.out);
+    EXPECT_EQ(tj["topic"], "alpha");
+    EXPECT_EQ(tj["partitions"], 3);
+    EXPECT_EQ(tj["path"], topicsPath_ + "/alpha");
+
+    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--zk-session-timeout-ms=4000"});
+    ASSERT_TRUE(server_->start());
+    bootstrap_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  CtlRun ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--bootstrap", bootstrap_, "--output", "json"});
+    return groupctl(args);
+  }
+
+  json offsetsOf(const std::string& group) {
+    CtlRun r = ctl({"offsets", group});
+    EXPECT_EQ(r.exit, 0) << r.err;
+    json j = json::parse(r.out);
+    json out = json::object();
+    for (auto& o : j["offsets"]) out[o["topic"].get<std::string>() + "/" + std::to_string(o["partition"].get<int>())] = o["offset"];
+    return out;
+  }
+
+  std::string root_;
+  std::string topicsPath_;
+  std::unique_ptr<ServerProcess> server_;
+  std::string bootstrap_;
+};
+
+TEST_F(GroupctlTest, TopicCreateRefusesAnExistingTopic) {
+  CtlRun again = groupctl({"topic", "create", "alpha", "--partitions", "3", "--zookeeper", zkConnect(), "--topics-path",
+                        topicsPath_});
+  EXPECT_EQ(again.exit, 1);
+  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  EXPECT_TRUE(again.out.empty());
+}
+
+TEST_F(GroupctlTest, GroupLifeAndRewind) {
+  const std::string group = "orders";
+  CtlRun created = ctl({"create", group, "--topics", "alpha", "--session-timeout", "4s"});
+  ASSERT_EQ(created.exit, 0) << created.err;
+  EXPECT_EQ(json::parse(created.out)["group"], group);
+
+  CtlRun listed = ctl({"list"});
+  ASSERT_EQ(listed.exit, 0) << listed.err;
+  json lj = json::parse(listed.out);
+  ASSERT_EQ(lj["groups"].size(), 1u);
+  EXPECT_EQ(lj["groups"][0]["name"], group);
+  EXPECT_EQ(lj["groups"][0]["session_timeout_ms"], 4000);
+  EXPECT_EQ(lj["groups"][0]["topics"], json::array({"alpha"}));
+
+  // A consumer that joins and commits, so that there are offsets to show and move.
+  {
+    client::ConsumerConfig cc;
+    cc.bootstrap = {{"127.0.0.1", server_->port()}};
+    cc.group = group;
+    cc.clientId = "committer";
+    client::Consumer consumer(cc, {});
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (consumer.assignment().size() < 3 && std::chrono::steady_clock::now() < deadline) consumer.poll(50ms);
+    ASSERT_EQ(consumer.assignment().size(), 3u);
+
+    CtlRun described = ctl({"describe", group});
+    ASSERT_EQ(described.exit, 0) << described.err;
+    json dj = json::parse(described.out);
+    EXPECT_EQ(dj["group"]["name"], group);
+    EXPECT_EQ(dj["group"]["members"].size(), 1u);
+    EXPECT_FALSE(dj["group"]["controller"].is_null());
+    EXPECT_GE(dj["group"]["generation"].get<int64_t>(), 0);
+
+    auto s = consumer.commitSync({{"alpha", 0, 10}, {"alpha", 1, 20}, {"alpha", 2, 3}});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    ASSERT_TRUE(consumer.close().ok());
+  }
+
+  json before = offsetsOf(group);
+  EXPECT_EQ(before, json({{"alpha/0", 10}, {"alpha/1", 20}, {"alpha/2", 3}}));
+
+  CtlRun described = ctl({"describe", group});
+  ASSERT_EQ(described.exit, 0) << described.err;
+  EXPECT_EQ(json::parse(described.out)["offsets"].size(), 3u);
+
+  // Dry run is the default: a plan, nothing changed.
+  CtlRun plan = ctl({"rewind", group, "--topic", "alpha", "--shift-by", "-5"});
+  ASSERT_EQ(plan.exit, 0) << plan.err;
+  json pj = json::parse(plan.out);
+  EXPECT_EQ(pj["executed"], false);
+  ASSERT_EQ(pj["partitions"].size(), 3u);
+  EXPECT_EQ(pj["partitions"][0]["current"], 10);
+  EXPECT_EQ(pj["partitions"][0]["new"], 5);
+  EXPECT_EQ(pj["partitions"][2]["new"], 0);  // 3 - 5 clamps to 0
+  EXPECT_TRUE(pj["partitions"][0]["error"].is_null());
+  EXPECT_EQ(offsetsOf(group), before);
+  CtlRun explicitDry = ctl({"rewind", group, "--topic", "alpha", "--to-earliest", "--dry-run"});
+  ASSERT_EQ(explicitDry.exit, 0) << explicitDry.err;
+  EXPECT_EQ(offsetsOf(group), before);
+
+  CtlRun executed = ctl({"rewind", group, "--topic", "alpha", "--shift-by", "-5", "--execute"});
+  ASSERT_EQ(executed.exit, 0) << executed.err;
+  json ej = json::parse(executed.out);
+  EXPECT_EQ(ej["executed"], true);
+  for (auto& p : ej["partitions"]) EXPECT_EQ(p["error"], "NONE");
+  EXPECT_EQ(offsetsOf(group), json({{"alpha/0", 5}, {"alpha/1", 15}, {"alpha/2", 0}}));
+
+  CtlRun one = ctl({"rewind", group, "--topic", "alpha", "--partition", "1", "--to-offset", "7", "--execute"});
+  ASSERT_EQ(one.exit, 0) << one.err;
+  EXPECT_EQ(offsetsOf(group), json({{"alpha/0", 5}, {"alpha/1", 7}, {"alpha/2", 0}}));
+
+  CtlRun deleted = ctl({"delete", group});
+  ASSERT_EQ(deleted.exit, 0) << deleted.err;
+  EXPECT_EQ(json::parse(deleted.out)["deleted"], true);
+  CtlRun after = ctl({"list"});
+  ASSERT_EQ(after.exit, 0) << after.err;
+  EXPECT_TRUE(json::parse(after.out)["groups"].empty());
+}
+
+TEST_F(GroupctlTest, ExitCodes) {
+  CtlRun unknown = ctl({"describe", "no-such-group"});
+  EXPECT_EQ(unknown.exit, 1);
+  EXPECT_NE(unknown.err.find("UNKNOWN_GROUP"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("groupctl list"), std::string::npos) << unknown.err;
+  EXPECT_TRUE(unknown.out.empty());
+
+  CtlRun badFlag = ctl({"list", "--no-such-flag"});
+  EXPECT_EQ(badFlag.exit, 2);
+  EXPECT_FALSE(badFlag.err.empty());
+  CtlRun badDuration = ctl({"create", "g", "--topics", "alpha", "--session-timeout", "10h"});
+  EXPECT_EQ(badDuration.exit, 2);
+
+  const std::string dead = "127.0.0.1:" + std::to_string(closedPort());
+  CtlRun unreachable = groupctl({"--bootstrap", dead, "list"});
+  EXPECT_EQ(unreachable.exit, 3);
+  EXPECT_NE(unreachable.err.find(dead), std::string::npos) << unreachable.err;
+
+  CtlRun help = groupctl({"--help"});
+  EXPECT_EQ(help.exit, 0);
+  EXPECT_NE(help.out.find("rewind"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
