@@ -3,6 +3,8 @@
 // checked.
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <sys/wait.h>
@@ -189,12 +191,34 @@ TEST_F(GroupctlTest, GroupLifeAndRewind) {
   ASSERT_EQ(explicitDry.exit, 0) << explicitDry.err;
   EXPECT_EQ(offsetsOf(group), before);
 
+  // A member that is in the group while the rewind executes receives the
+  // rewound offsets with its next assignment.
+  std::map<int32_t, int64_t> received;
+  client::ConsumerConfig rc;
+  rc.bootstrap = {{"127.0.0.1", server_->port()}};
+  rc.group = group;
+  rc.clientId = "reader";
+  client::ConsumerCallbacks rcb;
+  rcb.onAssigned = [&received](const std::vector<protocol::PartitionOffset>& ps) {
+    for (auto& p : ps) received[p.partition] = p.offset;
+  };
+  client::Consumer reader(rc, rcb);
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (reader.assignment().size() < 3 && std::chrono::steady_clock::now() < until) reader.poll(50ms);
+  ASSERT_EQ(reader.assignment().size(), 3u);
+  EXPECT_EQ(received, (std::map<int32_t, int64_t>{{0, 10}, {1, 20}, {2, 3}}));
+
   CtlRun executed = ctl({"rewind", group, "--topic", "alpha", "--shift-by", "-5", "--execute"});
   ASSERT_EQ(executed.exit, 0) << executed.err;
   json ej = json::parse(executed.out);
   EXPECT_EQ(ej["executed"], true);
   for (auto& p : ej["partitions"]) EXPECT_EQ(p["error"], "NONE");
   EXPECT_EQ(offsetsOf(group), json({{"alpha/0", 5}, {"alpha/1", 15}, {"alpha/2", 0}}));
+  const std::map<int32_t, int64_t> rewound{{0, 5}, {1, 15}, {2, 0}};
+  until = std::chrono::steady_clock::now() + 20s;
+  while (received != rewound && std::chrono::steady_clock::now() < until) reader.poll(50ms);
+  EXPECT_EQ(received, rewound) << "the member did not receive the rewound offsets";
+  ASSERT_TRUE(reader.close().ok());
 
   CtlRun one = ctl({"rewind", group, "--topic", "alpha", "--partition", "1", "--to-offset", "7", "--execute"});
   ASSERT_EQ(one.exit, 0) << one.err;
