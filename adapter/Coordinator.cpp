@@ -46,13 +46,13 @@ bool sameSettings(GroupSettings a, GroupSettings b) {
   return a == b;
 }
 
-ErrorCode fromZk(zk::Error e) {
+}  // namespace
+
+ErrorCode Coordinator::fromZk(zk::Error e) {
   if (e == zk::Error::Ok) return ErrorCode::NONE;
   if (zk::isConnectionProblem(e)) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
   return ErrorCode::UNKNOWN_SERVER_ERROR;
 }
-
-}  // namespace
 
 // A CreateGroup waiting for its group's controller to be known.
 struct Coordinator::ControllerWaiter {
@@ -1005,7 +1005,7 @@ void Coordinator::deleteGroup(const GroupPtr& g) {
           g->needsReload = true;
         } else {
           spdlog::warn("group {}: deleting it failed at op {} of {}: {}", g->name, r.failedOp, nops, r.error);
-          answer = zk::isConnectionProblem(r.error) ? ErrorCode::CONTROLLER_NOT_AVAILABLE : ErrorCode::UNKNOWN_SERVER_ERROR;
+          answer = fromZk(r.error);
           g->needsReload = true;
         }
         for (auto& w : g->deleteWaiters)

@@ -271,6 +271,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::string newMemberId(const std::optional<std::string>& clientId);
 
   static void run(Outbox& out);
+  // The one mapping of a ZooKeeper error to the wire: a connection problem
+  // is CONTROLLER_NOT_AVAILABLE (retry), anything else unexpected
+  // UNKNOWN_SERVER_ERROR. A ZooKeeper code never goes on the wire.
+  static protocol::ErrorCode fromZk(zk::Error e);
 
   zk::Client& zk_;
   CoordinatorConfig config_;  // fixed once start() ran

@@ -371,8 +371,7 @@ void Coordinator::onCommitsDone(const GroupPtr& g, uint64_t epoch, zk::MultiResu
       for (auto& c : flight) g->commits.push_back(std::move(c));
     } else {
       spdlog::warn("group {}: {} commits failed: {}", g->name, flight.size(), r.error);
-      ErrorCode e = zk::isConnectionProblem(r.error) ? ErrorCode::CONTROLLER_NOT_AVAILABLE
-                                                     : ErrorCode::UNKNOWN_SERVER_ERROR;
+      ErrorCode e = fromZk(r.error);
       for (auto& c : flight)
         out.push_back([done = std::move(c.done), e] { done(protocol::CommitOffsetsResponse{{}, e}); });
     }
@@ -399,9 +398,7 @@ void Coordinator::onFetch(const protocol::FetchOffsetsRequest& r, ResponseCallba
       return;
     }
     if (read.error != zk::Error::Ok) {
-      return done(protocol::FetchOffsetsResponse{
-          {}, zk::isConnectionProblem(read.error) ? ErrorCode::CONTROLLER_NOT_AVAILABLE
-                                                  : ErrorCode::UNKNOWN_SERVER_ERROR});
+      return done(protocol::FetchOffsetsResponse{{}, fromZk(read.error)});
     }
     protocol::FetchOffsetsResponse resp;
     resp.offsets.reserve(read.offsets.size());
