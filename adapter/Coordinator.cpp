@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "metrics/Coordination.h"
 #include "protocol/Codec.h"
 
 namespace groupcoord::adapter {
@@ -175,13 +176,36 @@ void Coordinator::onSessionState(zk::SessionState state) {
       }
       break;
     }
-    case zk::SessionState::Reconnecting:
+    case zk::SessionState::Reconnecting: {
       connected_ = false;
+      // Commits accepted but not sent yet (queued behind a transaction in
+      // flight) would otherwise wait as long as the outage lasts, and their
+      // members would give up on this server: they are refused now, as a
+      // commit arriving now is. Nothing of them reached ZooKeeper.
+      std::vector<GroupPtr> all;
+      {
+        std::shared_lock lock(groupsMu_);
+        for (auto& [_, g] : groups_) all.push_back(g);
+      }
+      Outbox out;
+      size_t refused = 0;
+      for (auto& g : all) {
+        std::lock_guard lock(g->mu);
+        refused += g->commits.size();
+        for (auto& c : g->commits)
+          out.push_back([done = std::move(c.done)] {
+            done(protocol::CommitOffsetsResponse{{}, ErrorCode::CONTROLLER_NOT_AVAILABLE});
+          });
+        g->commits.clear();
+      }
       spdlog::warn(
           "lost the connection to ZooKeeper (session 0x{:x} may still come back): heartbeats are still answered, "
-          "evictions wait, writes answer CONTROLLER_NOT_AVAILABLE",
-          sessionId_.load());
+          "evictions wait, writes answer CONTROLLER_NOT_AVAILABLE{}",
+          sessionId_.load(),
+          refused > 0 ? fmt::format(" ({} queued commits refused)", refused) : std::string());
+      run(out);
       break;
+    }
     case zk::SessionState::Expired:
     case zk::SessionState::AuthFailed: {
       connected_ = false;
@@ -800,6 +824,7 @@ void Coordinator::flush(const GroupPtr& g, Outbox& out) {
   g->flightBump = std::exchange(g->bumpRequested, false);
   ops.push_back(zk::makeSetData(layout_.groupPath(g->name), g->settingsData, g->version));
   g->busy = true;
+  metrics::coordination().transactionChanges.observe(config_.maxChangesPerTransaction - budget);
   uint64_t epoch = epoch_;
   size_t opCount = ops.size();
   zk_.multi(std::move(ops),
@@ -851,6 +876,8 @@ void Coordinator::onBatchDone(const GroupPtr& g, uint64_t epoch, size_t opCount,
           done(protocol::RewindConsumerResponse{std::move(results), ErrorCode::NONE});
         });
       }
+      metrics::coordination().generationMoves.add();
+      if (evicted > 0) metrics::coordination().evictions.add(evicted);
       std::string why = g->flightRewinds.empty() && changes == 0 ? " (subscribed topics changed)" : "";
       g->flightRewinds.clear();
       g->flightBump = false;
@@ -1062,13 +1089,28 @@ void Coordinator::checkGroup(const GroupPtr& g, TimePoint now) {
     std::lock_guard lock(g->mu);
     if (g->state == GroupState::Active && connected_) {
       auto timeout = Millis(g->settings.sessionTimeoutMs);
-      for (auto& [id, m] : g->members) {
-        if (now - m.lastSeen > timeout && !g->removals.count(id) && !g->flightRemovals.count(id)) {
-          Removal rm;
-          rm.evicted = true;
-          rm.silentMs = millisBetween(m.lastSeen, now);
-          g->removals.emplace(id, std::move(rm));
+      // Scanning every member on every tick would cost O(members) a tick
+      // for nothing; the scan runs when the earliest possible timeout is
+      // due. While a removal is pending it runs every tick, as the removal
+      // may fail and leave the member in place.
+      if (now >= g->nextLivenessScan || g->members.size() != g->membersAtScan) {
+        TimePoint next = now + timeout;
+        bool removing = false;
+        for (auto& [id, m] : g->members) {
+          if (g->removals.count(id) || g->flightRemovals.count(id)) {
+            removing = true;
+          } else if (now - m.lastSeen > timeout) {
+            Removal rm;
+            rm.evicted = true;
+            rm.silentMs = millisBetween(m.lastSeen, now);
+            g->removals.emplace(id, std::move(rm));
+            removing = true;
+          } else {
+            next = std::min(next, m.lastSeen + timeout);
+          }
         }
+        g->nextLivenessScan = removing ? now : next;
+        g->membersAtScan = g->members.size();
       }
       // An ephemeral group disappears when its last member goes, or when
       // nobody joined it within its session timeout after its creation or

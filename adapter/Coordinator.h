@@ -151,6 +151,11 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
     std::string settingsData;  // the group znode's data, rewritten as is to move the version
     int32_t version = -1;      // the generation
     std::map<std::string, Member> members;  // sorted: GroupMembers comes straight from it
+    // No member can time out before this: the liveness scan skips the
+    // group until then (heartbeats only move lastSeen later; members join
+    // with lastSeen = now), or until the member count changes.
+    TimePoint nextLivenessScan;
+    size_t membersAtScan = 0;
     TimePoint claimedAt;
     TimePoint emptySince;
     bool busy = false;         // a transaction or a re-read is in flight

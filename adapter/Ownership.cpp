@@ -52,11 +52,14 @@ std::vector<Partition> Ownership::grant(const std::string& member, TimePoint now
 size_t Ownership::releaseUntargeted(const std::string& member) {
   auto it = held_.find(member);
   if (it == held_.end()) return 0;
-  std::set<Partition> keep;
-  if (auto t = target_.find(member); t != target_.end()) keep.insert(t->second.begin(), t->second.end());
+  // Called on every in-sync heartbeat: no allocation. A member's target is
+  // a handful of partitions, so a linear search is the cheap one.
+  static const std::vector<Partition> kNone;
+  auto t = target_.find(member);
+  const std::vector<Partition>& keep = t == target_.end() ? kNone : t->second;
   size_t released = 0;
   for (auto p = it->second.begin(); p != it->second.end();) {
-    if (!keep.count(*p)) {
+    if (std::find(keep.begin(), keep.end(), *p) == keep.end()) {
       holder_.erase(*p);
       p = it->second.erase(p);
       ++released;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "metrics/TimedZkClient.h"
 #include "zk/Session.h"
 
 namespace groupcoord::adapter {
@@ -13,7 +14,8 @@ Service::Service(ServiceConfig config) : config_(std::move(config)) {
   zc.digestUser = config_.zkDigestUser;
   zc.digestPassword = config_.zkDigestPassword;
   session_ = std::make_unique<zk::Session>(zc);
-  coordinator_ = std::make_unique<Coordinator>(*session_, config_.coordinator, time_);
+  timedSession_ = std::make_unique<metrics::TimedZkClient>(*session_);
+  coordinator_ = std::make_unique<Coordinator>(*timedSession_, config_.coordinator, time_);
 }
 
 Service::~Service() {
@@ -23,6 +25,7 @@ Service::~Service() {
   coordinator_->detach();
   session_.reset();
   coordinator_.reset();
+  timedSession_.reset();
 }
 
 bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error) {

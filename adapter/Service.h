@@ -50,6 +50,9 @@ class Service {
   ServiceConfig config_;
   SystemTimeSource time_;
   std::unique_ptr<zk::Session> session_;
+  // The session as the coordinator sees it: every operation timed for the
+  // metrics (metrics/TimedZkClient.h).
+  std::unique_ptr<zk::Client> timedSession_;
   std::unique_ptr<Coordinator> coordinator_;
   bool stopped_ = false;
 };

@@ -56,6 +56,7 @@ bool backoff(std::chrono::milliseconds& step, Clock::time_point deadline) {
 Admin::Admin(std::vector<Endpoint> bootstrap, AdminOptions options)
     : bootstrap_(std::move(bootstrap)), options_(std::move(options)) {
   conn_.setClientId(options_.clientId);
+  conn_.setSecurity(options_.security);
 }
 
 Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol::Request& request) {
@@ -64,7 +65,7 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
   if (!conn_.isOpen() || connectedTo_ != server) {
     connectedTo_.reset();
     if (!conn_.connect(server.first, server.second, options_.requestTimeout)) {
-      out.status = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+      out.status = Status::error(conn_.authRefused() ? ErrorCode::NOT_AUTHORIZED : ErrorCode::CONTROLLER_NOT_AVAILABLE,
                                  "cannot connect to " + server.first + ":" + std::to_string(server.second) + ": " +
                                      conn_.lastError());
       return out;

@@ -28,6 +28,9 @@ struct AdminOptions {
   // Total time spent retrying NOT_CONTROLLER, CONTROLLER_NOT_AVAILABLE and
   // unreachable servers before the call gives up with that status.
   std::chrono::milliseconds retryBudget{10000};
+  // Credentials and TLS, applied on every (re)connect; a refused
+  // Authenticate is NOT_AUTHORIZED and not retried.
+  SecurityOptions security;
 };
 
 class Admin {

@@ -8,10 +8,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 namespace groupcoord::client {
 
@@ -41,6 +48,48 @@ int waitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+std::string tlsErrorText() {
+  std::string text;
+  unsigned long code = 0;
+  while ((code = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof(buf));
+    text = buf;
+  }
+  return text;
+}
+
+// OpenSSL writes to the socket with write(), which raises SIGPIPE when the
+// server has gone; a library must not change the process's disposition, so
+// the signal is blocked on this thread for the call and a pending one taken.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    wasPending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeGuard() {
+    if (!wasPending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool wasPending_ = false;
+};
+
 }  // namespace
 
 std::string_view ioStatusName(IoStatus status) {
@@ -53,7 +102,16 @@ std::string_view ioStatusName(IoStatus status) {
   return "unknown";
 }
 
-Connection::~Connection() { close(); }
+Connection::~Connection() {
+  close();
+  if (tlsContext_ != nullptr) SSL_CTX_free(tlsContext_);
+}
+
+void Connection::setSecurity(SecurityOptions security) {
+  security_ = std::move(security);
+  if (tlsContext_ != nullptr) SSL_CTX_free(tlsContext_);
+  tlsContext_ = nullptr;  // made again from the new files on the next connect
+}
 
 Connection::Connection(Connection&& other) noexcept { *this = std::move(other); }
 
@@ -71,11 +129,25 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     out_ = std::move(other.out_);
     lastStatus_ = other.lastStatus_;
     lastError_ = std::move(other.lastError_);
+    security_ = std::move(other.security_);
+    authRefused_ = other.authRefused_;
+    if (tlsContext_ != nullptr) SSL_CTX_free(tlsContext_);
+    tlsContext_ = std::exchange(other.tlsContext_, nullptr);
+    ssl_ = std::exchange(other.ssl_, nullptr);
   }
   return *this;
 }
 
 void Connection::close() {
+  if (ssl_ != nullptr) {
+    if (fd_ >= 0) {
+      SigpipeGuard guard;
+      SSL_shutdown(ssl_);  // close_notify, best effort
+    }
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    ERR_clear_error();
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   inBegin_ = inEnd_ = 0;
@@ -149,7 +221,133 @@ bool Connection::connect(const std::string& host, uint16_t port, std::chrono::mi
   }
   lastStatus_ = IoStatus::Ok;
   lastError_.clear();
+  authRefused_ = false;
+  if (security_.tls() && !startTls(host, deadline)) return false;
+  if (!security_.user.empty() &&
+      !authenticate(std::max<std::chrono::milliseconds>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()), std::chrono::milliseconds(1000)))) {
+    return false;
+  }
   return true;
+}
+
+bool Connection::startTls(const std::string& host, Clock::time_point deadline) {
+  ERR_clear_error();
+  if (tlsContext_ == nullptr) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == nullptr) {
+      fail(IoStatus::Error, "cannot make a TLS context: " + tlsErrorText());
+      return false;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    if (SSL_CTX_load_verify_locations(ctx, security_.tlsCaFile.c_str(), nullptr) != 1) {
+      SSL_CTX_free(ctx);
+      fail(IoStatus::Error, "cannot load the TLS CA file '" + security_.tlsCaFile + "': " + tlsErrorText());
+      return false;
+    }
+    if (!security_.tlsCertificateFile.empty()) {
+      if (SSL_CTX_use_certificate_chain_file(ctx, security_.tlsCertificateFile.c_str()) != 1 ||
+          SSL_CTX_use_PrivateKey_file(ctx, security_.tlsKeyFile.c_str(), SSL_FILETYPE_PEM) != 1 ||
+          SSL_CTX_check_private_key(ctx) != 1) {
+        SSL_CTX_free(ctx);
+        fail(IoStatus::Error, "cannot load the TLS client certificate '" + security_.tlsCertificateFile +
+                                  "' or its key: " + tlsErrorText());
+        return false;
+      }
+    }
+    tlsContext_ = ctx;
+  }
+  ssl_ = SSL_new(tlsContext_);
+  if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+    fail(IoStatus::Error, "cannot start TLS: " + tlsErrorText());
+    return false;
+  }
+  const std::string name = security_.tlsServerName.empty() ? host : security_.tlsServerName;
+  in6_addr addr{};
+  const bool isIp = ::inet_pton(AF_INET, name.c_str(), &addr) == 1 || ::inet_pton(AF_INET6, name.c_str(), &addr) == 1;
+  if (!isIp) SSL_set_tlsext_host_name(ssl_, name.c_str());
+  if (security_.tlsVerifyHostname) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
+    const int ok = isIp ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) : SSL_set1_host(ssl_, name.c_str());
+    if (ok != 1) {
+      fail(IoStatus::Error, "cannot set the TLS name to verify '" + name + "'");
+      return false;
+    }
+  }
+  SSL_set_connect_state(ssl_);
+  for (;;) {
+    ERR_clear_error();
+    int rc = 0;
+    {
+      SigpipeGuard guard;
+      rc = SSL_do_handshake(ssl_);
+    }
+    if (rc == 1) return true;
+    const int err = SSL_get_error(ssl_, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      const int ready = waitFor(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+      if (ready == 0) {
+        fail(IoStatus::Timeout, "TLS handshake with " + host + " timed out");
+        return false;
+      }
+      if (ready < 0) {
+        fail(IoStatus::Error, std::string("poll: ") + std::strerror(errno));
+        return false;
+      }
+      continue;
+    }
+    std::string why = tlsErrorText();
+    const long verify = SSL_get_verify_result(ssl_);
+    if (verify != X509_V_OK) why = std::string("server certificate refused: ") + X509_verify_cert_error_string(verify);
+    if (why.empty()) why = "the server closed the connection";
+    fail(IoStatus::Error, "TLS handshake with " + host + " failed: " + why);
+    return false;
+  }
+}
+
+bool Connection::authenticate(std::chrono::milliseconds timeout) {
+  protocol::AuthenticateRequest request{security_.user, security_.secret};
+  protocol::DecodedResponse r = call(request, timeout);
+  if (!r.ok) {
+    fail(lastStatus_ == IoStatus::Ok ? IoStatus::Error : lastStatus_,
+         "no answer to Authenticate as '" + security_.user + "': " + r.detail);
+    close();
+    return false;
+  }
+  const protocol::ErrorCode code = protocol::responseError(r.response);
+  if (code != protocol::ErrorCode::NONE) {
+    authRefused_ = code == protocol::ErrorCode::NOT_AUTHORIZED;
+    lastStatus_ = IoStatus::Error;
+    lastError_ = "the server refused Authenticate as '" + security_.user + "': " +
+                 std::string(protocol::errorName(code)) + " (" + std::string(protocol::errorMessage(code)) + ")";
+    close();
+    return false;
+  }
+  return true;
+}
+
+ssize_t Connection::readSome(uint8_t* data, size_t size) {
+  if (ssl_ == nullptr) return ::recv(fd_, data, size, 0);
+  ERR_clear_error();
+  int n = 0;
+  {
+    SigpipeGuard guard;
+    n = SSL_read(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+  }
+  if (n > 0) return n;
+  const int err = SSL_get_error(ssl_, n);
+  if (err == SSL_ERROR_ZERO_RETURN) return 0;
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+    return -1;
+  }
+  if (err == SSL_ERROR_SYSCALL && errno != 0) return -1;
+  const std::string why = tlsErrorText();
+  errno = why.empty() ? ECONNRESET : EPROTO;
+  return -1;
 }
 
 IoStatus Connection::writeAll(const uint8_t* data, size_t size) {
@@ -157,7 +355,29 @@ IoStatus Connection::writeAll(const uint8_t* data, size_t size) {
   const auto deadline = Clock::now() + sendTimeout_;
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::send(fd_, data + done, size - done, MSG_NOSIGNAL);
+    ssize_t n = 0;
+    if (ssl_ != nullptr) {
+      ERR_clear_error();
+      int w = 0;
+      {
+        SigpipeGuard guard;
+        w = SSL_write(ssl_, data + done, static_cast<int>(std::min<size_t>(size - done, 1 << 30)));
+      }
+      if (w <= 0) {
+        const int err = SSL_get_error(ssl_, w);
+        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+          errno = EAGAIN;
+        } else if (!(err == SSL_ERROR_SYSCALL && errno != 0)) {
+          const std::string why = tlsErrorText();
+          return fail(IoStatus::Error, "TLS write failed: " + (why.empty() ? std::string("connection closed") : why));
+        }
+        n = -1;
+      } else {
+        n = w;
+      }
+    } else {
+      n = ::send(fd_, data + done, size - done, MSG_NOSIGNAL);
+    }
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -229,7 +449,7 @@ IoStatus Connection::receiveFrame(std::vector<uint8_t>& body, std::chrono::milli
       inBegin_ = 0;
     }
     if (in_.size() - inEnd_ < kMinReadRoom) in_.resize(std::max(in_.size() * 2, inEnd_ + kInitialBuffer));
-    const ssize_t n = ::recv(fd_, in_.data() + inEnd_, in_.size() - inEnd_, 0);
+    const ssize_t n = readSome(in_.data() + inEnd_, in_.size() - inEnd_);
     if (n > 0) {
       inEnd_ += static_cast<size_t>(n);
       continue;

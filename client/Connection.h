@@ -8,12 +8,16 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <sys/types.h>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "protocol/Codec.h"
 #include "protocol/Messages.h"
+
+struct ssl_ctx_st;
+struct ssl_st;
 
 namespace groupcoord::client {
 
@@ -24,6 +28,19 @@ enum class IoStatus {
   Error,    // any other failure, including a frame that cannot be trusted; the connection is closed
 };
 std::string_view ioStatusName(IoStatus status);
+
+// Who the connection authenticates as, and whether it speaks TLS. Applied by
+// every connect(), so a client that reconnects authenticates again.
+struct SecurityOptions {
+  std::string user;    // set: Authenticate as this user right after connecting
+  std::string secret;  // the user's secret; never logged
+  std::string tlsCaFile;          // set: speak TLS and trust servers whose certificate chains to these CAs (PEM)
+  bool tlsVerifyHostname = true;  // the server's certificate must name the host connected to (or tlsServerName)
+  std::string tlsServerName;      // the name checked and sent as SNI; empty: the host given to connect()
+  std::string tlsCertificateFile;  // a client certificate (PEM), for servers that ask for one
+  std::string tlsKeyFile;          // its key (PEM)
+  bool tls() const { return !tlsCaFile.empty(); }
+};
 
 struct ConnectOptions {
   int receiveBufferBytes = 0;  // SO_RCVBUF, set before connecting; 0: the system's default
@@ -40,7 +57,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Closes any previous connection first. false when it fails; lastError() says why.
+  // Closes any previous connection first. With SecurityOptions set, also
+  // makes the TLS handshake and authenticates. false when any of it fails;
+  // lastError() says why, and authRefused() tells a refused Authenticate.
   bool connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
                const ConnectOptions& options = {});
   bool isOpen() const { return fd_ >= 0; }
@@ -53,6 +72,13 @@ class Connection {
   void setSendTimeout(std::chrono::milliseconds timeout) { sendTimeout_ = timeout; }
   // Largest response frame accepted. Default 64 MiB.
   void setMaxFrameBytes(int32_t bytes) { maxFrameBytes_ = bytes; }
+  // Used by the next connect() and every one after it.
+  void setSecurity(SecurityOptions security);
+  const SecurityOptions& security() const { return security_; }
+  // The last connect() failed because the server refused the credentials
+  // (NOT_AUTHORIZED), not because it could not be reached.
+  bool authRefused() const { return authRefused_; }
+  bool isTls() const { return ssl_ != nullptr; }
 
   // Builds the header (the request's API, version 0, the next correlation id,
   // the client id) and sends. Returns the correlation id, or -1 on failure.
@@ -82,6 +108,11 @@ class Connection {
  private:
   IoStatus fail(IoStatus status, std::string why);
   IoStatus writeAll(const uint8_t* data, size_t size);
+  bool startTls(const std::string& host, std::chrono::steady_clock::time_point deadline);
+  bool authenticate(std::chrono::milliseconds timeout);
+  // One read into the buffer: >0 bytes, 0 end of stream, -1 with errno set
+  // (EAGAIN: wait for readability).
+  ssize_t readSome(uint8_t* data, size_t size);
 
   int fd_ = -1;
   int64_t nextCorrelationId_ = 1;
@@ -94,6 +125,10 @@ class Connection {
   std::vector<uint8_t> out_;
   IoStatus lastStatus_ = IoStatus::Ok;
   std::string lastError_;
+  SecurityOptions security_;
+  bool authRefused_ = false;
+  ssl_ctx_st* tlsContext_ = nullptr;  // made on the first TLS connect, kept for reconnects
+  ssl_st* ssl_ = nullptr;
 };
 
 }  // namespace groupcoord::client

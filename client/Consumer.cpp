@@ -26,6 +26,7 @@ Consumer::Consumer(ConsumerConfig config, ConsumerCallbacks callbacks)
     : config_(std::move(config)), callbacks_(std::move(callbacks)) {
   if (config_.consumerId) memberId_ = *config_.consumerId;
   conn_.setClientId(config_.clientId);
+  conn_.setSecurity(config_.security);
 }
 
 // Without close() the member is not told to leave: the controller evicts it
@@ -45,7 +46,9 @@ Status Consumer::loadGroup() {
     const Endpoint& server = config_.bootstrap[(nextBootstrap_ + i) % config_.bootstrap.size()];
     Connection c;
     c.setClientId(config_.clientId);
+    c.setSecurity(config_.security);
     if (!c.connect(server.first, server.second, config_.requestTimeout)) {
+      if (c.authRefused()) return Status::error(ErrorCode::NOT_AUTHORIZED, c.lastError());
       last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
                            "cannot connect to " + endpointName(server) + ": " + c.lastError());
       continue;
@@ -85,7 +88,7 @@ bool Consumer::connectToController(Status& why) {
   }
   auto timeout = config_.requestTimeout;
   if (!conn_.connect(controller_->first, controller_->second, timeout)) {
-    why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+    why = Status::error(conn_.authRefused() ? ErrorCode::NOT_AUTHORIZED : ErrorCode::CONTROLLER_NOT_AVAILABLE,
                         "cannot connect to controller " + endpointName(*controller_) + ": " + conn_.lastError());
     controller_.reset();
     return false;

@@ -40,6 +40,9 @@ struct ConsumerConfig {
   // One request's wait for its answer; capped so that a stuck request cannot
   // outlive the self-fencing deadline by much.
   std::chrono::milliseconds requestTimeout{3000};
+  // Credentials and TLS, applied on every (re)connect; a refused
+  // Authenticate makes poll() return NOT_AUTHORIZED.
+  SecurityOptions security;
 };
 
 struct ConsumerCallbacks {

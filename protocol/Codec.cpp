@@ -114,6 +114,11 @@ bool readBody(Reader& r, RewindConsumerRequest& m) {
   return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
 }
 
+bool readBody(Reader& r, AuthenticateRequest& m) {
+  r.readString(m.user, "User");
+  return r.readString(m.secret, "Secret");
+}
+
 // ---- Response bodies -----------------------------------------------------------
 
 bool readBody(Reader& r, HeartbeatResponse& m) {
@@ -163,6 +168,8 @@ bool readBody(Reader& r, RewindConsumerResponse& m) {
   return readErrorCode(r, m.error, "ErrorCode");
 }
 
+bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
 // Decodes alternative `I` of `v` from r, strictly (no trailing bytes).
@@ -195,10 +202,12 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key) {
       return decodeAlternative<7>(r, v);
     case ApiKey::RewindConsumer:
       return decodeAlternative<8>(r, v);
+    case ApiKey::Authenticate:
+      return decodeAlternative<9>(r, v);
   }
   return false;
 }
-static_assert(kApiCount == 9, "decodeByKey covers every ApiKey");
+static_assert(kApiCount == 10, "decodeByKey covers every ApiKey");
 
 // ---- Writing -------------------------------------------------------------------
 
@@ -287,6 +296,11 @@ void writeBody(Writer& w, const RewindConsumerRequest& m) {
   wire::writeArray(w, m.offsets, writePartitionOffset);
 }
 
+void writeBody(Writer& w, const AuthenticateRequest& m) {
+  w.writeString(m.user);
+  w.writeString(m.secret);
+}
+
 void writeBody(Writer& w, const HeartbeatResponse& m) {
   w.writeInt64(m.generation);
   writeErrorCode(w, m.error);
@@ -333,6 +347,8 @@ void writeBody(Writer& w, const RewindConsumerResponse& m) {
   wire::writeArray(w, m.results, writePartitionError);
   writeErrorCode(w, m.error);
 }
+
+void writeBody(Writer& w, const AuthenticateResponse& m) { writeErrorCode(w, m.error); }
 
 void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
 
@@ -402,6 +418,9 @@ ErrorCode namesError(const RewindConsumerRequest& m) {
   const ErrorCode e = groupError(m.group);
   return e != ErrorCode::NONE ? e : topicsError(m.offsets);
 }
+
+// A user name is never a path; an unknown or malformed one is NOT_AUTHORIZED.
+ErrorCode namesError(const AuthenticateRequest&) { return ErrorCode::NONE; }
 
 }  // namespace
 
@@ -508,12 +527,14 @@ DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body) {
   }
   const auto key = static_cast<int16_t>(api);
   if (r.remaining() == 2) {
-    // UNKNOWN_API, UNSUPPORTED_VERSION and INVALID_REQUEST answers. A
-    // LeaveGroup response is byte for byte the same shape, so for LeaveGroup
-    // it is read as the API's own response: the caller gets the type it
+    // UNKNOWN_API, UNSUPPORTED_VERSION and INVALID_REQUEST answers. LeaveGroup
+    // and Authenticate responses are byte for byte the same shape, so for
+    // them it is read as the API's own response: the caller gets the type it
     // expects and the same ErrorCode either way.
     if (api == ApiKey::LeaveGroup) {
       out.ok = decodeAlternative<static_cast<size_t>(ApiKey::LeaveGroup)>(r, out.response);
+    } else if (api == ApiKey::Authenticate) {
+      out.ok = decodeAlternative<static_cast<size_t>(ApiKey::Authenticate)>(r, out.response);
     } else {
       out.ok = decodeAlternative<kApiCount>(r, out.response);
     }
@@ -566,6 +587,7 @@ Response errorResponse(const Request& request, ErrorCode error) {
     Response operator()(const CommitOffsetsRequest&) const { return CommitOffsetsResponse{{}, error}; }
     Response operator()(const FetchOffsetsRequest&) const { return FetchOffsetsResponse{{}, error}; }
     Response operator()(const RewindConsumerRequest&) const { return RewindConsumerResponse{{}, error}; }
+    Response operator()(const AuthenticateRequest&) const { return AuthenticateResponse{error}; }
   };
   return std::visit(Visitor{error}, request);
 }

@@ -72,8 +72,8 @@ struct DecodedResponse {
 };
 
 // body: the frame without its 4-byte Size; api: what the request was.
-// A LeaveGroup response has the same shape as an error-only answer; for
-// LeaveGroup the result is always a LeaveGroupResponse.
+// LeaveGroup and Authenticate responses have the same shape as an error-only
+// answer; for them the result is always the API's own response type.
 DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body);
 
 // ---- Semantics shared by server and client -----------------------------------

@@ -53,7 +53,7 @@ const ErrorEntry* findError(ErrorCode e) {
 
 constexpr std::array<std::string_view, kApiCount> kApiNames{
     "Heartbeat",  "CreateGroup",   "DeleteGroup",  "RegisterConsumer", "ListGroups",
-    "LeaveGroup", "CommitOffsets", "FetchOffsets", "RewindConsumer",
+    "LeaveGroup", "CommitOffsets", "FetchOffsets", "RewindConsumer",   "Authenticate",
 };
 
 }  // namespace
@@ -94,6 +94,7 @@ bool isControllerOnly(ApiKey k) {
     case ApiKey::CreateGroup:
     case ApiKey::ListGroups:
     case ApiKey::FetchOffsets:
+    case ApiKey::Authenticate:
       return false;
   }
   return false;

@@ -52,8 +52,9 @@ enum class ApiKey : int16_t {
   CommitOffsets = 6,
   FetchOffsets = 7,
   RewindConsumer = 8,
+  Authenticate = 9,
 };
-inline constexpr int kApiCount = 9;
+inline constexpr int kApiCount = 10;
 std::string_view apiName(ApiKey k);  // "Heartbeat", ...; "Unknown" otherwise
 bool isKnownApi(int16_t key);
 // Controller-only APIs answer NOT_CONTROLLER on another server.
@@ -237,6 +238,18 @@ struct RewindConsumerResponse {
   bool operator==(const RewindConsumerResponse&) const = default;
 };
 
+// 9 Authenticate: proves the connection's user (docs/protocol.md). The
+// secret travels as it is: use TLS on any network that is not trusted.
+struct AuthenticateRequest {
+  std::string user;
+  std::string secret;
+  bool operator==(const AuthenticateRequest&) const = default;
+};
+struct AuthenticateResponse {
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const AuthenticateResponse&) const = default;
+};
+
 // UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
 struct ErrorOnlyResponse {
   ErrorCode error = ErrorCode::INVALID_REQUEST;
@@ -246,12 +259,12 @@ struct ErrorOnlyResponse {
 // Alternative index == ApiKey value.
 using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                             RewindConsumerRequest>;
+                             RewindConsumerRequest, AuthenticateRequest>;
 
-// Alternative index == ApiKey value for the nine APIs; ErrorOnlyResponse last.
+// Alternative index == ApiKey value for the ten APIs; ErrorOnlyResponse last.
 using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
-                              RewindConsumerResponse, ErrorOnlyResponse>;
+                              RewindConsumerResponse, AuthenticateResponse, ErrorOnlyResponse>;
 
 inline ApiKey apiKeyOf(const Request& r) { return static_cast<ApiKey>(r.index()); }
 

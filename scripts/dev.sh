@@ -9,7 +9,9 @@
 #       install what is missing, build, start a test ensemble on
 #       127.0.0.1:21801-21803 (tick 500 ms), run every test with ctest, stop
 #       the ensemble; exits non-zero on any failure. Extra options go to
-#       ctest, e.g. `-L unit`, `-L integration`, `-R Codec`.
+#       ctest, e.g. `-L unit`, `-L integration`, `-R Codec`. Without
+#       ctest options it then fuzzes the codec for 60 s (scripts/fuzz.sh);
+#       GROUPCOORD_FUZZ_SECONDS sets the time (0: no fuzzing).
 #   scripts/dev.sh setup     install the packages only
 #   scripts/dev.sh build     setup, then configure and build only
 #
@@ -28,6 +30,9 @@ packages=(
   zookeeper libzookeeper-mt-dev default-jre-headless
   libpoco-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev
+  docker-compose python3-yaml
+  clang libclang-rt-14-dev
 )
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
@@ -101,6 +106,10 @@ case "$cmd" in
     log "running ctest against the ensemble at $GROUPCOORD_TEST_ZK"
     rc=0
     (cd "$build_dir" && ctest --output-on-failure --timeout 600 "$@") || rc=$?
+    fuzz_seconds=${GROUPCOORD_FUZZ_SECONDS:-$([ $# -eq 0 ] && echo 60 || echo 0)}
+    if [ "$fuzz_seconds" != 0 ]; then
+      "$root/scripts/fuzz.sh" "$fuzz_seconds" || { log "the codec fuzzer FAILED"; rc=1; }
+    fi
     if [ $rc -ne 0 ]; then
       log "tests FAILED (ctest exit code $rc); ZooKeeper logs: /tmp/groupcoord-zk-$GROUPCOORD_ZK_BASE_PORT/node*/logs"
     else

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "metrics/Registry.h"
 #include "protocol/Handler.h"
 #include "server/Config.h"
 #include "server/UnservedHandler.h"
@@ -39,6 +40,14 @@ class Backend {
   // release what lives outside the process (the adapter closes its
   // ZooKeeper session here, so its ephemeral znodes go at once). Bounded.
   virtual void shutdown() = 0;
+  // For GET /health/ready, from the HTTP threads: "" when the backend can
+  // serve (the adapter: ZooKeeper connected and this server registered),
+  // else one line saying why not.
+  virtual std::string notReadyReason() const { return ""; }
+  // Start-up, before serving: adds the backend's own metrics (groups,
+  // members, ZooKeeper) to the registry; they are read at each scrape, so
+  // the Backend must outlive the registry's scrapes.
+  virtual void registerMetrics(metrics::Registry&) {}
 };
 
 // Answers every API with UNKNOWN_SERVER_ERROR (see UnservedHandler).

@@ -74,6 +74,16 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::advertisedPort));
   s.push_back(stringOption("port.file", "PATH", "once listening, write the bound port to this file; empty: none",
                            &ServerConfig::portFile));
+  s.push_back(stringOption("http.address", "ADDRESS",
+                           "address of the HTTP server for /metrics and /health/*; empty: the listen address",
+                           &ServerConfig::httpAddress));
+  s.push_back(numberOption("http.port", "PORT",
+                           "port of the HTTP server for /metrics and /health/*; 0 takes any free port (see "
+                           "http.port.file); -1 turns the HTTP server off",
+                           &ServerConfig::httpPort));
+  s.push_back(stringOption("http.port.file", "PATH",
+                           "once the HTTP server listens, write its bound port to this file; empty: none",
+                           &ServerConfig::httpPortFile));
   s.push_back(numberOption("server.id", "ID",
                            "this server's id, >= 0; every server in front of one ZooKeeper ensemble needs a distinct id",
                            &ServerConfig::serverId));
@@ -112,6 +122,17 @@ std::vector<OptionSpec> makeSpecs() {
   s.push_back(numberOption("shutdown.grace.ms", "MS",
                            "on SIGTERM/SIGINT, how long in-flight requests may take to be answered",
                            &ServerConfig::shutdownGraceMs));
+  s.push_back(stringOption("auth.credentials.file", "PATH",
+                           "file of users, roles and salted secret hashes (make lines with `groupctl auth hash`); "
+                           "set: clients must Authenticate; empty: no authentication",
+                           &ServerConfig::authCredentialsFile));
+  s.push_back(stringOption("tls.certificate.file", "PATH",
+                           "PEM certificate chain of this server; set (with tls.key.file): clients speak TLS 1.2+",
+                           &ServerConfig::tlsCertificateFile));
+  s.push_back(stringOption("tls.key.file", "PATH", "PEM private key of tls.certificate.file", &ServerConfig::tlsKeyFile));
+  s.push_back(stringOption("tls.ca.file", "PATH",
+                           "PEM CA certificates; set: clients must present a certificate signed by one of them",
+                           &ServerConfig::tlsCaFile));
   s.push_back(stringOption("log.level", "LEVEL", "trace, debug, info, warn, error, critical or off",
                            &ServerConfig::logLevel));
   s.push_back(stringOption("log.file", "PATH", "log to this file; empty: standard error", &ServerConfig::logFile));
@@ -245,6 +266,9 @@ std::string validateConfig(const ServerConfig& c) {
   if (c.advertisedPort < 0 || c.advertisedPort > 65535) {
     return badValue("advertised.port", num(c.advertisedPort), "must be 0..65535 (0: the bound port)");
   }
+  if (c.httpPort < -1 || c.httpPort > 65535) {
+    return badValue("http.port", num(c.httpPort), "must be 0..65535, or -1 for no HTTP server");
+  }
   if (c.serverId < 0) return badValue("server.id", num(c.serverId), "must be >= 0");
   if (trim(c.zkConnect).empty()) return badValue("zk.connect", c.zkConnect, "must not be empty");
   if (auto why = checkZkPath(c.rootPath); !why.empty()) return badValue("zk.root", c.rootPath, why);
@@ -285,6 +309,14 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.shutdownGraceMs < 0 || c.shutdownGraceMs > 3'600'000) {
     return badValue("shutdown.grace.ms", num(c.shutdownGraceMs), "must be 0..3600000");
+  }
+  if (c.tlsCertificateFile.empty() != c.tlsKeyFile.empty()) {
+    return c.tlsCertificateFile.empty()
+               ? badValue("tls.certificate.file", c.tlsCertificateFile, "must be set when tls.key.file is")
+               : badValue("tls.key.file", c.tlsKeyFile, "must be set when tls.certificate.file is");
+  }
+  if (!c.tlsCaFile.empty() && c.tlsCertificateFile.empty()) {
+    return badValue("tls.ca.file", c.tlsCaFile, "needs tls.certificate.file and tls.key.file (TLS is off without them)");
   }
   if (!isLogLevel(c.logLevel)) {
     return badValue("log.level", c.logLevel, "must be one of trace, debug, info, warn, error, critical, off");

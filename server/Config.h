@@ -31,6 +31,11 @@ struct ServerConfig {
   int advertisedPort = 0;      // 0: the bound port
   std::string portFile;        // empty: none; else the bound port is written there once listening
 
+  // Metrics and health over HTTP (server/HttpServer.h).
+  std::string httpAddress;     // empty: the listen address
+  int httpPort = 7401;         // 0: any free port (see httpPortFile); -1: no HTTP server
+  std::string httpPortFile;    // empty: none; else the bound HTTP port is written there once listening
+
   // Identity. Every server in front of one ensemble needs a distinct id.
   int32_t serverId = 1;
 
@@ -55,12 +60,21 @@ struct ServerConfig {
   int64_t ioThreads = 0;  // 0: one per core
   int64_t shutdownGraceMs = 5000;
 
+  // Clients: authentication (server/Auth.h) and TLS (server/Tls.h); each is
+  // off while its file options are empty.
+  std::string authCredentialsFile;
+  std::string tlsCertificateFile;
+  std::string tlsKeyFile;
+  std::string tlsCaFile;  // set: clients must present a certificate signed by this CA
+
   // Logging.
   std::string logLevel = "info";  // trace, debug, info, warn, error, critical, off
   std::string logFile;            // empty: stderr
 
   // The TCP server's part of this configuration.
   TcpServerOptions tcpOptions() const;
+  // httpAddress, or the listen address when it is empty.
+  std::string effectiveHttpAddress() const { return httpAddress.empty() ? listenAddress : httpAddress; }
   // advertisedHost, or the default it stands for.
   std::string effectiveAdvertisedHost() const;
   // advertisedPort, or the bound port when it is 0.

@@ -14,10 +14,14 @@
 #include <span>
 #include <utility>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include "protocol/Codec.h"
+#include "server/AuthGate.h"
 #include "server/LogRateLimiter.h"
+#include "server/Tls.h"
 
 namespace groupcoord::server::detail {
 
@@ -37,6 +41,7 @@ LogRateLimiter gFrameLog{std::chrono::seconds(1)};
 LogRateLimiter gOverflowLog{std::chrono::seconds(1)};
 LogRateLimiter gIdleLog{std::chrono::seconds(1)};
 LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
+LogRateLimiter gTlsLog{std::chrono::seconds(1)};
 
 std::string peerName(int fd) {
   sockaddr_storage ss{};
@@ -74,6 +79,7 @@ protocol::Request blankRequest(protocol::ApiKey api) {
     case ApiKey::CommitOffsets: return protocol::CommitOffsetsRequest{};
     case ApiKey::FetchOffsets: return protocol::FetchOffsetsRequest{};
     case ApiKey::RewindConsumer: return protocol::RewindConsumerRequest{};
+    case ApiKey::Authenticate: return protocol::AuthenticateRequest{};
   }
   return protocol::HeartbeatRequest{};
 }
@@ -165,6 +171,9 @@ struct Connection {
   bool writeBlocked = false;  // the last send hit a full socket buffer: wait for EPOLLOUT
   Clock::time_point lastReadAt{};
   std::shared_ptr<Completions> completions;
+  std::shared_ptr<AuthSession> auth;  // who this connection authenticated as; made on its first request
+  SSL* ssl = nullptr;                 // set when the listener speaks TLS
+  bool tlsReady = false;              // the TLS handshake is done
 
   uint64_t inFlight() const { return nextSeq - flushedSeq; }
   size_t pendingOut() const { return out.size() - outOffset; }
@@ -459,11 +468,22 @@ void IoLoop::addConnection(int fd) {
   c.completions->connection = &c;
   c.completions->loop = this;
   c.interest = EPOLLIN;
+  if (options_.tls) {
+    c.ssl = options_.tls->accept(fd);
+    if (c.ssl == nullptr) {
+      spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
+      ::close(fd);
+      shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+      counters_.closed(CloseReason::IoError);
+      return;
+    }
+  }
   epoll_event ev{};
   ev.events = c.interest;
   ev.data.ptr = &c;
   if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     spdlog::error("I/O thread {}: cannot watch the connection from {}: {}", index_, c.peer, std::strerror(errno));
+    if (c.ssl != nullptr) SSL_free(c.ssl);
     ::close(fd);
     shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
     counters_.closed(CloseReason::IoError);
@@ -475,6 +495,16 @@ void IoLoop::addConnection(int fd) {
 }
 
 void IoLoop::onEvent(Connection& c, uint32_t events) {
+  if (c.ssl != nullptr && !c.tlsReady) {
+    tlsHandshake(c);
+    if (c.closed) return;
+    if (!c.tlsReady) {
+      if (events & (EPOLLERR | EPOLLHUP)) close(c, CloseReason::PeerClosed);
+      return;
+    }
+    // Requests may have come with the handshake's last flight.
+    events |= EPOLLIN;
+  }
   if (events & EPOLLIN) onReadable(c);
   if (c.closed) return;
   if (events & EPOLLOUT) {
@@ -498,6 +528,7 @@ void IoLoop::onEvent(Connection& c, uint32_t events) {
 bool IoLoop::readingWanted(const Connection& c) const { return !c.paused && !c.peerEof; }
 
 void IoLoop::onReadable(Connection& c) {
+  if (c.ssl != nullptr) return onReadableTls(c);
   if (!readingWanted(c)) return;
   ssize_t n;
   do {
@@ -520,8 +551,11 @@ void IoLoop::onReadable(Connection& c) {
     return;
   }
   c.lastReadAt = now_;
+  received(c, static_cast<size_t>(n));
+}
+
+void IoLoop::received(Connection& c, size_t size) {
   if (draining_) return;  // shutting down: no new requests; the bytes are dropped
-  const auto size = static_cast<size_t>(n);
   if (c.in.empty()) {
     // The common case: whole frames straight from the scratch buffer, and
     // only the tail of a partial frame is kept on the connection.
@@ -608,7 +642,15 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
   auto pending = std::make_shared<PendingResponse>(c.completions, seq, header);
   protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
   try {
-    handler_.handle(header, std::move(decoded.request), std::move(done));
+    if (options_.auth) {
+      if (!c.auth) c.auth = std::make_shared<AuthSession>();
+      options_.auth->handle(c.auth, c.peer, handler_, header, std::move(decoded.request), std::move(done));
+    } else if (decoded.request.index() == static_cast<size_t>(protocol::ApiKey::Authenticate)) {
+      // Authentication is off: every connection may do everything already.
+      done(protocol::AuthenticateResponse{protocol::ErrorCode::NONE});
+    } else {
+      handler_.handle(header, std::move(decoded.request), std::move(done));
+    }
   } catch (const std::exception& e) {
     // A Handler must not throw; if one does, its `done` is gone with the
     // stack and PendingResponse answers UNKNOWN_SERVER_ERROR.
@@ -722,6 +764,7 @@ void IoLoop::flush(Connection& c) {
 }
 
 bool IoLoop::writeOut(Connection& c) {
+  if (c.ssl != nullptr) return writeOutTls(c);
   while (c.pendingOut() > 0) {
     const ssize_t n = ::send(c.fd, c.out.data() + c.outOffset, c.pendingOut(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -796,6 +839,13 @@ void IoLoop::close(Connection& c, CloseReason reason) {
     c.completions->slots.clear();
   }
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  if (c.ssl != nullptr) {
+    // An orderly close tells the client with close_notify (best effort, never waited for).
+    if (c.tlsReady && reason != CloseReason::PeerClosed && reason != CloseReason::IoError) SSL_shutdown(c.ssl);
+    SSL_free(c.ssl);
+    c.ssl = nullptr;
+    ERR_clear_error();
+  }
   ::close(c.fd);
   c.fd = -1;
   shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
@@ -832,6 +882,8 @@ void IoLoop::tick() {
   for (auto& c : connections_) {
     if (!c->in.empty() && readingWanted(*c) && now_ - c->lastReadAt >= options_.idleTimeout) {
       stalled.push_back(c.get());
+    } else if (c->ssl != nullptr && !c->tlsReady && now_ - c->lastReadAt >= options_.idleTimeout) {
+      stalled.push_back(c.get());  // a TLS handshake begun and not finished
     }
   }
   for (Connection* c : stalled) {
@@ -843,6 +895,120 @@ void IoLoop::tick() {
     }
     close(*c, CloseReason::IdleTimeout);
   }
+}
+
+}  // namespace groupcoord::server::detail
+
+// ---- TLS ------------------------------------------------------------------
+// The same connection life as plain TCP, with OpenSSL between the socket and
+// the buffers. OpenSSL reads no more than one record ahead (read-ahead is
+// off), so a record it has not handed over never waits without the socket
+// being readable, and level-triggered epoll keeps driving the connection.
+
+namespace groupcoord::server::detail {
+
+namespace {
+constexpr int kTlsReadsPerEvent = 8;  // then the other connections get their turn
+}  // namespace
+
+void IoLoop::tlsHandshake(Connection& c) {
+  ERR_clear_error();
+  const int rc = SSL_do_handshake(c.ssl);
+  if (rc == 1) {
+    c.tlsReady = true;
+    c.writeBlocked = false;
+    c.lastReadAt = now_;
+    updateInterest(c);
+    return;
+  }
+  const int err = SSL_get_error(c.ssl, rc);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    c.writeBlocked = err == SSL_ERROR_WANT_WRITE;
+    updateInterest(c);
+    return;
+  }
+  const int savedErrno = errno;
+  std::string why = takeTlsError();
+  if (why.empty()) why = err == SSL_ERROR_SYSCALL && savedErrno != 0 ? std::strerror(savedErrno) : "the peer went away";
+  uint64_t suppressed = 0;
+  if (gTlsLog.allow(&suppressed)) {
+    spdlog::info("closing the connection from {}: TLS handshake failed (a client without TLS, or one that does not "
+                 "trust this server): {}{}",
+                 c.peer, why, suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+  }
+  close(c, CloseReason::IoError);
+}
+
+void IoLoop::onReadableTls(Connection& c) {
+  for (int i = 0; i < kTlsReadsPerEvent; ++i) {
+    if (c.closed || !readingWanted(c)) return;
+    ERR_clear_error();
+    const int n = SSL_read(c.ssl, scratch_.data(), static_cast<int>(scratch_.size()));
+    if (n > 0) {
+      c.lastReadAt = now_;
+      received(c, static_cast<size_t>(n));
+      continue;
+    }
+    const int err = SSL_get_error(c.ssl, n);
+    if (err == SSL_ERROR_WANT_READ) return;
+    if (err == SSL_ERROR_WANT_WRITE) {
+      c.writeBlocked = true;
+      updateInterest(c);
+      return;
+    }
+    if (err == SSL_ERROR_ZERO_RETURN) {
+      c.peerEof = true;
+      updateInterest(c);
+      maybeFinish(c);
+      return;
+    }
+    const int savedErrno = errno;
+    const std::string why = takeTlsError();
+    if (err == SSL_ERROR_SYSCALL && (savedErrno == ECONNRESET || savedErrno == 0) && why.empty()) {
+      close(c, CloseReason::PeerClosed);
+    } else {
+      spdlog::info("closing the connection from {}: TLS read failed: {}", c.peer,
+                   why.empty() ? std::string(std::strerror(savedErrno)) : why);
+      close(c, CloseReason::IoError);
+    }
+    return;
+  }
+}
+
+bool IoLoop::writeOutTls(Connection& c) {
+  if (!c.tlsReady) return true;  // nothing is answered before the handshake: no request was read
+  while (c.pendingOut() > 0) {
+    ERR_clear_error();
+    const size_t chunk = std::min<size_t>(c.pendingOut(), 1 << 30);
+    const int n = SSL_write(c.ssl, c.out.data() + c.outOffset, static_cast<int>(chunk));
+    if (n > 0) {
+      c.outOffset += static_cast<size_t>(n);
+      continue;
+    }
+    const int err = SSL_get_error(c.ssl, n);
+    if (err == SSL_ERROR_WANT_WRITE) {
+      c.writeBlocked = true;
+      updateInterest(c);
+      return true;
+    }
+    if (err == SSL_ERROR_WANT_READ) return true;  // no renegotiation: reading goes on and the next flush retries
+    const int savedErrno = errno;
+    const std::string why = takeTlsError();
+    if (err == SSL_ERROR_SYSCALL && (savedErrno == EPIPE || savedErrno == ECONNRESET)) {
+      close(c, CloseReason::PeerClosed);
+    } else {
+      spdlog::info("closing the connection from {}: TLS write failed: {}", c.peer,
+                   why.empty() ? std::string(std::strerror(savedErrno)) : why);
+      close(c, CloseReason::IoError);
+    }
+    return false;
+  }
+  c.out.clear();
+  c.outOffset = 0;
+  if (c.out.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.out);
+  c.writeBlocked = false;
+  updateInterest(c);
+  return true;
 }
 
 }  // namespace groupcoord::server::detail

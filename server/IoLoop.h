@@ -170,6 +170,10 @@ class IoLoop {
   void addConnection(int fd);
   void onEvent(Connection& c, uint32_t events);
   void onReadable(Connection& c);
+  void received(Connection& c, size_t size);  // `size` new bytes of requests in scratch_
+  void onReadableTls(Connection& c);
+  void tlsHandshake(Connection& c);
+  bool writeOutTls(Connection& c);
   size_t consume(Connection& c, const uint8_t* data, size_t size);
   void parseBuffered(Connection& c);
   void dispatch(Connection& c, const uint8_t* body, size_t size);

@@ -2,6 +2,7 @@
 // Service (one ZooKeeper session and the Coordinator on it).
 
 #include "adapter/Service.h"
+#include "metrics/Coordination.h"
 #include "server/Backend.h"
 
 namespace groupcoord::server {
@@ -10,7 +11,8 @@ namespace {
 
 class AdapterBackend final : public Backend {
  public:
-  explicit AdapterBackend(adapter::ServiceConfig config) : service_(std::move(config)) {}
+  explicit AdapterBackend(adapter::ServiceConfig config)
+      : service_(std::move(config)), coordinator_(service_.coordinator()) {}
 
   protocol::Handler& handler() override { return service_.handler(); }
 
@@ -20,8 +22,23 @@ class AdapterBackend final : public Backend {
 
   void shutdown() override { service_.stop(); }
 
+  std::string notReadyReason() const override {
+    if (!coordinator_.zkConnected()) return "not connected to ZooKeeper";
+    if (!coordinator_.registered()) return "connected to ZooKeeper but not registered as a server yet";
+    return "";
+  }
+
+  void registerMetrics(metrics::Registry& registry) override {
+    metrics::registerCoordinationMetrics(registry);
+    registry.addGauge("groupcoord_groups_controlled", "Groups this server controls now",
+                      [this] { return static_cast<double>(coordinator_.controlledGroups().size()); });
+    registry.addGauge("groupcoord_members", "Members of the groups this server controls",
+                      [this] { return static_cast<double>(coordinator_.memberCount()); });
+  }
+
  private:
   adapter::Service service_;
+  adapter::Coordinator& coordinator_;  // service_'s, for readiness and metrics
 };
 
 }  // namespace

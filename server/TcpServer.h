@@ -24,6 +24,9 @@
 
 namespace groupcoord::server {
 
+class AuthGate;
+class TlsServerContext;
+
 struct TcpServerOptions {
   std::string listenAddress = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
   uint16_t port = 0;                        // 0: any free port; port() tells which
@@ -34,6 +37,11 @@ struct TcpServerOptions {
   std::chrono::milliseconds idleTimeout{30000};     // a connection holding part of a frame this long is closed
   size_t maxOutputBytes = 4 << 20;                  // a connection whose unsent output passes this is closed
   std::chrono::milliseconds shutdownGrace{5000};    // stop() waits this long for in-flight requests
+  // Set: every request passes this authentication and role check
+  // (server/AuthGate.h). Unset: Authenticate answers NONE, nothing is checked.
+  std::shared_ptr<AuthGate> auth;
+  // Set: every connection speaks TLS (server/Tls.h). Unset: plain TCP.
+  std::shared_ptr<TlsServerContext> tls;
 };
 
 // Why the server closed a connection (or the peer did).

@@ -9,6 +9,8 @@
 
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,10 +23,14 @@
 #include <Poco/Util/ServerApplication.h>
 #include <spdlog/spdlog.h>
 
+#include "server/AuthGate.h"
 #include "server/Backend.h"
 #include "server/Config.h"
+#include "server/HttpServer.h"
 #include "server/Logging.h"
+#include "server/Metrics.h"
 #include "server/TcpServer.h"
+#include "server/Tls.h"
 
 #ifndef GROUPCOORD_VERSION
 #define GROUPCOORD_VERSION "unknown"
@@ -159,6 +165,59 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
   }
 
+  // Loads the credentials file and the TLS files when they are configured.
+  static bool setUpClientSecurity(const ServerConfig& config, TcpServerOptions& options, std::string* error) {
+    if (!config.authCredentialsFile.empty()) {
+      auto credentials = CredentialStore::load(config.authCredentialsFile, error);
+      if (!credentials) return false;
+      spdlog::info("authentication on: {} user(s) from '{}'; calls before Authenticate answer NOT_AUTHORIZED",
+                   credentials->size(), config.authCredentialsFile);
+      options.auth = std::make_shared<AuthGate>(std::move(credentials));
+    } else {
+      spdlog::info("authentication off (auth.credentials.file is not set): every client may make every call");
+    }
+    if (!config.tlsCertificateFile.empty()) {
+      options.tls = TlsServerContext::create(config.tlsCertificateFile, config.tlsKeyFile, config.tlsCaFile, error);
+      if (!options.tls) return false;
+      spdlog::info("TLS on: certificate '{}'{}", config.tlsCertificateFile,
+                   options.tls->requiresClientCertificate() ? ", client certificates required" : "");
+    }
+    return true;
+  }
+
+  // Registers every metric and starts the HTTP server unless http.port is
+  // -1. EXIT_OK, or the exit code after logging why it could not start.
+  static int startHttp(const ServerConfig& config, metrics::Registry& registry, const RequestMetrics& requestMetrics,
+                       const TcpServer& server, Backend& backend, const std::atomic<bool>& stopping,
+                       std::unique_ptr<HttpServer>& http) {
+    requestMetrics.registerWith(registry);
+    registerConnectionMetrics(registry, [&server] { return server.stats(); });
+    backend.registerMetrics(registry);
+    registry.add("groupcoord_build_info", "Always 1; the label says which groupcoordd runs", metrics::Type::Gauge,
+                 [](metrics::FamilyWriter& w) { w.value({{"version", GROUPCOORD_VERSION}}, 1); });
+    if (config.httpPort < 0) {
+      spdlog::info("HTTP server off (http.port=-1): no /metrics, /health/live or /health/ready");
+      return EXIT_OK;
+    }
+    HttpOptions options;
+    options.address = config.effectiveHttpAddress();
+    options.port = static_cast<uint16_t>(config.httpPort);
+    http = std::make_unique<HttpServer>(options, registry, [&stopping, &backend] {
+      return stopping.load() ? std::string("shutting down") : backend.notReadyReason();
+    });
+    std::string error;
+    if (!http->start(&error)) {
+      spdlog::critical("{}", error);
+      return EXIT_UNAVAILABLE;
+    }
+    if (!config.httpPortFile.empty() && !writePortFile(config.httpPortFile, http->port(), &error)) {
+      spdlog::critical("{}", error);
+      return EXIT_CANTCREAT;
+    }
+    spdlog::info("serving /metrics, /health/live and /health/ready over HTTP on {}:{}", options.address, http->port());
+    return EXIT_OK;
+  }
+
   int serve(const ServerConfig& config, const std::vector<std::string>& warnings) {
     spdlog::info("groupcoordd {} starting", GROUPCOORD_VERSION);
     for (const auto& w : warnings) spdlog::warn("{}", w);
@@ -173,6 +232,12 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
                    fileLimit, config.maxConnections);
     }
 
+    // Both outlive the Backend: its last answers (at shutdown) are still
+    // counted, and the registry reads the Backend's metrics.
+    RequestMetrics requestMetrics;
+    metrics::Registry registry;
+    std::atomic<bool> stopping{false};
+
     std::unique_ptr<Backend> backend;
     try {
       backend = makeBackend(config);
@@ -181,11 +246,23 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       return EXIT_SOFTWARE;
     }
 
-    TcpServer server(config.tcpOptions(), backend->handler());
     std::string error;
+    TcpServerOptions tcpOptions = config.tcpOptions();
+    if (!setUpClientSecurity(config, tcpOptions, &error)) {
+      spdlog::critical("{}", error);
+      return EXIT_CONFIG;
+    }
+    MeteredHandler meteredHandler(backend->handler(), requestMetrics);
+    TcpServer server(tcpOptions, meteredHandler);
     if (!server.bind(&error)) {
       spdlog::critical("{}", error);
       return EXIT_UNAVAILABLE;
+    }
+    // Up before ZooKeeper is reached: /health/live answers and /health/ready
+    // says why it is not ready yet.
+    std::unique_ptr<HttpServer> http;
+    if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, http); rc != EXIT_OK) {
+      return rc;
     }
     const AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),
                                   config.effectiveAdvertisedPort(server.port())};
@@ -211,8 +288,19 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     waitForTerminationRequest();
 
     spdlog::info("termination requested: shutting down");
+    stopping = true;  // /health/ready answers 503 from now on
+    const auto stopStarted = std::chrono::steady_clock::now();
     server.stop();
+    if (tcpOptions.auth) tcpOptions.auth->stop();
+    const auto connectionsClosed = std::chrono::steady_clock::now();
     backend->shutdown();
+    const auto backendStopped = std::chrono::steady_clock::now();
+    auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+    spdlog::info("shutdown took {} ms: {} ms to answer what was in flight and close every connection, {} ms to stop "
+                 "the coordinator and close the ZooKeeper session",
+                 ms(backendStopped - stopStarted), ms(connectionsClosed - stopStarted),
+                 ms(backendStopped - connectionsClosed));
+    if (http) http->stop();
     const auto stats = server.stats();
     spdlog::info("groupcoordd stopped ({} connection(s) served, {} request(s) received)", stats.connectionsAccepted,
                  stats.requestsReceived);

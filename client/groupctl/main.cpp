@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -40,6 +41,7 @@
 
 #include "adapter/Layout.h"
 #include "client/Admin.h"
+#include "server/Auth.h"
 #include "zk/Session.h"
 
 namespace {
@@ -68,10 +70,16 @@ const char* const kOverallHelp =
     "  rewind GROUP --topic T [--partition P] (--to-offset N | --shift-by N | --to-earliest)\n"
     "         [--dry-run | --execute]\n"
     "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "  auth hash --user U --role member|admin [--iterations N]   (secret on standard input)\n"
     "\n"
     "global options:\n"
     "  --bootstrap LIST   groupcoordd servers (default $GROUPCTL_BOOTSTRAP, else 127.0.0.1:7400)\n"
     "  --output FORMAT    table (default) or json\n"
+    "  --user U           authenticate as U (servers with auth.credentials.file set)\n"
+    "  --secret-file F    U's secret: the first line of F (never on the command line)\n"
+    "  --tls-ca-file F    speak TLS; trust servers whose certificate chains to the CAs in F (PEM)\n"
+    "  --tls-server-name N  the name the server certificate must carry (default: the bootstrap host)\n"
+    "  --tls-no-verify-hostname  accept any certificate of a trusted CA, whatever name it carries\n"
     "  --help             this text; `groupctl COMMAND --help` for one command\n"
     "\n"
     "exit codes: 0 success, 1 the server refused, 2 usage error, 3 no server reachable\n";
@@ -98,6 +106,12 @@ const std::map<std::string, std::string> kCommandHelp = {
      "usage: groupctl topic create T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
      "  Writes topic metadata (Kafka's JSON layout) under PATH (default /brokers/topics),\n"
      "  creating missing parents. Fails if the topic already exists.\n"},
+    {"auth",
+     "usage: groupctl auth hash --user U --role member|admin [--iterations N] < secret\n"
+     "  Reads U's secret from the first line of standard input and prints a line for\n"
+     "  groupcoordd's credentials file (auth.credentials.file): user, role, a random salt\n"
+     "  and the PBKDF2-HMAC-SHA256 hash (N iterations, default 200000). Contacts no server.\n"
+     "  Example: printf '%s\\n' \"$SECRET\" | groupctl auth hash --user ops --role admin >> credentials\n"},
 };
 
 struct UsageError {
@@ -115,8 +129,11 @@ struct Args {
 
 const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--topics",     "--session-timeout",
                                              "--topic",     "--partition",   "--to-offset",  "--shift-by",
-                                             "--partitions", "--zookeeper",  "--topics-path"};
-const std::set<std::string> kFlagOptions = {"--ephemeral", "--dry-run", "--execute", "--to-earliest", "--help"};
+                                             "--partitions", "--zookeeper",  "--topics-path",
+                                             "--user",      "--secret-file", "--tls-ca-file", "--tls-server-name",
+                                             "--role",      "--iterations"};
+const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
+                                            "--help",        "--tls-no-verify-hostname"};
 
 Args parseArgs(int argc, char** argv) {
   Args out;
@@ -153,7 +170,8 @@ Args parseArgs(int argc, char** argv) {
 
 // Refuses options the command does not know, so that a typo is not ignored.
 void allowOnly(const Args& args, const std::string& command, std::set<std::string> allowed) {
-  allowed.insert({"--bootstrap", "--output", "--help"});
+  allowed.insert({"--bootstrap", "--output", "--help", "--user", "--secret-file", "--tls-ca-file", "--tls-server-name",
+                  "--tls-no-verify-hostname"});
   for (auto& [name, value] : args.options)
     if (!allowed.count(name)) throw UsageError{name + " does not apply to `" + command + "`"};
   for (auto& name : args.flags)
@@ -238,7 +256,8 @@ std::string hintFor(ErrorCode code, const std::string& group) {
     case ErrorCode::NOT_CONTROLLER:
       return "no server controls group '" + group + "' right now; retry in a few seconds";
     case ErrorCode::NOT_AUTHORIZED:
-      return "this client may not do that; check the server's authorization settings";
+      return "refused: authenticate with --user and --secret-file, as a user whose role allows this call "
+             "(deleting groups and rewinding offsets need an admin)";
     default:
       return std::string(protocol::errorMessage(code));
   }
@@ -259,10 +278,66 @@ class Command {
     if (name == "offsets") return offsets();
     if (name == "rewind") return rewind();
     if (name == "topic") return topic();
+    if (name == "auth") return auth();
     throw UsageError{"unknown command '" + name + "'"};
   }
 
  private:
+  // The first line of `path`, without its line end.
+  static std::string readSecretFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError{"cannot read the secret file '" + path + "'"};
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) throw UsageError{"the secret file '" + path + "' holds no secret on its first line"};
+    return line;
+  }
+
+  client::SecurityOptions security() const {
+    client::SecurityOptions sec;
+    auto opt = [this](const char* name) {
+      auto it = args_.options.find(name);
+      return it == args_.options.end() ? std::string() : it->second;
+    };
+    sec.user = opt("--user");
+    const std::string secretFile = opt("--secret-file");
+    if (sec.user.empty() != secretFile.empty()) throw UsageError{"--user and --secret-file go together"};
+    if (!secretFile.empty()) sec.secret = readSecretFile(secretFile);
+    sec.tlsCaFile = opt("--tls-ca-file");
+    sec.tlsServerName = opt("--tls-server-name");
+    sec.tlsVerifyHostname = !args_.flags.count("--tls-no-verify-hostname");
+    if (sec.tlsCaFile.empty() && (!sec.tlsServerName.empty() || !sec.tlsVerifyHostname))
+      throw UsageError{"--tls-server-name and --tls-no-verify-hostname need --tls-ca-file"};
+    return sec;
+  }
+
+  // `auth hash`: a credentials-file line from a secret on standard input.
+  int auth() {
+    allowOnly(args_, "auth hash", {"--user", "--role", "--iterations"});
+    expectPositionals(args_, 2, "the auth subcommand (hash)");
+    if (args_.positional[1] != "hash") throw UsageError{"unknown auth subcommand '" + args_.positional[1] + "'"};
+    if (!args_.options.count("--user")) throw UsageError{"auth hash needs --user U"};
+    if (!args_.options.count("--role")) throw UsageError{"auth hash needs --role member|admin"};
+    const auto role = server::roleFromName(args_.options["--role"]);
+    if (!role) throw UsageError{"--role must be member or admin"};
+    int64_t iterations = server::kDefaultIterations;
+    if (args_.options.count("--iterations")) iterations = parseInt(args_.options["--iterations"], "--iterations");
+    if (iterations < server::kMinIterations || iterations > server::kMaxIterations)
+      throw UsageError{"--iterations must be " + std::to_string(server::kMinIterations) + ".." +
+                       std::to_string(server::kMaxIterations)};
+    std::string secret;
+    std::getline(std::cin, secret);
+    if (!secret.empty() && secret.back() == '\r') secret.pop_back();
+    if (secret.empty()) throw UsageError{"no secret on standard input (its first line is the secret)"};
+    std::string error;
+    const std::string line = server::makeCredentialLine(args_.options["--user"], *role, secret,
+                                                        static_cast<uint32_t>(iterations), &error);
+    if (line.empty()) throw UsageError{error};
+    std::cout << line << "\n";
+    return kExitOk;
+  }
+
   Admin& admin() {
     if (!admin_) {
       client::AdminOptions options;
@@ -270,6 +345,7 @@ class Command {
       // A person waits at the prompt: give up on dead servers sooner than a library would.
       options.requestTimeout = std::chrono::milliseconds(3000);
       options.retryBudget = std::chrono::milliseconds(3000);
+      options.security = security();
       admin_.emplace(bootstrap_, options);
     }
     return *admin_;

@@ -1,8 +1,13 @@
-// libFuzzer entry point for the request side of the codec: what a server
-// does with bytes from a socket. Build with -DGROUPCOORD_FUZZ=ON and clang.
+// libFuzzer entry point for the codec: what groupcoordd does with bytes from
+// a socket (the frame reader, then every request decoder) and what a client
+// does with bytes from the server (every response decoder). Build with
+// -DGROUPCOORD_FUZZ=ON and clang; scripts/fuzz.sh builds and runs it.
 //
-// Checks beyond "does not crash": a request that decodes re-encodes to a frame
-// that decodes to the same request, and the frame's Size matches its body.
+// Checks beyond "does not crash" (ASan and UBSan watch the rest):
+// - a request or a response that decodes re-encodes to a frame whose Size
+//   matches its body and that decodes to the same message;
+// - the frame reader never announces a body it was not given, nor one
+//   outside its bounds.
 
 #include <cstdint>
 #include <cstdlib>
@@ -13,19 +18,50 @@
 
 using namespace groupcoord::protocol;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::span<const uint8_t> input(data, size);
+namespace {
 
-  // The input as a stream: a frame when its prefix allows one...
-  int32_t bodySize = 0;
-  if (peekFrame(input, kDefaultMaxFrameBytes, kMinRequestBody, &bodySize) == FrameStatus::Ready) {
-    (void)decodeRequest(input.subspan(4, static_cast<size_t>(bodySize)));
+// A frame size the reader may return must lie within the bounds it was given.
+void checkFrame(FrameStatus status, int32_t bodySize, size_t available, int32_t maxFrameBytes, int32_t minBody) {
+  if (status != FrameStatus::Ready) return;
+  if (bodySize < minBody || bodySize > maxFrameBytes || static_cast<size_t>(bodySize) + 4 > available) std::abort();
+}
+
+// The server's side: split the input into frames as an I/O loop does, and
+// answer each as the server would, until a frame cannot be trusted or the
+// bytes run out.
+void readAsServer(std::span<const uint8_t> input, int32_t maxFrameBytes) {
+  std::vector<uint8_t> answer;
+  while (true) {
+    int32_t bodySize = -1;
+    const FrameStatus status = peekFrame(input, maxFrameBytes, kMinRequestBody, &bodySize);
+    checkFrame(status, bodySize, input.size(), maxFrameBytes, kMinRequestBody);
+    if (status != FrameStatus::Ready) return;
+    const DecodedRequest d = decodeRequest(input.subspan(4, static_cast<size_t>(bodySize)));
+    answer.clear();
+    const ResponseHeader header{d.header.version, d.header.correlationId};
+    switch (d.status) {
+      case DecodeStatus::Ok:
+        encodeResponse(header, errorResponse(d.request, validateNames(d.request)), answer);
+        break;
+      case DecodeStatus::UnknownApi:
+        encodeResponse(header, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}, answer);
+        break;
+      case DecodeStatus::UnsupportedVersion:
+        encodeResponse(header, ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}, answer);
+        break;
+      case DecodeStatus::InvalidRequest:
+        if (d.detail.empty()) std::abort();  // every refusal says why, for the log
+        encodeResponse(header, ErrorOnlyResponse{ErrorCode::INVALID_REQUEST}, answer);
+        break;
+    }
+    input = input.subspan(4 + static_cast<size_t>(bodySize));
   }
+}
 
-  // ...and as a body, so that the fuzzer need not learn the Size prefix.
-  const DecodedRequest decoded = decodeRequest(input);
-  if (decoded.status != DecodeStatus::Ok) return 0;
-  (void)validateNames(decoded.request);
+// body as a request body: when it decodes, the round trip must be exact.
+void requestRoundTrip(std::span<const uint8_t> body) {
+  const DecodedRequest decoded = decodeRequest(body);
+  if (decoded.status != DecodeStatus::Ok) return;
   (void)responseError(errorResponse(decoded.request, ErrorCode::INVALID_REQUEST));
 
   std::vector<uint8_t> frame;
@@ -39,6 +75,53 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (redecoded.status != DecodeStatus::Ok || !(redecoded.header == decoded.header) ||
       !(redecoded.request == decoded.request)) {
     std::abort();
+  }
+}
+
+// body as the answer to a request of `api` (a client's side).
+void responseRoundTrip(ApiKey api, std::span<const uint8_t> body) {
+  const DecodedResponse decoded = decodeResponse(api, body);
+  if (!decoded.ok) {
+    if (decoded.detail.empty()) std::abort();
+    return;
+  }
+  (void)responseError(decoded.response);
+  std::vector<uint8_t> frame;
+  encodeResponse(decoded.header, decoded.response, frame);
+  int32_t again = 0;
+  if (peekFrame(frame, INT32_MAX, 10, &again) != FrameStatus::Ready || static_cast<size_t>(again) + 4 != frame.size()) {
+    std::abort();
+  }
+  const DecodedResponse redecoded = decodeResponse(api, std::span<const uint8_t>(frame).subspan(4));
+  if (!redecoded.ok || !(redecoded.header == decoded.header) || !(redecoded.response == decoded.response)) {
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> input(data, size);
+
+  // The input as a stream of frames, with the default limit and with a
+  // small one (so that TooLarge is reachable with small inputs)...
+  readAsServer(input, kDefaultMaxFrameBytes);
+  readAsServer(input, 64);
+
+  // ...and as one body, so that the fuzzer need not learn the Size prefix.
+  requestRoundTrip(input);
+
+  // The same bytes as a response to every API, and to one no server knows.
+  // A client reads frames with a 10-byte minimum (the response header).
+  int32_t bodySize = -1;
+  const FrameStatus status = peekFrame(input, kDefaultMaxFrameBytes, 10, &bodySize);
+  checkFrame(status, bodySize, input.size(), kDefaultMaxFrameBytes, 10);
+  const std::span<const uint8_t> framed =
+      status == FrameStatus::Ready ? input.subspan(4, static_cast<size_t>(bodySize)) : std::span<const uint8_t>();
+  for (int16_t key = 0; key <= kApiCount; ++key) {
+    const auto api = static_cast<ApiKey>(key == kApiCount ? 42 : key);
+    responseRoundTrip(api, input);
+    if (status == FrameStatus::Ready) responseRoundTrip(api, framed);
   }
   return 0;
 }

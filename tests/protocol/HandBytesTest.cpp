@@ -255,6 +255,20 @@ TEST(HandBytes, RewindConsumerResponse) {
                  RewindConsumerResponse{{{"clicks", 0, ErrorCode::INVALID_OFFSET}}, ErrorCode::UNKNOWN_SERVER_ERROR});
 }
 
+TEST(HandBytes, AuthenticateRequest) {
+  // ApiKey 9, then User string, Secret string.
+  expectRequest(Bytes().requestHeader(9, 0, 44, "svc-1").str("alice").str("pa:ss").frame(),
+                headerFor(ApiKey::Authenticate, 44, "svc-1"), AuthenticateRequest{"alice", "pa:ss"});
+}
+
+TEST(HandBytes, AuthenticateResponse) {
+  // The same shape as an error-only answer; read as the API's own response.
+  expectResponse(ApiKey::Authenticate, Bytes().responseHeader(0, 44).int16(22).frame(), {0, 44},
+                 AuthenticateResponse{ErrorCode::NOT_AUTHORIZED});
+  expectResponse(ApiKey::Authenticate, Bytes().responseHeader(0, 45).int16(0).frame(), {0, 45},
+                 AuthenticateResponse{ErrorCode::NONE});
+}
+
 TEST(HandBytes, ErrorOnlyResponses) {
   expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(3, 13).int16(2).frame(), {3, 13},
                  ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});

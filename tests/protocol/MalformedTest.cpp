@@ -223,7 +223,7 @@ TEST(Malformed, ProbeSeesALargeAllocation) {
 // ---- ApiKey and Version --------------------------------------------------------
 
 TEST(Malformed, UnknownApiKeyKeepsCorrelationAndClientId) {
-  for (int key : {9, 42, -1, 0x7fff}) {
+  for (int key : {10, 42, -1, 0x7fff}) {
     // Whatever follows the header is not looked at.
     const DecodedRequest d = decode(Bytes().requestHeader(key, 0, 12, "svc-1").int8(0x99));
     EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
@@ -265,6 +265,32 @@ TEST(Malformed, UnsupportedVersionKeepsCorrelationId) {
 }
 
 // ---- Bool ----------------------------------------------------------------------
+
+// ---- Authenticate ---------------------------------------------------------------
+
+TEST(Malformed, AuthenticateWithoutItsSecret) {
+  expectInvalid(decode(header(9).str("alice")), 77, "Secret");
+  expectInvalid(decode(header(9)), 77, "User");
+}
+
+TEST(Malformed, AuthenticateWithANullOrNegativeOrOversizedLength) {
+  expectInvalid(decode(header(9).nullStr().str("s")), 77, "not nullable");
+  expectInvalid(decode(header(9).str("alice").nullStr()), 77, "Secret");
+  expectInvalid(decode(header(9).str("alice").int16(-7).raw(std::vector<uint8_t>(8, 'x'))), 77,
+                "negative string length");
+  expectInvalid(decode(header(9).str("alice").int16(0x7fff).raw(std::vector<uint8_t>{'a', 'b'})), 77, "beyond");
+}
+
+TEST(Malformed, AuthenticateWithTrailingBytes) {
+  expectInvalid(decode(header(9).str("alice").str("s").int8(0)), 77, "after the last field");
+}
+
+TEST(MalformedResponse, AuthenticateResponseWithMoreThanItsErrorCode) {
+  const auto body = Bytes().responseHeader(0, 1).int16(0).int16(0).body();
+  EXPECT_FALSE(decodeResponse(ApiKey::Authenticate, body).ok);
+  const auto shortBody = Bytes().responseHeader(0, 1).int8(0).body();
+  EXPECT_FALSE(decodeResponse(ApiKey::Authenticate, shortBody).ok);
+}
 
 TEST(Malformed, BoolOtherThanZeroOrOne) {
   for (int b : {2, 0x7f, 0xff}) {

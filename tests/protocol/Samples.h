@@ -69,6 +69,10 @@ inline std::vector<RequestSample> requestSamples() {
                FetchOffsetsRequest{"orders", {}}});
   s.push_back({"RewindConsumer", headerFor(ApiKey::RewindConsumer, 13, "ops"),
                RewindConsumerRequest{"orders", {{"clicks", 0, 0}, {"views", 3, -1}}}});
+  s.push_back({"Authenticate", headerFor(ApiKey::Authenticate, 14, "svc-1"), AuthenticateRequest{"svc-1", "s3cr3t:✓"}});
+  // Any bytes are a secret (a NUL, too); an empty user is well-formed and refused by the server.
+  s.push_back({"Authenticate edges", headerFor(ApiKey::Authenticate, kInt64Max, std::nullopt),
+               AuthenticateRequest{"", std::string("a\0b", 3) + std::string(1000, 'z')}});
   return s;
 }
 
@@ -115,6 +119,8 @@ inline std::vector<ResponseSample> responseSamples() {
                FetchOffsetsResponse{{}, static_cast<ErrorCode>(999)}});
   s.push_back({"RewindConsumer", ApiKey::RewindConsumer, {0, 13},
                RewindConsumerResponse{{{"clicks", 0, ErrorCode::INVALID_OFFSET}}, ErrorCode::NONE}});
+  s.push_back({"Authenticate", ApiKey::Authenticate, {0, 17}, AuthenticateResponse{ErrorCode::NONE}});
+  s.push_back({"Authenticate refused", ApiKey::Authenticate, {0, 18}, AuthenticateResponse{ErrorCode::NOT_AUTHORIZED}});
   s.push_back({"error-only UNKNOWN_API", ApiKey::Heartbeat, {0, 14}, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}});
   s.push_back({"error-only UNSUPPORTED_VERSION", ApiKey::ListGroups, {7, 15},
                ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}});

@@ -108,6 +108,16 @@ TEST(ErrorResponse, EachApiCarriesTheContractsFields) {
   EXPECT_EQ(errorResponse(CommitOffsetsRequest{"g", "m", 1, {{"t", 0, 5}}}, e), Response(CommitOffsetsResponse{{}, e}));
   EXPECT_EQ(errorResponse(FetchOffsetsRequest{"g", {"t"}}, e), Response(FetchOffsetsResponse{{}, e}));
   EXPECT_EQ(errorResponse(RewindConsumerRequest{"g", {{"t", 0, 0}}}, e), Response(RewindConsumerResponse{{}, e}));
+  EXPECT_EQ(errorResponse(AuthenticateRequest{"u", "s"}, ErrorCode::NOT_AUTHORIZED),
+            Response(AuthenticateResponse{ErrorCode::NOT_AUTHORIZED}));
+}
+
+// A user name is not a path: any user name passes the name check, and the
+// server answers an unknown or odd one NOT_AUTHORIZED.
+TEST(ValidateNames, AuthenticateIsNeverANameError) {
+  for (const std::string& bad : kBadNames) {
+    EXPECT_EQ(validateNames(AuthenticateRequest{bad, "secret"}), ErrorCode::NONE);
+  }
 }
 
 TEST(ErrorResponse, AlwaysTheRequestsApi) {
@@ -174,15 +184,16 @@ TEST(Tables, ApiNamesAndWhereToSend) {
       {ApiKey::CommitOffsets, "CommitOffsets", true},
       {ApiKey::FetchOffsets, "FetchOffsets", false},
       {ApiKey::RewindConsumer, "RewindConsumer", true},
+      {ApiKey::Authenticate, "Authenticate", false},
   };
   for (const auto& [key, name, controllerOnly] : table) {
     EXPECT_EQ(apiName(key), name);
     EXPECT_EQ(isControllerOnly(key), controllerOnly) << name;
     EXPECT_TRUE(isKnownApi(static_cast<int16_t>(key)));
   }
-  EXPECT_EQ(apiName(static_cast<ApiKey>(9)), "Unknown");
+  EXPECT_EQ(apiName(static_cast<ApiKey>(10)), "Unknown");
   EXPECT_EQ(apiName(static_cast<ApiKey>(-1)), "Unknown");
-  EXPECT_FALSE(isKnownApi(9));
+  EXPECT_FALSE(isKnownApi(10));
   EXPECT_FALSE(isKnownApi(-1));
 }
 
@@ -196,6 +207,8 @@ TEST(Tables, VariantIndexIsTheApiKey) {
   EXPECT_EQ(apiKeyOf(CommitOffsetsRequest{}), ApiKey::CommitOffsets);
   EXPECT_EQ(apiKeyOf(FetchOffsetsRequest{}), ApiKey::FetchOffsets);
   EXPECT_EQ(apiKeyOf(RewindConsumerRequest{}), ApiKey::RewindConsumer);
+  EXPECT_EQ(apiKeyOf(AuthenticateRequest{}), ApiKey::Authenticate);
+  EXPECT_EQ(Response(AuthenticateResponse{}).index(), static_cast<size_t>(ApiKey::Authenticate));
   EXPECT_EQ(Response(ErrorOnlyResponse{}).index(), static_cast<size_t>(kApiCount));
 }
 

@@ -52,6 +52,10 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
       ::dup2(fd, 2);
       ::close(fd);
     }
+    // Several servers run side by side: each takes a free port for its HTTP
+    // endpoints (the environment loses to a --http-port a test gives, and a
+    // server without the option only warns about it).
+    ::setenv("GROUPCOORDD_HTTP_PORT", "0", 0);
     std::vector<char*> cargs;
     for (auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
     cargs.push_back(nullptr);

@@ -1,0 +1,268 @@
+#include "bench/Fleet.h"
+
+#include <algorithm>
+#include <set>
+
+#include "protocol/Codec.h"
+
+namespace groupcoord::bench {
+
+using protocol::ErrorCode;
+
+Fleet::Fleet(Loop& loop, std::vector<uint16_t> servers, size_t connsPerServer)
+    : loop_(loop), servers_(std::move(servers)), connsPerServer_(std::max<size_t>(1, connsPerServer)) {}
+
+size_t Fleet::add(std::string group, uint16_t port) {
+  Member m;
+  m.group = std::move(group);
+  m.port = port;
+  m.slot = members_.size();
+  members_.push_back(std::move(m));
+  encodeHeartbeat(members_.back());
+  return members_.size() - 1;
+}
+
+int Fleet::connFor(size_t i) {
+  Member& m = members_[i];
+  auto& pool = conns_[m.port];
+  if (pool.empty()) pool.assign(connsPerServer_, -1);
+  int& c = pool[m.slot % connsPerServer_];
+  if (!loop_.isOpen(c)) c = loop_.connect(m.port);
+  return c;
+}
+
+void Fleet::encodeHeartbeat(Member& m) {
+  m.heartbeatFrame = encodeFrame(protocol::HeartbeatRequest{m.group, m.id, m.generation});
+}
+
+void Fleet::countError(ErrorCode e) { ++stats_.errors[std::string(protocol::errorName(e))]; }
+
+void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
+  Member& m = members_[i];
+  const int conn = connFor(i);
+  ++stats_.registrations;
+  loop_.send(conn, protocol::RegisterConsumerRequest{m.group, m.id, m.owned},
+             [this, i, done = std::move(done)](const protocol::Response* r, uint64_t) {
+               Member& mm = members_[i];
+               const auto* resp = r ? std::get_if<protocol::RegisterConsumerResponse>(r) : nullptr;
+               if (resp == nullptr) {
+                 if (r != nullptr) {
+                   countError(protocol::responseError(*r));
+                 } else {
+                   ++stats_.errors["CONNECTION"];
+                 }
+                 relocate(i, [done] { done(false); });
+                 return;
+               }
+               if (resp->error != ErrorCode::NONE) {
+                 countError(resp->error);
+                 if (resp->error == ErrorCode::NOT_CONTROLLER || resp->error == ErrorCode::CONTROLLER_NOT_AVAILABLE) {
+                   relocate(i, [done] { done(false); });
+                   return;
+                 }
+                 if (resp->error == ErrorCode::UNKNOWN_CONSUMER) mm.id.clear();
+                 loop_.after(20'000'000, [done] { done(false); });
+                 return;
+               }
+               mm.id = resp->consumerId;
+               mm.generation = resp->generation;
+               mm.owned.clear();
+               for (const auto& p : resp->partitions) mm.owned.push_back({p.topic, p.partition});
+               mm.inSync = false;
+               encodeHeartbeat(mm);
+               if (onRegistered) onRegistered(i, mm.generation);
+               done(true);
+             });
+}
+
+void Fleet::heartbeat(size_t i, std::function<void(ErrorCode, uint64_t)> done) {
+  Member& m = members_[i];
+  const int conn = connFor(i);
+  loop_.sendFrame(
+      conn, m.heartbeatFrame, protocol::ApiKey::Heartbeat,
+      [this, i, done = std::move(done)](const protocol::Response* r, uint64_t latency) {
+        Member& mm = members_[i];
+        const auto* resp = r ? std::get_if<protocol::HeartbeatResponse>(r) : nullptr;
+        ErrorCode e = resp ? resp->error : (r ? protocol::responseError(*r) : ErrorCode::UNKNOWN_SERVER_ERROR);
+        ++stats_.heartbeats;
+        if (r == nullptr) {
+          ++stats_.errors["CONNECTION"];
+          mm.inSync = false;
+          relocate(i, [this, i, done] { registerMember(i, [done](bool) { done(ErrorCode::UNKNOWN_SERVER_ERROR, 0); }); });
+          return;
+        }
+        if (e == ErrorCode::NONE) {
+          mm.inSync = true;
+          mm.lastAckedHeartbeatSentNs = nowNs() - latency;
+          done(e, latency);
+          return;
+        }
+        countError(e);
+        mm.inSync = false;
+        switch (e) {
+          case ErrorCode::UNKNOWN_CONSUMER:
+            // Evicted: whatever it held is no longer its own.
+            mm.owned.clear();
+            [[fallthrough]];
+          case ErrorCode::REBALANCE_NEEDED:
+            registerMember(i, [done, e, latency](bool) { done(e, latency); });
+            return;
+          case ErrorCode::NOT_CONTROLLER:
+          case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+            relocate(i, [this, i, done, e, latency] {
+              registerMember(i, [done, e, latency](bool) { done(e, latency); });
+            });
+            return;
+          default:
+            done(e, latency);
+        }
+      });
+}
+
+void Fleet::relocate(size_t i, std::function<void()> done, int attempt) {
+  const uint16_t port = servers_[static_cast<size_t>(attempt) % servers_.size()];
+  const int conn = [&] {
+    auto& pool = conns_[port];
+    if (pool.empty()) pool.assign(connsPerServer_, -1);
+    int& c = pool[0];
+    if (!loop_.isOpen(c)) c = loop_.connect(port);
+    return c;
+  }();
+  loop_.send(conn, protocol::ListGroupsRequest{{members_[i].group}},
+             [this, i, attempt, done = std::move(done)](const protocol::Response* r, uint64_t) {
+               const auto* resp = r ? std::get_if<protocol::ListGroupsResponse>(r) : nullptr;
+               if (resp && resp->error == ErrorCode::NONE && resp->groups.size() == 1 &&
+                   !resp->groups[0].controller.isNone()) {
+                 const uint16_t to = resp->groups[0].controller.port;
+                 if (std::find(servers_.begin(), servers_.end(), to) != servers_.end()) {
+                   members_[i].port = to;
+                   done();
+                   return;
+                 }
+               }
+               loop_.after(50'000'000, [this, i, attempt, done] { relocate(i, done, attempt + 1); });
+             });
+}
+
+void Fleet::beatOne(size_t i, uint64_t intervalNs, uint64_t epoch, Histogram* latency) {
+  if (epoch != beatEpoch_) return;
+  Member& m = members_[i];
+  if (m.crashed) return;
+  loop_.after(intervalNs, [this, i, intervalNs, epoch, latency] { beatOne(i, intervalNs, epoch, latency); });
+  if (m.busy) return;  // the previous one (or what it led to) is still going
+  m.busy = true;
+  heartbeat(i, [this, i, latency](ErrorCode e, uint64_t ns) {
+    members_[i].busy = false;
+    if (latency != nullptr && ns > 0 && e == ErrorCode::NONE) latency->add(ns);
+  });
+}
+
+void Fleet::startBeating(uint64_t intervalNs, Histogram* latency) {
+  const uint64_t epoch = ++beatEpoch_;
+  const size_t n = members_.size();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t phase = n ? intervalNs * i / n : 0;
+    loop_.after(phase, [this, i, intervalNs, epoch, latency] { beatOne(i, intervalNs, epoch, latency); });
+  }
+}
+
+bool Fleet::joinAll(uint64_t timeoutNs) {
+  size_t joined = 0;
+  size_t live = 0;
+  std::function<void(size_t)> attempt = [&](size_t i) {
+    members_[i].busy = true;
+    registerMember(i, [&, i](bool ok) {
+      members_[i].busy = false;
+      if (ok) {
+        ++joined;
+      } else {
+        loop_.after(20'000'000, [&, i] { attempt(i); });
+      }
+    });
+  };
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].crashed) continue;
+    ++live;
+    attempt(i);
+  }
+  const bool ok = loop_.runUntil([&] { return joined == live; }, timeoutNs);
+  // Retries still queued would touch `attempt` after it is gone: let the
+  // in-flight ones finish first.
+  loop_.runUntil([&] { return std::none_of(members_.begin(), members_.end(), [](const Member& m) { return m.busy; }); },
+                 timeoutNs);
+  return ok;
+}
+
+bool Fleet::allInSync(int64_t* generation) const {
+  std::map<std::string, int64_t> gens;
+  int64_t last = -1;
+  for (const auto& m : members_) {
+    if (m.crashed) continue;
+    if (!m.inSync) return false;
+    auto [it, fresh] = gens.emplace(m.group, m.generation);
+    if (!fresh && it->second != m.generation) return false;
+    last = m.generation;
+  }
+  if (generation) *generation = last;
+  return true;
+}
+
+bool Fleet::assignmentExact(const std::vector<protocol::TopicPartition>& partitions, std::string* why,
+                            const std::string& group) const {
+  std::set<protocol::TopicPartition> expected(partitions.begin(), partitions.end());
+  std::set<protocol::TopicPartition> seen;
+  for (const auto& m : members_) {
+    if (m.crashed || (!group.empty() && m.group != group)) continue;
+    for (const auto& tp : m.owned) {
+      if (!seen.insert(tp).second) {
+        if (why) *why = tp.topic + "-" + std::to_string(tp.partition) + " held twice";
+        return false;
+      }
+      if (!expected.count(tp)) {
+        if (why) *why = tp.topic + "-" + std::to_string(tp.partition) + " is not a partition of the group's topics";
+        return false;
+      }
+    }
+  }
+  if (seen.size() != expected.size()) {
+    if (why) *why = std::to_string(expected.size() - seen.size()) + " partitions unowned";
+    return false;
+  }
+  return true;
+}
+
+std::optional<protocol::Response> call(Loop& loop, uint16_t port, const protocol::Request& request,
+                                       uint64_t timeoutNs) {
+  const int conn = loop.connect(port);
+  if (conn < 0) return std::nullopt;
+  std::optional<protocol::Response> out;
+  bool answered = false;
+  loop.send(conn, request, [&](const protocol::Response* r, uint64_t) {
+    answered = true;
+    if (r) out = *r;
+  });
+  loop.runUntil([&] { return answered; }, timeoutNs);
+  loop.close(conn);
+  if (!answered) loop.runUntil([&] { return answered; }, 1'000'000'000ull);
+  return out;
+}
+
+ErrorCode createGroup(Loop& loop, uint16_t port, const std::string& group, int64_t sessionTimeoutMs,
+                      std::vector<std::string> topics, protocol::Broker* controller) {
+  auto r = call(loop, port, protocol::CreateGroupRequest{group, sessionTimeoutMs, std::move(topics), false});
+  if (!r) return ErrorCode::UNKNOWN_SERVER_ERROR;
+  const auto* resp = std::get_if<protocol::CreateGroupResponse>(&*r);
+  if (!resp) return protocol::responseError(*r);
+  if (controller) *controller = resp->controller;
+  return resp->error;
+}
+
+std::optional<protocol::GroupInfo> describe(Loop& loop, uint16_t port, const std::string& group) {
+  auto r = call(loop, port, protocol::ListGroupsRequest{{group}}, 2'000'000'000ull);
+  if (!r) return std::nullopt;
+  const auto* resp = std::get_if<protocol::ListGroupsResponse>(&*r);
+  if (!resp || resp->error != ErrorCode::NONE || resp->groups.size() != 1) return std::nullopt;
+  return resp->groups[0];
+}
+
+}  // namespace groupcoord::bench

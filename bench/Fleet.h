@@ -1,0 +1,104 @@
+#pragma once
+
+// Simulated group members for the benchmarks, all driven by one Loop: they
+// register, heartbeat, register again when told (REBALANCE_NEEDED or
+// UNKNOWN_CONSUMER) with what they hold, and follow their group's
+// controller between servers (NOT_CONTROLLER, CONTROLLER_NOT_AVAILABLE or a
+// lost connection send them to ListGroups). Many members share a
+// connection, as members of one process would.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/Loop.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::bench {
+
+struct Member {
+  std::string group;
+  std::string id;
+  int64_t generation = -1;
+  std::vector<protocol::TopicPartition> owned;
+  uint16_t port = 0;   // the server it talks to (its group's controller, as far as it knows)
+  size_t slot = 0;     // which of that server's shared connections it uses
+  bool inSync = false; // its last heartbeat answered NONE
+  bool busy = false;   // a request of its own is in flight
+  bool crashed = false;
+  uint64_t lastAckedHeartbeatSentNs = 0;
+  std::vector<uint8_t> heartbeatFrame;  // pre-encoded for `generation`
+};
+
+struct FleetStats {
+  uint64_t heartbeats = 0;
+  std::map<std::string, uint64_t> errors;  // by error name; "CONNECTION" for a failed request
+  uint64_t registrations = 0;
+};
+
+class Fleet {
+ public:
+  // connsPerServer: how many connections each server's members share.
+  Fleet(Loop& loop, std::vector<uint16_t> servers, size_t connsPerServer);
+
+  size_t add(std::string group, uint16_t port);
+  Member& at(size_t i) { return members_[i]; }
+  size_t size() const { return members_.size(); }
+  std::vector<Member>& members() { return members_; }
+  FleetStats& stats() { return stats_; }
+
+  // The connection member i uses (opened, or reopened, on demand); -1 when
+  // its server refuses connections.
+  int connFor(size_t i);
+
+  // RegisterConsumer with what the member holds; done(ok).
+  void registerMember(size_t i, std::function<void(bool)> done);
+  // One heartbeat, and whatever it calls for (registering again, finding
+  // the controller). done(the heartbeat's answer, its latency).
+  void heartbeat(size_t i, std::function<void(protocol::ErrorCode, uint64_t)> done);
+  // Every member not crashed heartbeats every `intervalNs`, phases spread
+  // evenly, until stopBeating(). latency (optional) gets each answered
+  // heartbeat's latency.
+  void startBeating(uint64_t intervalNs, Histogram* latency = nullptr);
+  void stopBeating() { ++beatEpoch_; }
+
+  // Every live member registers (each at most `parallel` at a time per
+  // fleet); true when all did within the timeout.
+  bool joinAll(uint64_t timeoutNs);
+  // Every live member in sync, and the members of each group at one
+  // generation (*generation: the last group's).
+  bool allInSync(int64_t* generation = nullptr) const;
+  // The holdings of the live members of `group` (every group when empty)
+  // cover `partitions` exactly, each once. *why says what is wrong.
+  bool assignmentExact(const std::vector<protocol::TopicPartition>& partitions, std::string* why = nullptr,
+                       const std::string& group = {}) const;
+
+  // Called after each successful registration: (member, generation).
+  std::function<void(size_t, int64_t)> onRegistered;
+
+ private:
+  void relocate(size_t i, std::function<void()> done, int attempt = 0);
+  void encodeHeartbeat(Member& m);
+  void beatOne(size_t i, uint64_t intervalNs, uint64_t epoch, Histogram* latency);
+  void countError(protocol::ErrorCode e);
+
+  Loop& loop_;
+  std::vector<uint16_t> servers_;
+  size_t connsPerServer_;
+  std::map<uint16_t, std::vector<int>> conns_;
+  std::vector<Member> members_;
+  FleetStats stats_;
+  uint64_t beatEpoch_ = 0;
+};
+
+// Blocking helpers over a Loop (they run it until the answer arrives).
+std::optional<protocol::Response> call(Loop& loop, uint16_t port, const protocol::Request& request,
+                                       uint64_t timeoutNs = 10'000'000'000ull);
+protocol::ErrorCode createGroup(Loop& loop, uint16_t port, const std::string& group, int64_t sessionTimeoutMs,
+                                std::vector<std::string> topics, protocol::Broker* controller = nullptr);
+std::optional<protocol::GroupInfo> describe(Loop& loop, uint16_t port, const std::string& group);
+
+}  // namespace groupcoord::bench

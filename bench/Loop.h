@@ -1,0 +1,111 @@
+#pragma once
+
+// The benchmarks' load generator: one thread, one epoll set, many
+// non-blocking connections to 127.0.0.1, each carrying pipelined requests
+// whose answers come back in order. Requests are pre-encoded frames or
+// protocol messages; every answer is decoded (so the generator does the same
+// work whichever server it talks to) and handed to the request's callback
+// with its latency. A connection that closes fails its pending requests
+// with a null response. Timers run on the same thread.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "protocol/Messages.h"
+
+namespace groupcoord::bench {
+
+uint64_t nowNs();
+
+// Called with the decoded response (nullptr when the connection failed or
+// the answer could not be decoded) and the time since the request was sent.
+using ResponseFn = std::function<void(const protocol::Response* response, uint64_t latencyNs)>;
+
+class Loop {
+ public:
+  Loop();
+  ~Loop();
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // A new connection to 127.0.0.1:port; -1 when the connect failed.
+  int connect(uint16_t port);
+  bool isOpen(int conn) const;
+  uint16_t portOf(int conn) const;
+  size_t pendingOn(int conn) const;
+  void close(int conn);
+
+  // Queues a request; the frame is written when the loop next runs.
+  void send(int conn, const protocol::Request& request, ResponseFn done);
+  // Queues a frame encoded with encodeFrame(); `api` decodes its answer.
+  void sendFrame(int conn, const std::vector<uint8_t>& frame, protocol::ApiKey api, ResponseFn done);
+
+  // Runs `fn` once `delayNs` from now, on the loop's thread.
+  void after(uint64_t delayNs, std::function<void()> fn);
+
+  // Runs until `done()` holds (checked after every event batch) or the
+  // deadline passes; returns done().
+  bool runUntil(const std::function<bool()>& done, uint64_t timeoutNs);
+  void runFor(uint64_t durationNs);
+
+  uint64_t failedConnects() const { return failedConnects_; }
+
+ private:
+  struct Pending {
+    protocol::ApiKey api;
+    uint64_t sentNs;
+    ResponseFn done;
+  };
+  struct Conn {
+    int fd = -1;
+    uint16_t port = 0;
+    std::vector<uint8_t> in;
+    std::vector<uint8_t> out;
+    size_t outOff = 0;
+    bool wantWrite = false;
+    std::deque<Pending> pending;
+  };
+  struct Timer {
+    uint64_t at;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done);
+  void flush(int conn);
+  void onReadable(int conn);
+  void fail(int conn);
+  void runTimers();
+
+  int epfd_ = -1;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<int> dirty_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t timerSeq_ = 0;
+  int64_t correlation_ = 0;
+  uint64_t failedConnects_ = 0;
+};
+
+// A whole request frame (size prefix included).
+std::vector<uint8_t> encodeFrame(const protocol::Request& request, int64_t correlationId = 0);
+
+// Latency samples in nanoseconds; percentiles by sorting a copy.
+class Histogram {
+ public:
+  void add(uint64_t ns) { samples_.push_back(ns); }
+  size_t count() const { return samples_.size(); }
+  // q in [0, 1]; 0 when empty.
+  double quantileMs(double q) const;
+  void clear() { samples_.clear(); }
+
+ private:
+  std::vector<uint64_t> samples_;
+};
+
+}  // namespace groupcoord::bench

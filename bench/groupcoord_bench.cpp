@@ -1,0 +1,917 @@
+// groupcoord-bench: the figures of DESIGN.md, measured against running
+// groupcoordd servers and a live three-node ZooKeeper ensemble on 127.0.0.1.
+// bench/run.sh starts everything and runs every scenario; each one also runs
+// alone:
+//
+//   groupcoord-bench throughput --ports P --echo-port E [--pids SPID,EPID] [--conns 1000] [--seconds 5]
+//   groupcoord-bench members    --ports P --pids PID [--members 10000] [--conns 1000] [--seconds 20]
+//   groupcoord-bench join-storm --ports P [--members 1000] [--partitions 1000]
+//   groupcoord-bench direct     --ports P [--members 100]
+//   groupcoord-bench failover   --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]
+//
+// Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
+// --base-port B; default 23800). Results are Markdown table rows on standard
+// output: | scenario | figure | value | target |; progress goes to
+// standard error. Every scenario is bounded in time and exits non-zero when
+// it could not complete (not when a target is missed: the table says that).
+
+#include <signal.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapter/Layout.h"
+#include "bench/Ensemble.h"
+#include "bench/Fleet.h"
+#include "bench/Loop.h"
+#include "protocol/Codec.h"
+#include "zk/Session.h"
+
+namespace groupcoord::bench {
+namespace {
+
+using protocol::ErrorCode;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kSec = 1'000'000'000;
+
+struct Args {
+  std::map<std::string, std::string> values;
+  std::string get(const std::string& key, const std::string& def = "") const {
+    auto it = values.find(key);
+    return it == values.end() ? def : it->second;
+  }
+  long num(const std::string& key, long def) const {
+    auto it = values.find(key);
+    return it == values.end() ? def : std::stol(it->second);
+  }
+  std::vector<long> list(const std::string& key) const {
+    std::vector<long> out;
+    std::stringstream in(get(key));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      if (!item.empty()) out.push_back(std::stol(item));
+    }
+    return out;
+  }
+};
+
+void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void log(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fputs("[bench] ", stderr);
+  std::vfprintf(stderr, fmt, ap);
+  std::fputc('\n', stderr);
+  va_end(ap);
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "[bench] FAILED: %s\n", why.c_str());
+  std::exit(1);
+}
+
+void row(const std::string& scenario, const std::string& figure, const std::string& value,
+         const std::string& target = "") {
+  std::printf("| %s | %s | %s | %s |\n", scenario.c_str(), figure.c_str(), value.c_str(), target.c_str());
+  std::fflush(stdout);
+}
+
+std::string fmt(double v, int decimals = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Thousands separated, for counts and rates.
+std::string count(double v) {
+  std::string digits = fmt(std::round(v));
+  std::string out;
+  int n = 0;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++n;
+  }
+  return out;
+}
+
+std::string stamp() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() %
+                        100000000);
+}
+
+std::string errorsText(const FleetStats& s) {
+  if (s.errors.empty()) return "none";
+  std::string out;
+  for (const auto& [name, n] : s.errors) {
+    if (!out.empty()) out += ", ";
+    out += name + " " + std::to_string(n);
+  }
+  return out;
+}
+
+// Writes a Kafka-layout topic with `partitions` partitions directly in
+// ZooKeeper, as a broker would.
+void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const std::string& topic,
+                 int32_t partitions) {
+  zk::SessionConfig cfg;
+  cfg.connect = zk.connectString();
+  zk::Session s(cfg);
+  s.start();
+  if (s.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper at " + cfg.connect);
+  if (s.ensurePathSync(topicsPath) != zk::Error::Ok) fail("cannot create " + topicsPath);
+  auto r = s.createSync(topicsPath + "/" + topic, adapter::encodeTopic(partitions), zk::CreateMode::Persistent);
+  if (r.error != zk::Error::Ok) fail("cannot create topic " + topic);
+  s.close();
+}
+
+std::vector<protocol::TopicPartition> partitionsOf(const std::string& topic, int32_t n) {
+  std::vector<protocol::TopicPartition> out;
+  for (int32_t p = 0; p < n; ++p) out.push_back({topic, p});
+  return out;
+}
+
+// Heartbeats every `intervalNs` until all members are in sync (and, when
+// `partitions` is given, hold them exactly per group); the time it took.
+uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutNs,
+                const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions = {}) {
+  const uint64_t t0 = nowNs();
+  fleet.startBeating(intervalNs);
+  uint64_t lastCheck = 0;
+  bool ok = loop.runUntil(
+      [&] {
+        const uint64_t now = nowNs();
+        if (now - lastCheck < 5 * kMs) return false;
+        lastCheck = now;
+        if (!fleet.allInSync()) return false;
+        for (const auto& [group, parts] : partitions) {
+          if (!fleet.assignmentExact(parts, nullptr, group)) return false;
+        }
+        return true;
+      },
+      timeoutNs);
+  const uint64_t took = nowNs() - t0;
+  fleet.stopBeating();
+  loop.runUntil([&] { return std::none_of(fleet.members().begin(), fleet.members().end(),
+                                          [](const Member& m) { return m.busy; }); },
+                10 * kSec);
+  if (!ok) {
+    size_t notInSync = 0;
+    for (const auto& m : fleet.members()) notInSync += (!m.crashed && !m.inSync);
+    fail("members did not settle within " + fmt(static_cast<double>(timeoutNs) / kSec) + " s (" +
+         std::to_string(notInSync) + " not in sync; errors: " + errorsText(fleet.stats()) + ")");
+  }
+  return took;
+}
+
+// ---------------------------------------------------------------------------
+// 1. Heartbeat throughput beside a minimal echo server.
+
+void throughput(const Args& args) {
+  const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
+  const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
+  const size_t conns = static_cast<size_t>(args.num("conns", 1000));
+  const double seconds = static_cast<double>(args.num("seconds", 5));
+  if (echo == 0) fail("--echo-port is required");
+  Loop loop;
+  const std::string base = "tp-" + stamp();
+  const size_t groups = std::max<size_t>(1, conns / 100);
+  for (size_t g = 0; g < groups; ++g) {
+    if (auto e = createGroup(loop, port, base + "-" + std::to_string(g), 60000, {}); e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+  }
+  Fleet fleet(loop, {port}, conns);
+  for (size_t i = 0; i < conns; ++i) fleet.add(base + "-" + std::to_string(i % groups), port);
+  log("throughput: %zu members joining %zu groups, one connection each", conns, groups);
+  if (!fleet.joinAll(120 * kSec)) fail("members could not join");
+  settle(loop, fleet, 100 * kMs, 60 * kSec);
+
+  std::vector<int> serverConns, echoConns;
+  for (size_t i = 0; i < conns; ++i) serverConns.push_back(fleet.connFor(i));
+  for (size_t i = 0; i < conns; ++i) {
+    int c = loop.connect(echo);
+    if (c < 0) fail("cannot connect to the echo server");
+    echoConns.push_back(c);
+  }
+
+  const auto pids = args.list("pids");
+  const int serverPid = pids.size() > 0 ? static_cast<int>(pids[0]) : 0;
+  const int echoPid = pids.size() > 1 ? static_cast<int>(pids[1]) : 0;
+  struct Run {
+    double rate = 0;
+    uint64_t errors = 0;
+    double cpuUs = 0;  // the server's CPU time per answered request
+  };
+  auto drive = [&](const std::vector<int>& connOf, int depth, int pid) {
+    uint64_t responses = 0, errors = 0, outstanding = 0;
+    bool measuring = false, stopping = false;
+    std::function<void(size_t)> fire = [&](size_t i) {
+      ++outstanding;
+      loop.sendFrame(connOf[i], fleet.at(i).heartbeatFrame, protocol::ApiKey::Heartbeat,
+                     [&, i](const protocol::Response* r, uint64_t) {
+                       --outstanding;
+                       if (measuring) {
+                         ++responses;
+                         if (r == nullptr || protocol::responseError(*r) != ErrorCode::NONE) ++errors;
+                       }
+                       if (!stopping && r != nullptr) fire(i);
+                     });
+    };
+    for (size_t i = 0; i < conns; ++i) {
+      for (int d = 0; d < depth; ++d) fire(i);
+    }
+    loop.runFor(1 * kSec);  // warm-up
+    measuring = true;
+    const uint64_t t0 = nowNs();
+    const double c0 = pid ? cpuSeconds(pid) : 0;
+    loop.runFor(static_cast<uint64_t>(seconds * kSec));
+    const double c1 = pid ? cpuSeconds(pid) : 0;
+    measuring = false;
+    const double elapsed = static_cast<double>(nowNs() - t0) / kSec;
+    stopping = true;
+    loop.runUntil([&] { return outstanding == 0; }, 20 * kSec);
+    return Run{static_cast<double>(responses) / elapsed, errors,
+               responses ? (c1 - c0) * 1e6 / static_cast<double>(responses) : 0};
+  };
+
+  for (int depth : {1, 16}) {
+    log("throughput: depth %d against groupcoordd", depth);
+    Run server = drive(serverConns, depth, serverPid);
+    log("throughput: depth %d against the echo server", depth);
+    Run base_ = drive(echoConns, depth, echoPid);
+    const double ratio = base_.rate > 0 ? server.rate / base_.rate : 0;
+    const std::string d = "depth " + std::to_string(depth) + ", " + std::to_string(conns) + " connections";
+    row("1 throughput", "heartbeats/s through groupcoordd, " + d, count(server.rate) +
+        (server.errors ? " (" + count(static_cast<double>(server.errors)) + " not NONE)" : ""));
+    row("1 throughput", "frames/s through the echo server, " + d, count(base_.rate));
+    row("1 throughput", "ratio groupcoordd / echo, depth " + std::to_string(depth), fmt(ratio, 2), ">= 0.70");
+    if (serverPid && echoPid) {
+      row("1 throughput", "server CPU per request, groupcoordd / echo, depth " + std::to_string(depth) + " (us)",
+          fmt(server.cpuUs, 2) + " / " + fmt(base_.cpuUs, 2));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2. 10,000 members at one heartbeat a second.
+
+void members(const Args& args) {
+  const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
+  const int pid = static_cast<int>(args.list("pids").at(0));
+  const size_t n = static_cast<size_t>(args.num("members", 10000));
+  const size_t conns = static_cast<size_t>(args.num("conns", 1000));
+  const size_t groups = static_cast<size_t>(args.num("groups", 100));
+  const int32_t partitions = static_cast<int32_t>(args.num("partitions", 100));
+  const double seconds = static_cast<double>(args.num("seconds", 20));
+  const double idle = static_cast<double>(args.num("idle-seconds", 10));
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+
+  const std::string base = "mb-" + stamp();
+  const std::string topic = base + "-t";
+  createTopic(zk, args.get("topics-path", "/brokers/topics"), topic, partitions);
+  Loop loop;
+  const int64_t rss0 = rssKiB(pid);
+  for (size_t g = 0; g < groups; ++g) {
+    if (auto e = createGroup(loop, port, base + "-" + std::to_string(g), 30000, {topic}); e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+  }
+  Fleet fleet(loop, {port}, conns);
+  for (size_t i = 0; i < n; ++i) fleet.add(base + "-" + std::to_string(i % groups), port);
+  log("members: %zu members joining %zu groups over %zu connections", n, groups, conns);
+  const uint64_t j0 = nowNs();
+  if (!fleet.joinAll(180 * kSec)) fail("members could not join");
+  std::map<std::string, std::vector<protocol::TopicPartition>> expected;
+  for (size_t g = 0; g < groups; ++g) expected[base + "-" + std::to_string(g)] = partitionsOf(topic, partitions);
+  settle(loop, fleet, 250 * kMs, 180 * kSec, expected);
+  log("members: all in sync after %.1f s", static_cast<double>(nowNs() - j0) / kSec);
+  loop.runFor(1 * kSec);
+  const int64_t rss1 = rssKiB(pid);
+
+  // A window with the members idle (well within their 30 s session), then
+  // one with every member heartbeating once a second: whatever ZooKeeper
+  // receives beyond the idle rate is caused by heartbeats.
+  const double p0 = zk.sum("zk_packets_received");
+  loop.runFor(static_cast<uint64_t>(idle * kSec));
+  const double p1 = zk.sum("zk_packets_received");
+  Histogram latency;
+  const uint64_t hb0 = fleet.stats().heartbeats;
+  const auto errors0 = fleet.stats().errors;
+  fleet.startBeating(1 * kSec, &latency);
+  loop.runFor(1 * kSec);  // every member has had its first beat
+  latency.clear();
+  const double p2 = zk.sum("zk_packets_received");
+  const uint64_t hb1 = fleet.stats().heartbeats;
+  const double cpu0 = cpuSeconds(pid), self0 = cpuSeconds(::getpid());
+  loop.runFor(static_cast<uint64_t>(seconds * kSec));
+  const double cpu1 = cpuSeconds(pid), self1 = cpuSeconds(::getpid());
+  const double p3 = zk.sum("zk_packets_received");
+  const uint64_t hb2 = fleet.stats().heartbeats;
+  fleet.stopBeating();
+  loop.runFor(500 * kMs);
+  const int64_t rss2 = rssKiB(pid);
+  uint64_t errors = 0;
+  for (const auto& [name, c] : fleet.stats().errors) errors += c - (errors0.count(name) ? errors0.at(name) : 0);
+
+  const std::string sc = "2 " + count(static_cast<double>(n)) + " members";
+  const double rate = static_cast<double>(hb2 - hb1) / seconds;
+  row(sc, "heartbeats answered per second (1 per member per second)", count(rate));
+  row(sc, "heartbeat latency p50 / p99 / p999 (ms)",
+      fmt(latency.quantileMs(0.5), 3) + " / " + fmt(latency.quantileMs(0.99), 3) + " / " +
+          fmt(latency.quantileMs(0.999), 3),
+      "p99 < 2 ms");
+  row(sc, "heartbeats not answered NONE", count(static_cast<double>(errors)), "0");
+  row(sc, "CPU per heartbeat: groupcoordd / load generator (us)",
+      fmt((cpu1 - cpu0) * 1e6 / static_cast<double>(hb2 - hb1), 1) + " / " +
+          fmt((self1 - self0) * 1e6 / static_cast<double>(hb2 - hb1), 1));
+  const double perMember = static_cast<double>(rss1 - rss0) * 1024.0 / static_cast<double>(n);
+  row(sc, "server RSS: before / with members / after the run (MiB)",
+      fmt(rss0 / 1024.0, 1) + " / " + fmt(rss1 / 1024.0, 1) + " / " + fmt(rss2 / 1024.0, 1));
+  row(sc, "server memory per member (bytes, connections included)", count(perMember), "< 4096");
+  const double idleRate = (p1 - p0) / idle;
+  const double busyRate = (p3 - p2) / seconds;
+  row(sc, "ZooKeeper packets received/s: members idle / heartbeating",
+      fmt(idleRate, 2) + " / " + fmt(busyRate, 2));
+  row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / static_cast<double>(hb2 - hb1), 3),
+      "0 caused by heartbeats");
+  (void)hb0;
+}
+
+// ---------------------------------------------------------------------------
+// 3. Join storm.
+
+void joinStorm(const Args& args) {
+  const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
+  const size_t n = static_cast<size_t>(args.num("members", 1000));
+  const int32_t partitions = static_cast<int32_t>(args.num("partitions", 1000));
+  const uint64_t interval = static_cast<uint64_t>(args.num("heartbeat-ms", 100)) * kMs;
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+
+  const std::string group = "st-" + stamp();
+  const std::string topic = group + "-t";
+  createTopic(zk, args.get("topics-path", "/brokers/topics"), topic, partitions);
+  Loop loop;
+  protocol::Broker controller;
+  if (auto e = createGroup(loop, port, group, 10000, {topic}, &controller); e != ErrorCode::NONE) {
+    fail("CreateGroup: " + std::string(protocol::errorName(e)));
+  }
+  loop.runFor(500 * kMs);
+  Fleet fleet(loop, {port}, std::min<size_t>(n, 100));
+  for (size_t i = 0; i < n; ++i) fleet.add(group, port);
+  const auto expected = partitionsOf(topic, partitions);
+  const int64_t z0 = zk.zxid();
+  log("join storm: %zu members join group %s (%d partitions), heartbeating every %llu ms", n, group.c_str(),
+      partitions, static_cast<unsigned long long>(interval / kMs));
+
+  const uint64_t t0 = nowNs();
+  size_t pending = 0;
+  std::function<void(size_t)> join = [&](size_t i) {
+    fleet.at(i).busy = true;
+    ++pending;
+    fleet.registerMember(i, [&, i](bool ok) {
+      fleet.at(i).busy = false;
+      --pending;
+      if (!ok) loop.after(20 * kMs, [&, i] { join(i); });
+    });
+  };
+  for (size_t i = 0; i < n; ++i) join(i);
+  fleet.startBeating(interval);
+  uint64_t lastCheck = 0;
+  std::string why;
+  const bool ok = loop.runUntil(
+      [&] {
+        const uint64_t now = nowNs();
+        if (now - lastCheck < 2 * kMs) return false;
+        lastCheck = now;
+        return fleet.allInSync() && fleet.assignmentExact(expected, &why);
+      },
+      60 * kSec);
+  const uint64_t took = nowNs() - t0;
+  const int64_t z1 = zk.zxid();
+  fleet.stopBeating();
+  loop.runUntil([&] { return pending == 0; }, 10 * kSec);
+  if (!ok) fail("the join storm did not settle within 60 s (" + why + "; errors: " + errorsText(fleet.stats()) + ")");
+  int64_t gen = -1;
+  fleet.allInSync(&gen);
+  loop.runFor(1 * kSec);
+  const int64_t z2 = zk.zxid();
+
+  const std::string sc = "3 join storm";
+  row(sc, count(static_cast<double>(n)) + " members in sync, " + count(partitions) +
+              " partitions assigned exactly once (s)",
+      fmt(static_cast<double>(took) / kSec, 2), "< 3 s");
+  row(sc, "ZooKeeper transactions until in sync (zxid delta)", std::to_string(z1 - z0), "<= 50");
+  row(sc, "ZooKeeper transactions in the second after", std::to_string(z2 - z1));
+  row(sc, "final generation; registrations; answers not NONE",
+      std::to_string(gen) + "; " + count(static_cast<double>(fleet.stats().registrations)) + "; " +
+          errorsText(fleet.stats()));
+}
+
+// ---------------------------------------------------------------------------
+// 4. Failure detection and takeover.
+
+void failover(const Args& args) {
+  const auto ports = args.list("ports");
+  const auto pids = args.list("pids");
+  if (ports.size() != 2 || pids.size() != 2) fail("failover needs --ports P1,P2 and --pids PID1,PID2");
+  const std::vector<uint16_t> servers{static_cast<uint16_t>(ports[0]), static_cast<uint16_t>(ports[1])};
+  const int64_t zkSessionMs = args.num("zk-session-ms", 4000);
+  const int64_t memberSessionMs = args.num("member-session-ms", 2000);
+  const uint64_t interval = static_cast<uint64_t>(args.num("heartbeat-ms", 200)) * kMs;
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+  const std::string base = "fo-" + stamp();
+  const std::string topic = base + "-t";
+  createTopic(zk, args.get("topics-path", "/brokers/topics"), topic, 20);
+  const auto parts = partitionsOf(topic, 20);
+
+  // (a) A member crashes: it stops heartbeating.
+  {
+    Loop loop;
+    const std::string group = base + "-crash";
+    protocol::Broker controller;
+    if (auto e = createGroup(loop, servers[0], group, memberSessionMs, {topic}, &controller); e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+    Fleet fleet(loop, servers, 10);
+    for (int i = 0; i < 10; ++i) fleet.add(group, controller.port);
+    if (!fleet.joinAll(30 * kSec)) fail("members could not join");
+    settle(loop, fleet, interval, 30 * kSec, {{group, parts}});
+    fleet.startBeating(interval);
+    std::vector<double> evictions, reowned;
+    for (size_t victim = 0; victim < 3; ++victim) {
+      loop.runFor(1 * kSec);
+      Member& v = fleet.at(victim);
+      v.crashed = true;
+      loop.runUntil([&] { return !v.busy; }, 5 * kSec);
+      const uint64_t last = v.lastAckedHeartbeatSentNs;
+      const auto lost = v.owned;
+      const std::string id = v.id;
+      // The controller's view, polled on a connection of its own.
+      const int probe = loop.connect(v.port);
+      uint64_t evictedAt = 0, ownedAt = 0;
+      bool asked = false;
+      std::function<void()> poll = [&] {
+        if (evictedAt || asked) return;
+        asked = true;
+        loop.send(probe, protocol::ListGroupsRequest{{group}}, [&](const protocol::Response* r, uint64_t) {
+          asked = false;
+          const auto* resp = r ? std::get_if<protocol::ListGroupsResponse>(r) : nullptr;
+          if (resp && resp->groups.size() == 1) {
+            const auto& ms = resp->groups[0].members;
+            if (std::find(ms.begin(), ms.end(), id) == ms.end()) evictedAt = nowNs();
+          }
+          if (!evictedAt) loop.after(1 * kMs, poll);
+        });
+      };
+      poll();
+      loop.runUntil(
+          [&] {
+            if (!ownedAt) {
+              std::set<protocol::TopicPartition> held;
+              for (const auto& m : fleet.members()) {
+                if (!m.crashed) held.insert(m.owned.begin(), m.owned.end());
+              }
+              if (std::all_of(lost.begin(), lost.end(), [&](const auto& tp) { return held.count(tp) > 0; })) {
+                ownedAt = nowNs();
+              }
+            }
+            return evictedAt && ownedAt;
+          },
+          30 * kSec);
+      loop.close(probe);
+      if (!evictedAt || !ownedAt) fail("a crashed member was not evicted, or its partitions not taken over");
+      const double deadline = static_cast<double>(last) + static_cast<double>(memberSessionMs) * kMs;
+      evictions.push_back((static_cast<double>(evictedAt) - deadline) / kMs);
+      reowned.push_back((static_cast<double>(ownedAt) - deadline) / kMs);
+      log("failover: member %zu evicted %.0f ms past its session timeout; its %zu partitions owned again at +%.0f ms",
+          victim, evictions.back(), lost.size(), reowned.back());
+    }
+    fleet.stopBeating();
+    loop.runFor(300 * kMs);
+    auto join = [](const std::vector<double>& v) {
+      std::string s;
+      for (double x : v) s += (s.empty() ? "" : ", ") + fmt(x);
+      return s;
+    };
+    const std::string sc = "4 failure";
+    row(sc, "crashed member evicted, ms past its " + std::to_string(memberSessionMs) + " ms session (3 crashes)",
+        join(evictions), "<= 100");
+    row(sc, "its partitions owned again, ms past the session (heartbeat every " +
+                std::to_string(interval / kMs) + " ms)",
+        join(reowned), "<= " + std::to_string(2 * interval / kMs));
+  }
+
+  // (b) A server is killed with SIGKILL.
+  {
+    Loop loop;
+    const size_t groups = 10;
+    Fleet fleet(loop, servers, 20);
+    std::map<std::string, std::vector<protocol::TopicPartition>> expected;
+    for (size_t g = 0; g < groups; ++g) {
+      const std::string group = base + "-k" + std::to_string(g);
+      if (auto e = createGroup(loop, servers[g % 2], group, 10000, {topic}); e != ErrorCode::NONE) {
+        fail("CreateGroup: " + std::string(protocol::errorName(e)));
+      }
+      expected[group] = parts;
+      for (int i = 0; i < 5; ++i) fleet.add(group, servers[0]);
+    }
+    if (!fleet.joinAll(60 * kSec)) fail("members could not join");
+    settle(loop, fleet, 500 * kMs, 60 * kSec, expected);
+    std::map<uint16_t, int> controlled;
+    for (const auto& [group, _] : expected) {
+      auto info = describe(loop, servers[0], group);
+      if (!info || info->controller.isNone()) fail("group " + group + " has no controller");
+      ++controlled[info->controller.port];
+    }
+    const uint16_t victim = controlled[servers[0]] >= controlled[servers[1]] ? servers[0] : servers[1];
+    const uint16_t survivor = victim == servers[0] ? servers[1] : servers[0];
+    const int victimPid = static_cast<int>(victim == servers[0] ? pids[0] : pids[1]);
+    fleet.startBeating(500 * kMs);
+    loop.runFor(1 * kSec);
+    log("failover: SIGKILL to the server on port %u (pid %d), which controls %d of %zu groups", victim, victimPid,
+        controlled[victim], groups);
+    const uint64_t t0 = nowNs();
+    ::kill(victimPid, SIGKILL);
+    uint64_t controlAt = 0, syncAt = 0;
+    bool asked = false;
+    int probe = -1;
+    std::function<void()> poll = [&] {
+      if (controlAt || asked) return;
+      if (!loop.isOpen(probe)) probe = loop.connect(survivor);
+      asked = true;
+      std::vector<std::string> names;
+      for (const auto& [g, _] : expected) names.push_back(g);
+      loop.send(probe, protocol::ListGroupsRequest{names}, [&](const protocol::Response* r, uint64_t) {
+        asked = false;
+        const auto* resp = r ? std::get_if<protocol::ListGroupsResponse>(r) : nullptr;
+        if (resp && resp->groups.size() == groups &&
+            std::all_of(resp->groups.begin(), resp->groups.end(),
+                        [&](const protocol::GroupInfo& gi) { return gi.controller.port == survivor; })) {
+          controlAt = nowNs();
+          return;
+        }
+        loop.after(5 * kMs, poll);
+      });
+    };
+    poll();
+    uint64_t lastCheck = 0;
+    loop.runUntil(
+        [&] {
+          const uint64_t now = nowNs();
+          if (controlAt && !syncAt && now - lastCheck > 5 * kMs) {
+            lastCheck = now;
+            bool all = fleet.allInSync();
+            for (const auto& [g, p] : expected) all = all && fleet.assignmentExact(p, nullptr, g);
+            if (all) syncAt = now;
+          }
+          return controlAt && syncAt;
+        },
+        60 * kSec);
+    fleet.stopBeating();
+    loop.runFor(300 * kMs);
+    if (!controlAt || !syncAt) fail("the surviving server did not take over within 60 s");
+    const std::string sc = "4 takeover";
+    const std::string target = "<= " + std::to_string(zkSessionMs + 2000);
+    row(sc, "survivor controls all " + std::to_string(groups) + " groups after SIGKILL (ms, ZooKeeper session " +
+                std::to_string(zkSessionMs) + " ms)",
+        fmt(static_cast<double>(controlAt - t0) / kMs), target);
+    row(sc, "all " + std::to_string(fleet.size()) + " members in sync, assignments exact (ms after SIGKILL)",
+        fmt(static_cast<double>(syncAt - t0) / kMs), target);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 5. Membership held directly in ZooKeeper, beside groupcoord.
+
+struct Window {
+  double packets = 0;
+  double cpu = 0;
+  double seconds = 0;
+};
+
+template <typename Fn>
+Window measure(const EnsembleProbe& zk, Fn&& during) {
+  const double p0 = zk.sum("zk_packets_received");
+  const double c0 = zk.cpuSeconds();
+  const uint64_t t0 = nowNs();
+  during();
+  Window w;
+  w.seconds = static_cast<double>(nowNs() - t0) / kSec;
+  w.packets = zk.sum("zk_packets_received") - p0;
+  w.cpu = zk.cpuSeconds() - c0;
+  return w;
+}
+
+struct ChangeFigures {
+  double learnMs = 0;       // until every member knew
+  double packets = 0;       // received by the ensemble meanwhile
+  double notifications = 0; // watch notifications delivered
+};
+
+struct SideFigures {
+  double sessions = 0;
+  double watches = 0;
+  Window steady;
+  ChangeFigures join, leave;
+};
+
+// The pre-adapter design: every member has its own ZooKeeper session and
+// ephemeral znode and keeps a children watch on its group, re-reading the
+// children each time it fires.
+SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
+  struct DirectMember {
+    std::unique_ptr<zk::Session> session;
+    std::atomic<uint64_t> learnedNs{0};
+    std::atomic<bool> armed{false};
+  };
+  const std::string root = "/bench-direct-" + stamp() + "-" + std::to_string(n);
+  const std::string ids = root + "/ids";
+  zk::SessionConfig cfg;
+  cfg.connect = zk.connectString();
+  cfg.sessionTimeout = std::chrono::milliseconds(10000);
+  zk::Session admin(cfg);
+  admin.start();
+  if (admin.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper");
+  if (admin.ensurePathSync(ids) != zk::Error::Ok) fail("cannot create " + ids);
+
+  std::vector<std::unique_ptr<DirectMember>> ms;
+  for (size_t i = 0; i < n; ++i) {
+    auto m = std::make_unique<DirectMember>();
+    m->session = std::make_unique<zk::Session>(cfg);
+    m->session->start();
+    ms.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (ms[i]->session->waitConnected(std::chrono::seconds(60)) != zk::Error::Ok) fail("a direct member could not connect");
+    if (ms[i]->session->createSync(ids + "/m" + std::to_string(i), "", zk::CreateMode::Ephemeral).error != zk::Error::Ok) {
+      fail("a direct member could not create its znode");
+    }
+  }
+  // What every member waits to see: `wanted` present (phase 1) or absent
+  // (phase 2).
+  std::atomic<int> phase{0};
+  const std::string wanted = "joiner";
+  std::atomic<uint64_t> notifications{0};
+  std::function<void(DirectMember*)> watchChildren = [&](DirectMember* m) {
+    m->session->getChildren(
+        ids,
+        [&, m](const zk::ChildrenResult& r) {
+          m->armed = true;
+          if (r.error != zk::Error::Ok) return;
+          const bool present = std::find(r.children.begin(), r.children.end(), wanted) != r.children.end();
+          const int p = phase.load();
+          if ((p == 1 && present) || (p == 2 && !present)) {
+            uint64_t zero = 0;
+            m->learnedNs.compare_exchange_strong(zero, nowNs());
+          }
+        },
+        [&, m](const zk::WatchEvent& e) {
+          if (e.type != zk::WatchEvent::Type::Child) return;
+          ++notifications;
+          watchChildren(m);
+        });
+  };
+  for (auto& m : ms) watchChildren(m.get());
+  const uint64_t armDeadline = nowNs() + 60 * kSec;
+  while (nowNs() < armDeadline &&
+         !std::all_of(ms.begin(), ms.end(), [](const auto& m) { return m->armed.load(); })) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  SideFigures f;
+  f.sessions = zk.sum("zk_num_alive_connections");
+  f.watches = zk.sum("zk_watch_count");
+  f.steady = measure(zk, [&] { std::this_thread::sleep_for(std::chrono::duration<double>(steadySeconds)); });
+
+  auto change = [&](int p, const std::function<void()>& act) {
+    ChangeFigures c;
+    for (auto& m : ms) m->learnedNs = 0;
+    const uint64_t n0 = notifications.load();
+    phase = p;
+    uint64_t t0 = 0;
+    Window w = measure(zk, [&] {
+      t0 = nowNs();
+      act();
+      const uint64_t deadline = nowNs() + 30 * kSec;
+      while (nowNs() < deadline &&
+             !std::all_of(ms.begin(), ms.end(), [](const auto& m) { return m->learnedNs.load() != 0; })) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+    uint64_t last = 0;
+    for (auto& m : ms) {
+      if (m->learnedNs == 0) fail("a direct member never saw the membership change");
+      last = std::max<uint64_t>(last, m->learnedNs);
+    }
+    c.learnMs = static_cast<double>(last - t0) / kMs;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // stragglers' notifications
+    c.packets = w.packets;
+    c.notifications = static_cast<double>(notifications.load() - n0);
+    return c;
+  };
+  auto joiner = std::make_unique<zk::Session>(cfg);
+  joiner->start();
+  if (joiner->waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("the joiner could not connect");
+  f.join = change(1, [&] {
+    if (joiner->createSync(ids + "/" + wanted, "", zk::CreateMode::Ephemeral).error != zk::Error::Ok) {
+      fail("the joiner could not create its znode");
+    }
+  });
+  // Leaving: the joiner's session closes, so its ephemeral znode goes.
+  f.leave = change(2, [&] { joiner->close(); });
+  joiner.reset();
+  phase = 0;
+  ms.clear();  // closes every member's session
+  admin.close();
+  return f;
+}
+
+SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, double steadySeconds) {
+  Loop loop;
+  const std::string group = "dz-" + stamp() + "-" + std::to_string(n);
+  if (auto e = createGroup(loop, port, group, 10000, {}); e != ErrorCode::NONE) {
+    fail("CreateGroup: " + std::string(protocol::errorName(e)));
+  }
+  Fleet fleet(loop, {port}, std::min<size_t>(n, 100));
+  for (size_t i = 0; i < n; ++i) fleet.add(group, port);
+  if (!fleet.joinAll(120 * kSec)) fail("members could not join");
+  settle(loop, fleet, 200 * kMs, 120 * kSec);
+  // From here on, members heartbeat once a second, as a real client would.
+  fleet.startBeating(1 * kSec);
+  loop.runFor(1500 * kMs);
+
+  SideFigures f;
+  f.sessions = zk.sum("zk_num_alive_connections");
+  f.watches = zk.sum("zk_watch_count");
+  f.steady = measure(zk, [&] { loop.runFor(static_cast<uint64_t>(steadySeconds * kSec)); });
+
+  // Each member learns of a change when it registers at the new generation
+  // (its next heartbeat answers REBALANCE_NEEDED).
+  std::vector<uint64_t> learned(n + 1, 0);
+  int64_t wantGen = INT64_MAX;
+  fleet.onRegistered = [&](size_t i, int64_t gen) {
+    if (gen >= wantGen && learned[i] == 0) learned[i] = nowNs();
+  };
+  auto change = [&](const std::function<int64_t()> act) {
+    ChangeFigures c;
+    std::fill(learned.begin(), learned.end(), 0);
+    uint64_t t0 = 0;
+    Window w = measure(zk, [&] {
+      t0 = nowNs();
+      wantGen = act();
+      loop.runUntil(
+          [&] {
+            for (size_t i = 0; i < n; ++i) {
+              if (learned[i] == 0) return false;
+            }
+            return true;
+          },
+          30 * kSec);
+    });
+    uint64_t last = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (learned[i] == 0) fail("a member never learned of the membership change");
+      last = std::max(last, learned[i]);
+    }
+    c.learnMs = static_cast<double>(last - t0) / kMs;
+    c.packets = w.packets;
+    c.notifications = 0;  // members learn from heartbeats, not watches
+    return c;
+  };
+  const size_t joiner = fleet.add(group, port);
+  f.join = change([&] {
+    bool done = false, ok = false;
+    fleet.registerMember(joiner, [&](bool r) {
+      done = true;
+      ok = r;
+    });
+    loop.runUntil([&] { return done; }, 10 * kSec);
+    if (!ok) fail("the joiner could not register");
+    return fleet.at(joiner).generation;
+  });
+  fleet.at(joiner).crashed = true;  // not beating; leaves explicitly
+  f.leave = change([&] {
+    auto r = call(loop, port, protocol::LeaveGroupRequest{group, fleet.at(joiner).id});
+    if (!r || protocol::responseError(*r) != ErrorCode::NONE) fail("the joiner could not leave");
+    auto info = describe(loop, port, group);
+    if (!info) fail("cannot describe the group");
+    return info->generation;
+  });
+  fleet.stopBeating();
+  loop.runFor(1200 * kMs);
+  for (size_t i = 0; i < n; ++i) call(loop, port, protocol::LeaveGroupRequest{group, fleet.at(i).id});
+  return f;
+}
+
+void direct(const Args& args) {
+  const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
+  const size_t n = static_cast<size_t>(args.num("members", 100));
+  const double steady = static_cast<double>(args.num("steady-seconds", 10));
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+
+  const double base = zk.sum("zk_num_alive_connections");  // groupcoordd's own session(s)
+  log("direct: %zu members, each with its own ZooKeeper session", n);
+  SideFigures d = directZk(zk, n, steady);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  log("direct: the same %zu members through groupcoordd", n);
+  SideFigures g = viaGroupcoord(zk, port, n, steady);
+
+  const std::string sc = "5 vs direct ZooKeeper, " + count(static_cast<double>(n)) + " members";
+  auto pair = [](double a, double b, int decimals = 0) { return fmt(a, decimals) + " / " + fmt(b, decimals); };
+  row(sc, "ZooKeeper sessions held (direct / groupcoord)", pair(d.sessions - base, g.sessions - base));
+  row(sc, "watches set on the ensemble", pair(d.watches, g.watches));
+  row(sc, "ZooKeeper packets/s, steady state", pair(d.steady.packets / d.steady.seconds,
+                                                   g.steady.packets / g.steady.seconds, 1));
+  row(sc, "ensemble CPU, steady state (ms per s)",
+      pair(d.steady.cpu * 1000 / d.steady.seconds, g.steady.cpu * 1000 / g.steady.seconds, 1));
+  row(sc, "ZooKeeper packets for one member joining / leaving",
+      fmt(d.join.packets) + " / " + fmt(d.leave.packets) + " vs " + fmt(g.join.packets) + " / " +
+          fmt(g.leave.packets));
+  row(sc, "watch notifications per membership change", pair(d.join.notifications, g.join.notifications));
+  row(sc, "ms until every member knew of a join / leave (groupcoord: heartbeat every 1 s)",
+      fmt(d.join.learnMs, 1) + " / " + fmt(d.leave.learnMs, 1) + " vs " + fmt(g.join.learnMs, 1) + " / " +
+          fmt(g.leave.learnMs, 1));
+}
+
+int usage(int code) {
+  std::fprintf(code ? stderr : stdout,
+               "usage: groupcoord-bench SCENARIO [--key=value ...]\n"
+               "scenarios:\n"
+               "  throughput  --ports P --echo-port E [--pids SERVER_PID,ECHO_PID] [--conns 1000] [--seconds 5]\n"
+               "  members     --ports P --pids PID [--members 10000] [--conns 1000] [--groups 100]\n"
+               "              [--partitions 100] [--seconds 20] [--idle-seconds 10]\n"
+               "  join-storm  --ports P [--members 1000] [--partitions 1000] [--heartbeat-ms 100]\n"
+               "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
+               "  failover    --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]\n"
+               "              [--member-session-ms 2000] [--heartbeat-ms 200]\n"
+               "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics)\n"
+               "Prints Markdown rows: | scenario | figure | value | target |. bench/run.sh runs them all.\n");
+  return code;
+}
+
+}  // namespace
+}  // namespace groupcoord::bench
+
+int main(int argc, char** argv) {
+  using namespace groupcoord::bench;
+  if (argc < 2) return usage(2);
+  const std::string scenario = argv[1];
+  if (scenario == "--help" || scenario == "-h") return usage(0);
+  Args args;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) return usage(2);
+    a = a.substr(2);
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      args.values[a.substr(0, eq)] = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      args.values[a] = argv[++i];
+    } else {
+      return usage(2);
+    }
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  // Thousands of sockets (and threads, for the direct ZooKeeper members).
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  try {
+    if (scenario == "throughput") {
+      throughput(args);
+    } else if (scenario == "members") {
+      members(args);
+    } else if (scenario == "join-storm") {
+      joinStorm(args);
+    } else if (scenario == "direct") {
+      direct(args);
+    } else if (scenario == "failover") {
+      failover(args);
+    } else {
+      return usage(2);
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("bad arguments or setup: ") + e.what());
+  }
+  return 0;
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Runs groupcoord's benchmarks end to end and prints one Markdown table.
+#
+#   bench/run.sh [SCENARIO...]
+#
+# SCENARIO: throughput, members, join-storm, direct, failover (default: all,
+# in that order). It builds groupcoordd, groupcoord-bench and groupcoord-echo
+# (Release, in build-bench/), starts its own three-node ZooKeeper ensemble on
+# 127.0.0.1 (base port 23800: clients on 23801-23803), starts groupcoordd
+# servers as each scenario needs them (fresh ones, so that memory figures
+# start from an empty server), and stops everything it started on exit.
+# Everything stays on 127.0.0.1; each scenario is bounded in time.
+#
+# Environment: BUILD_DIR (default build-bench), GROUPCOORD_BENCH_ZK_BASE_PORT
+# (23800), JOBS (cores), BENCH_OUT (also write the table to this file),
+# BENCH_NO_BUILD=1 (use the binaries already in BUILD_DIR).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build-bench}
+base=${GROUPCOORD_BENCH_ZK_BASE_PORT:-23800}
+jobs=${JOBS:-$(nproc)}
+zk_session_ms=4000
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(throughput members join-storm direct failover)
+
+log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
+
+started=()
+work=$(mktemp -d /tmp/groupcoord-bench.XXXXXX)
+ensemble=("$root/scripts/zk-ensemble.sh" --base-port "$base" --tick-ms 500)
+cleanup() {
+  local pid
+  for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${started[@]}"; do wait "$pid" 2>/dev/null || true; done
+  "${ensemble[@]}" stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+t_start=$(date +%s)
+if [ -n "${BENCH_NO_BUILD:-}" ]; then
+  log "using the binaries already in $build_dir"
+else
+log "building in $build_dir (Release)"
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DGROUPCOORD_BUILD_TESTS=OFF \
+  ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
+cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo > "$work/build.log" 2>&1 ||
+  { tail -50 "$work/build.log" >&2; exit 1; }
+fi
+bench="$build_dir/bench/groupcoord-bench"
+server_bin="$build_dir/server/groupcoordd"
+
+# Thousands of client connections per process.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge 16384 ] || ulimit -n 65536 2>/dev/null || log "warning: open-file limit is $(ulimit -n)"
+
+log "starting a ZooKeeper ensemble on 127.0.0.1:$((base + 1))-$((base + 3))"
+"${ensemble[@]}" start >&2
+zk=$("${ensemble[@]}" connect)
+
+# start_server ID -> sets server_pid and server_port
+start_server() {
+  local id=$1 pf="$work/server$1.port"
+  rm -f "$pf"
+  "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
+    --server-id="$id" --zk-session-timeout-ms=$zk_session_ms --http-port=0 \
+    --log-file="$work/server$id.log" 2>>"$work/server$id.stderr" &
+  server_pid=$!
+  started+=("$server_pid")
+  local i
+  for i in $(seq 1 100); do
+    [ -s "$pf" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server$id.stderr" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -s "$pf" ] || { log "groupcoordd $id did not start"; exit 1; }
+  server_port=$(cat "$pf")
+}
+stop_server() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+table="$work/table.md"
+run() {
+  log "scenario: $*"
+  "$bench" "$@" --zk-base-port="$base" | tee -a "$table"
+}
+
+for s in "${scenarios[@]}"; do
+  case "$s" in
+    throughput)
+      start_server 1
+      pf="$work/echo.port"
+      "$build_dir/bench/groupcoord-echo" --port-file="$pf" 2>>"$work/echo.log" &
+      echo_pid=$!
+      started+=("$echo_pid")
+      for _ in $(seq 1 50); do [ -s "$pf" ] && break; sleep 0.1; done
+      run throughput --ports="$server_port" --echo-port="$(cat "$pf")" --pids="$server_pid,$echo_pid"
+      stop_server "$echo_pid"
+      stop_server "$server_pid"
+      ;;
+    members)
+      start_server 1
+      run members --ports="$server_port" --pids="$server_pid"
+      stop_server "$server_pid"
+      ;;
+    join-storm)
+      start_server 1
+      run join-storm --ports="$server_port"
+      stop_server "$server_pid"
+      ;;
+    direct)
+      start_server 1
+      run direct --ports="$server_port" --members=100
+      run direct --ports="$server_port" --members=1000
+      stop_server "$server_pid"
+      ;;
+    failover)
+      start_server 1
+      p1=$server_port pid1=$server_pid
+      start_server 2
+      p2=$server_port pid2=$server_pid
+      run failover --ports="$p1,$p2" --pids="$pid1,$pid2" --zk-session-ms=$zk_session_ms
+      stop_server "$pid1"
+      stop_server "$pid2"
+      ;;
+    *)
+      log "unknown scenario '$s' (throughput, members, join-storm, direct, failover)"
+      exit 2
+      ;;
+  esac
+done
+
+elapsed=$(( $(date +%s) - t_start ))
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+{
+  echo
+  echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
+    "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+    "with \`bench/run.sh\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
+    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms."
+  echo
+  echo "| scenario | figure | value | target |"
+  echo "|---|---|---|---|"
+  cat "$table"
+} > "$work/final.md"
+echo
+cat "$work/final.md"
+[ -z "${BENCH_OUT:-}" ] || cp "$work/final.md" "$BENCH_OUT"
+log "logs in $work"

@@ -1,0 +1,78 @@
+#include "metrics/Coordination.h"
+
+namespace groupcoord::metrics {
+
+std::string_view zkOpName(ZkOp op) {
+  switch (op) {
+    case ZkOp::Create: return "create";
+    case ZkOp::Remove: return "remove";
+    case ZkOp::Get: return "get";
+    case ZkOp::Set: return "set";
+    case ZkOp::Exists: return "exists";
+    case ZkOp::GetChildren: return "get_children";
+    case ZkOp::Multi: return "multi";
+  }
+  return "unknown";
+}
+
+std::string_view zkStateName(ZkState state) {
+  switch (state) {
+    case ZkState::Connecting: return "connecting";
+    case ZkState::Connected: return "connected";
+    case ZkState::Reconnecting: return "reconnecting";
+    case ZkState::Expired: return "expired";
+    case ZkState::AuthFailed: return "auth_failed";
+    case ZkState::Closed: return "closed";
+  }
+  return "unknown";
+}
+
+CoordinationMetrics::CoordinationMetrics() {
+  for (auto& h : zkLatency) h = std::make_unique<Histogram>(zookeeperLatencyBoundsNs());
+}
+
+void CoordinationMetrics::sessionState(ZkState next) {
+  const auto before = static_cast<ZkState>(zkState.exchange(static_cast<size_t>(next), std::memory_order_relaxed));
+  if (next == ZkState::Connected && before == ZkState::Reconnecting) zkReconnects.add();
+  if ((next == ZkState::Expired || next == ZkState::AuthFailed) && before != next) zkExpiries.add();
+}
+
+CoordinationMetrics& coordination() {
+  // Never destroyed: ZooKeeper's last callbacks may record during exit.
+  static CoordinationMetrics* const instance = new CoordinationMetrics();
+  return *instance;
+}
+
+void registerCoordinationMetrics(Registry& r) {
+  CoordinationMetrics& m = coordination();
+  r.addCounter("groupcoord_generation_moves_total",
+               "Membership transactions of the groups controlled here that moved a group's generation",
+               m.generationMoves);
+  r.addCounter("groupcoord_evictions_total", "Members evicted because they were silent for their session timeout",
+               m.evictions);
+  r.addHistogram("groupcoord_zookeeper_transaction_changes",
+                 "Membership changes (joins, leaves, evictions) per batched ZooKeeper transaction sent",
+                 m.transactionChanges);
+  r.add("groupcoord_zookeeper_session_state",
+        "The ZooKeeper session's state: 1 for the current state, 0 for the others", Type::Gauge,
+        [&m](FamilyWriter& w) {
+          const size_t now = m.zkState.load(std::memory_order_relaxed);
+          for (size_t s = 0; s < kZkStateCount; ++s) {
+            w.value({{"state", std::string(zkStateName(static_cast<ZkState>(s)))}}, s == now ? 1 : 0);
+          }
+        });
+  r.addCounter("groupcoord_zookeeper_reconnects_total",
+               "Times the connection to ZooKeeper was restored with the same session", m.zkReconnects);
+  r.addCounter("groupcoord_zookeeper_session_expiries_total",
+               "ZooKeeper sessions of this server that expired or failed authentication (a new one is opened)",
+               m.zkExpiries);
+  r.add("groupcoord_zookeeper_operation_duration_seconds",
+        "ZooKeeper operations of this server, from the call to its completion, by operation", Type::Histogram,
+        [&m](FamilyWriter& w) {
+          for (size_t op = 0; op < kZkOpCount; ++op) {
+            w.histogram({{"op", std::string(zkOpName(static_cast<ZkOp>(op)))}}, m.zkLatency[op]->snapshot(), 1e9);
+          }
+        });
+}
+
+}  // namespace groupcoord::metrics

@@ -1,0 +1,114 @@
+#include "server/Metrics.h"
+
+#include <chrono>
+#include <string>
+#include <variant>
+
+namespace groupcoord::server {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string apiLabel(size_t api) { return std::string(protocol::apiName(static_cast<protocol::ApiKey>(api))); }
+}  // namespace
+
+RequestMetrics::RequestMetrics() {
+  for (auto& h : latency_) h = std::make_unique<metrics::Histogram>(metrics::requestLatencyBoundsNs());
+}
+
+size_t RequestMetrics::errorSlot(protocol::ErrorCode error) {
+  const int slot = static_cast<int>(error) + 1;
+  return slot >= 0 && slot < static_cast<int>(kErrorSlots) - 1 ? static_cast<size_t>(slot) : kErrorSlots - 1;
+}
+
+void RequestMetrics::record(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) {
+  const auto index = static_cast<size_t>(api);
+  if (index >= latency_.size()) return;
+  latency_[index]->observe(nanos);
+  if (error != protocol::ErrorCode::NONE) errors_[index][errorSlot(error)].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t RequestMetrics::requests(protocol::ApiKey api) const {
+  const auto index = static_cast<size_t>(api);
+  return index < latency_.size() ? latency_[index]->snapshot().count : 0;
+}
+
+uint64_t RequestMetrics::errors(protocol::ApiKey api, protocol::ErrorCode error) const {
+  const auto index = static_cast<size_t>(api);
+  return index < latency_.size() ? errors_[index][errorSlot(error)].load(std::memory_order_relaxed) : 0;
+}
+
+void RequestMetrics::registerWith(metrics::Registry& r) const {
+  r.add("groupcoord_requests_total", "Requests answered by the coordinator, by API", metrics::Type::Counter,
+        [this](metrics::FamilyWriter& w) {
+          for (size_t api = 0; api < latency_.size(); ++api) {
+            w.value({{"api", apiLabel(api)}}, static_cast<double>(latency_[api]->snapshot().count));
+          }
+        });
+  r.add("groupcoord_request_errors_total",
+        "Requests answered with an error code, by API and error (only pairs seen so far)", metrics::Type::Counter,
+        [this](metrics::FamilyWriter& w) {
+          for (size_t api = 0; api < latency_.size(); ++api) {
+            for (size_t slot = 0; slot < kErrorSlots; ++slot) {
+              const uint64_t n = errors_[api][slot].load(std::memory_order_relaxed);
+              if (n == 0) continue;
+              std::string name = "OTHER";
+              if (slot < kErrorSlots - 1) {
+                const auto code = static_cast<protocol::ErrorCode>(static_cast<int>(slot) - 1);
+                name = std::string(protocol::errorName(code));
+                if (name == "UNKNOWN_ERROR_CODE") name = std::to_string(static_cast<int>(code));
+              }
+              w.value({{"api", apiLabel(api)}, {"error", name}}, static_cast<double>(n));
+            }
+          }
+        });
+  r.add("groupcoord_request_duration_seconds",
+        "Time from a request reaching the coordinator to its answer, by API", metrics::Type::Histogram,
+        [this](metrics::FamilyWriter& w) {
+          for (size_t api = 0; api < latency_.size(); ++api) {
+            w.histogram({{"api", apiLabel(api)}}, latency_[api]->snapshot(), 1e9);
+          }
+        });
+}
+
+protocol::ErrorCode responseError(const protocol::Response& response) {
+  return std::visit([](const auto& r) { return r.error; }, response);
+}
+
+void MeteredHandler::handle(const protocol::RequestHeader& header, protocol::Request request,
+                            protocol::ResponseCallback done) {
+  inner_.handle(header, std::move(request),
+                [metrics = &metrics_, api = header.apiKey, start = Clock::now(),
+                 done = std::move(done)](protocol::Response response) {
+                  const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+                  metrics->record(api, responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
+                  done(std::move(response));
+                });
+}
+
+void registerConnectionMetrics(metrics::Registry& r, std::function<TcpServerStats()> stats) {
+  r.addGauge("groupcoord_connections_open", "Client connections open now",
+             [stats] { return static_cast<double>(stats().connectionsOpen); });
+  r.add("groupcoord_connections_accepted_total", "Client connections accepted and served", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) { w.value(static_cast<double>(stats().connectionsAccepted)); });
+  r.add("groupcoord_connections_rejected_total",
+        "Client connections closed at once because max.connections was reached", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) { w.value(static_cast<double>(stats().connectionsRejected)); });
+  r.add("groupcoord_connections_closed_total", "Client connections closed, by reason", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) {
+          const TcpServerStats s = stats();
+          for (size_t i = 0; i < kCloseReasonCount; ++i) {
+            const auto reason = static_cast<CloseReason>(i);
+            w.value({{"reason", std::string(closeReasonName(reason))}}, static_cast<double>(s.closed(reason)));
+          }
+        });
+  r.add("groupcoord_requests_refused_total",
+        "Request frames the server answered itself without reaching the coordinator (undecodable, unknown API or "
+        "version, invalid names)",
+        metrics::Type::Counter, [stats](metrics::FamilyWriter& w) {
+          const TcpServerStats s = stats();
+          w.value(static_cast<double>(s.requestsReceived >= s.handlerCalls ? s.requestsReceived - s.handlerCalls : 0));
+        });
+}
+
+}  // namespace groupcoord::server

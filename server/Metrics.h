@@ -1,0 +1,74 @@
+#pragma once
+
+// groupcoordd's request and connection metrics.
+//
+// RequestMetrics counts every request that reaches the Handler, by API, its
+// answer's error code and its latency (from the call to `done`). It is
+// updated on the I/O threads and wherever `done` runs, without a lock:
+// one histogram observation (two relaxed additions on the thread's own
+// stripe) per request, one more relaxed addition when the answer is an error.
+//
+// MeteredHandler puts RequestMetrics in front of another Handler.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "metrics/Metrics.h"
+#include "metrics/Registry.h"
+#include "protocol/Handler.h"
+#include "server/TcpServer.h"
+
+namespace groupcoord::server {
+
+class RequestMetrics {
+ public:
+  RequestMetrics();
+
+  // Any thread. An api outside the protocol's range is ignored.
+  void record(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos);
+
+  uint64_t requests(protocol::ApiKey api) const;
+  uint64_t errors(protocol::ApiKey api, protocol::ErrorCode error) const;
+
+  // Adds groupcoord_requests_total, groupcoord_request_errors_total and
+  // groupcoord_request_duration_seconds. Start-up; this object must
+  // outlive the registry's scrapes.
+  void registerWith(metrics::Registry& registry) const;
+
+ private:
+  // Error codes -1 .. kErrorSlots-3 have a slot of their own (code + 1);
+  // any other value shares the last one.
+  static constexpr size_t kErrorSlots = 66;
+  static size_t errorSlot(protocol::ErrorCode error);
+
+  std::array<std::unique_ptr<metrics::Histogram>, protocol::kApiCount> latency_;
+  std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
+};
+
+// Answers through `inner` and records each request in `metrics`. Both must
+// outlive every `done` the inner handler still holds (groupcoordd keeps
+// them until after the Backend has shut down).
+class MeteredHandler final : public protocol::Handler {
+ public:
+  MeteredHandler(protocol::Handler& inner, RequestMetrics& metrics) : inner_(inner), metrics_(metrics) {}
+  void handle(const protocol::RequestHeader& header, protocol::Request request,
+              protocol::ResponseCallback done) override;
+
+ private:
+  protocol::Handler& inner_;
+  RequestMetrics& metrics_;
+};
+
+// The error code a response carries at its top level.
+protocol::ErrorCode responseError(const protocol::Response& response);
+
+// Adds the connection metrics, read from `stats` at each scrape:
+// groupcoord_connections_open, _accepted_total, _rejected_total,
+// _closed_total{reason}, and groupcoord_requests_refused_total (frames the
+// server answered itself: undecodable, unknown API or version, bad names).
+void registerConnectionMetrics(metrics::Registry& registry, std::function<TcpServerStats()> stats);
+
+}  // namespace groupcoord::server

@@ -1,0 +1,141 @@
+// A measured graceful shutdown: two groupcoordd servers against the live
+// ensemble, a group controlled by one of them with members; SIGTERM to the
+// controller. It closes its ZooKeeper session as it goes, so its ephemeral
+// znodes vanish at once and the other server takes the group over without
+// waiting for the session timeout.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "WireMember.h"
+#include "support/ServerProcess.h"
+#include "support/TestEnv.h"
+
+namespace groupcoord::servertest {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+using testing::ServerProcess;
+using testing::WireMember;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kZkSessionTimeoutMs = 6000;
+
+int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+class GracefulShutdown : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::requireEnsemble();
+    root_ = "/" + testing::uniqueName("shutdownit");
+  }
+  void TearDown() override {
+    for (auto& s : servers_) {
+      if (HasFailure()) std::cerr << "---- log of groupcoordd pid " << s->pid() << "\n" << s->log() << std::endl;
+      s->terminate();
+    }
+  }
+
+  ServerProcess& startServer(int id) {
+    auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--server-id=" + std::to_string(id), "--zk-root=" + root_,
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeoutMs), "--http-port=-1"});
+    EXPECT_TRUE(s->start());
+    servers_.push_back(std::move(s));
+    return *servers_.back();
+  }
+
+  std::string root_;
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+};
+
+// Every member heartbeats NONE at one and the same generation.
+bool inSync(std::vector<std::unique_ptr<WireMember>>& members) {
+  int64_t generation = -1;
+  for (auto& m : members) {
+    if (m->heartbeat().error != ErrorCode::NONE) return false;
+    if (generation != -1 && m->generation() != generation) return false;
+    generation = m->generation();
+  }
+  return true;
+}
+
+TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessionTimeout) {
+  auto& s1 = startServer(1);
+  auto& s2 = startServer(2);
+  const std::vector<uint16_t> ports{s1.port(), s2.port()};
+  // Both registered: each names the other's groups' controller.
+  auto created = testing::createGroup(ports[0], "handover", 3000);
+  ASSERT_EQ(created.error, ErrorCode::NONE);
+  ASSERT_FALSE(created.controller.isNone());
+  const int32_t controllerId = created.controller.brokerId;
+  ServerProcess& controller = controllerId == 1 ? s1 : s2;
+  ServerProcess& survivor = controllerId == 1 ? s2 : s1;
+  const int32_t survivorId = controllerId == 1 ? 2 : 1;
+
+  std::vector<std::unique_ptr<WireMember>> members;
+  for (int i = 0; i < 3; ++i) {
+    members.push_back(std::make_unique<WireMember>("handover", ports, "m" + std::to_string(i)));
+    ASSERT_EQ(members.back()->join().error, ErrorCode::NONE);
+  }
+  auto deadline = Clock::now() + 10s;
+  bool synced = false;
+  while (!synced && Clock::now() < deadline) {
+    for (auto& m : members) m->settle(5s);
+    synced = inSync(members);
+  }
+  ASSERT_TRUE(synced) << "the members never agreed before the shutdown";
+  for (auto& m : members) ASSERT_EQ(m->controllerPort(), controller.port());
+
+  const auto signalled = Clock::now();
+  ASSERT_EQ(::kill(controller.pid(), SIGTERM), 0);
+
+  // When does the survivor name itself the group's controller?
+  int64_t claimedAfter = -1;
+  while (claimedAfter < 0 && msSince(signalled) < 3 * kZkSessionTimeoutMs) {
+    if (testing::describeGroup(survivor.port(), "handover").controller.brokerId == survivorId) {
+      claimedAfter = msSince(signalled);
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_GE(claimedAfter, 0) << "the survivor never claimed the group";
+
+  // And when are all members registered with it, at one generation?
+  int64_t syncedAfter = -1;
+  while (syncedAfter < 0 && msSince(signalled) < 3 * kZkSessionTimeoutMs) {
+    for (auto& m : members) m->settle(2s);
+    if (inSync(members)) syncedAfter = msSince(signalled);
+  }
+  ASSERT_GE(syncedAfter, 0) << "the members never settled with the survivor";
+  for (auto& m : members) EXPECT_EQ(m->controllerPort(), survivor.port());
+
+  std::cout << "[figure] graceful shutdown (SIGTERM): the survivor controls the group " << claimedAfter
+            << " ms after the signal (ZooKeeper session timeout " << kZkSessionTimeoutMs << " ms)" << std::endl;
+  std::cout << "[figure] graceful shutdown (SIGTERM): 3 members in sync with the survivor " << syncedAfter
+            << " ms after the signal (ZooKeeper session timeout " << kZkSessionTimeoutMs << " ms)" << std::endl;
+  EXPECT_LT(syncedAfter, kZkSessionTimeoutMs / 2)
+      << "the takeover waited for something like the session timeout: the session was not closed promptly";
+
+  // The terminated server exited cleanly and said it closed its session.
+  EXPECT_EQ(controller.terminate(10s), 0);
+  const std::string log = controller.log();
+  EXPECT_NE(log.find("ZooKeeper session closed"), std::string::npos) << log;
+  const size_t took = log.find("shutdown took ");
+  ASSERT_NE(took, std::string::npos) << log;
+  std::cout << "[figure] graceful shutdown: the terminated server logged \""
+            << log.substr(took, log.find('\n', took) - took) << "\"" << std::endl;
+}
+
+}  // namespace
+}  // namespace groupcoord::servertest
