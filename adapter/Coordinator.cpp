@@ -480,6 +480,9 @@ void Coordinator::maybeClaim(const std::string& group, TimePoint now) {
     std::lock_guard lock(registryMu_);
     auto it = known_.find(group);
     if (it == known_.end() || it->second.hasController || it->second.claiming) return;
+    // Not yet read whether it has a controller (the watch's first answer
+    // sets the time): nothing is overdue yet.
+    if (it->second.noControllerSince == TimePoint{}) return;
     bool preferred = preferredServer(group) == config_.serverId;
     bool overdue = now - it->second.noControllerSince >= config_.claimFallback;
     if (!preferred && !overdue) return;
@@ -1235,7 +1238,15 @@ void Coordinator::onHeartbeat(const protocol::HeartbeatRequest& r, ResponseCallb
       resp.error = ErrorCode::UNKNOWN_GROUP;
     } else {
       auto it = g->members.find(r.consumerId);
-      if (it == g->members.end() || g->removals.count(r.consumerId) || g->flightRemovals.count(r.consumerId)) {
+      if (it == g->members.end() && g->ownership.inGrace(time_.now())) {
+        // This server has just taken the group over, and the member may
+        // still hold partitions granted by the previous controller: it is
+        // told to register again (reporting what it holds) rather than that
+        // it is unknown, which would make it drop everything and leave its
+        // partitions waiting out the grace.
+        resp.error = ErrorCode::REBALANCE_NEEDED;
+      } else if (it == g->members.end() || g->removals.count(r.consumerId) ||
+                 g->flightRemovals.count(r.consumerId)) {
         resp.error = ErrorCode::UNKNOWN_CONSUMER;
       } else {
         TimePoint now = time_.now();

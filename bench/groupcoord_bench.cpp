@@ -547,6 +547,7 @@ void failover(const Args& args) {
     loop.runFor(1 * kSec);
     log("failover: SIGKILL to the server on port %u (pid %d), which controls %d of %zu groups", victim, victimPid,
         controlled[victim], groups);
+    fleet.stats() = FleetStats{};
     const uint64_t t0 = nowNs();
     ::kill(victimPid, SIGKILL);
     uint64_t controlAt = 0, syncAt = 0;
@@ -594,6 +595,7 @@ void failover(const Args& args) {
         fmt(static_cast<double>(controlAt - t0) / kMs), target);
     row(sc, "all " + std::to_string(fleet.size()) + " members in sync, assignments exact (ms after SIGKILL)",
         fmt(static_cast<double>(syncAt - t0) / kMs), target);
+    row(sc, "answers the members saw meanwhile (not NONE)", errorsText(fleet.stats()));
   }
 }
 

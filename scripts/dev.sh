@@ -30,7 +30,7 @@ packages=(
   zookeeper libzookeeper-mt-dev default-jre-headless
   libpoco-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev
+  libssl-dev openssl
   docker-compose python3-yaml
   clang libclang-rt-14-dev
 )

@@ -402,11 +402,20 @@ TEST_F(CoordinatorTest, ASurvivorClaimsTheGroupsOfAServerWhoseSessionEnded) {
   settle();
   advance(20ms);
   EXPECT_EQ(a.coordinator->controlledGroups().size(), 40u);
-  // The member registers again with the new controller and the group moves on.
-  EXPECT_EQ(heartbeat(*a.coordinator, ofB[0], "m", before).error, ErrorCode::UNKNOWN_CONSUMER);
+  // Within the takeover grace the new controller tells a member it does not
+  // know yet to register again (it may hold partitions), not that it is
+  // unknown; it registers and the group moves on.
+  EXPECT_EQ(heartbeat(*a.coordinator, ofB[0], "m", before).error, ErrorCode::REBALANCE_NEEDED);
   auto again = join(*a.coordinator, ofB[0], "m");
   EXPECT_EQ(again.error, ErrorCode::NONE);
   EXPECT_EQ(again.generation, before + 1);
+  // Once the grace (one session timeout, 2000 ms) is over, a member it has
+  // never seen is unknown.
+  for (int i = 0; i < 5; ++i) {
+    advance(500ms);
+    EXPECT_EQ(heartbeat(*a.coordinator, ofB[0], "m", again.generation).error, ErrorCode::NONE);
+  }
+  EXPECT_EQ(heartbeat(*a.coordinator, ofB[0], "ghost", again.generation).error, ErrorCode::UNKNOWN_CONSUMER);
 }
 
 TEST_F(CoordinatorTest, WhileZooKeeperIsAwayHeartbeatsGoOnAndEvictionsWait) {
@@ -445,7 +454,9 @@ TEST_F(CoordinatorTest, AfterItsSessionExpiresTheServerStartsOverAndMembersRejoi
   advance(20ms);
   EXPECT_TRUE(n.coordinator->registered());
   EXPECT_EQ(n.coordinator->controlledGroups(), (std::vector<std::string>{"g"}));
-  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::UNKNOWN_CONSUMER);
+  // Its members' znodes went with the old session; within the grace a
+  // member is told to register again.
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::REBALANCE_NEEDED);
   auto again = join(*n.coordinator, "g", "a");
   EXPECT_EQ(again.error, ErrorCode::NONE);
   EXPECT_EQ(again.generation, a.generation + 1);
