@@ -80,6 +80,7 @@ const char* const kOverallHelp =
     "  --tls-ca-file F    speak TLS; trust servers whose certificate chains to the CAs in F (PEM)\n"
     "  --tls-server-name N  the name the server certificate must carry (default: the bootstrap host)\n"
     "  --tls-no-verify-hostname  accept any certificate of a trusted CA, whatever name it carries\n"
+    "  --tls-certificate-file F, --tls-key-file K  a client certificate, for servers that ask for one\n"
     "  --help             this text; `groupctl COMMAND --help` for one command\n"
     "\n"
     "exit codes: 0 success, 1 the server refused, 2 usage error, 3 no server reachable\n";
@@ -131,7 +132,7 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--topic",     "--partition",   "--to-offset",  "--shift-by",
                                              "--partitions", "--zookeeper",  "--topics-path",
                                              "--user",      "--secret-file", "--tls-ca-file", "--tls-server-name",
-                                             "--role",      "--iterations"};
+                                             "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
                                             "--help",        "--tls-no-verify-hostname"};
 
@@ -171,7 +172,7 @@ Args parseArgs(int argc, char** argv) {
 // Refuses options the command does not know, so that a typo is not ignored.
 void allowOnly(const Args& args, const std::string& command, std::set<std::string> allowed) {
   allowed.insert({"--bootstrap", "--output", "--help", "--user", "--secret-file", "--tls-ca-file", "--tls-server-name",
-                  "--tls-no-verify-hostname"});
+                  "--tls-no-verify-hostname", "--tls-certificate-file", "--tls-key-file"});
   for (auto& [name, value] : args.options)
     if (!allowed.count(name)) throw UsageError{name + " does not apply to `" + command + "`"};
   for (auto& name : args.flags)
@@ -307,8 +308,13 @@ class Command {
     sec.tlsCaFile = opt("--tls-ca-file");
     sec.tlsServerName = opt("--tls-server-name");
     sec.tlsVerifyHostname = !args_.flags.count("--tls-no-verify-hostname");
-    if (sec.tlsCaFile.empty() && (!sec.tlsServerName.empty() || !sec.tlsVerifyHostname))
-      throw UsageError{"--tls-server-name and --tls-no-verify-hostname need --tls-ca-file"};
+    sec.tlsCertificateFile = opt("--tls-certificate-file");
+    sec.tlsKeyFile = opt("--tls-key-file");
+    if (sec.tlsCertificateFile.empty() != sec.tlsKeyFile.empty())
+      throw UsageError{"--tls-certificate-file and --tls-key-file go together"};
+    if (sec.tlsCaFile.empty() &&
+        (!sec.tlsServerName.empty() || !sec.tlsVerifyHostname || !sec.tlsCertificateFile.empty()))
+      throw UsageError{"--tls-server-name, --tls-no-verify-hostname and a client certificate need --tls-ca-file"};
     return sec;
   }
 

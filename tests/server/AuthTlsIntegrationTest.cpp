@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -80,6 +81,12 @@ class SecuredServerTest : public ::testing::Test {
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(zk_->createSync(topicsPath_ + "/alpha", adapter::encodeTopic(2), zk::CreateMode::Persistent).error,
               zk::Error::Ok);
+  }
+
+  // The scratch directory holds keys and secrets: it goes with the test.
+  void TearDown() override {
+    std::error_code ignored;
+    if (dir_.rfind("/tmp/groupcoord-authtls-", 0) == 0) std::filesystem::remove_all(dir_, ignored);
   }
 
   std::string credentialsFile() {
@@ -287,6 +294,11 @@ class TlsServerTest : public SecuredServerTest {
             "/server.csr",
         "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -days 2 " +
             "-extfile " + d + "/san.cnf -out " + d + "/server.pem",
+        // A client certificate from the same CA, for servers that ask for one.
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=groupcoord-test-client -keyout " + d + "/client.key -out " + d +
+            "/client.csr",
+        "openssl x509 -req -in " + d + "/client.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -days 2 " +
+            "-out " + d + "/client.pem",
     };
     for (const auto& step : steps) ASSERT_EQ(run(step), 0) << step;
   }
@@ -383,6 +395,35 @@ TEST_F(TlsServerTest, AClientRefusesAServerItsCaDidNotSignOrOfAnotherName) {
   Connection unnamed;
   unnamed.setSecurity(otherName);
   EXPECT_TRUE(unnamed.connect("127.0.0.1", server->port(), 10s)) << unnamed.lastError();
+  EXPECT_TRUE(server->running());
+}
+
+TEST_F(TlsServerTest, WithACaFileTheServerServesOnlyClientsWithACertificateItSigned) {
+  auto server = startTlsServer({"--tls-ca-file=" + dir_ + "/ca.pem"});
+  EXPECT_NE(server->log().find("client certificates required"), std::string::npos) << server->log();
+
+  SecurityOptions withCert = tls(dir_ + "/ca.pem");
+  withCert.tlsCertificateFile = dir_ + "/client.pem";
+  withCert.tlsKeyFile = dir_ + "/client.key";
+  Connection good;
+  good.setSecurity(withCert);
+  ASSERT_TRUE(good.connect("127.0.0.1", server->port(), 10s)) << good.lastError();
+  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+
+  // Without a certificate: with TLS 1.3 the client may finish its side of
+  // the handshake before the server refuses it, so the refusal shows on the
+  // first call at the latest.
+  Connection anonymous;
+  anonymous.setSecurity(tls(dir_ + "/ca.pem"));
+  bool served = false;
+  if (anonymous.connect("127.0.0.1", server->port(), 10s)) {
+    auto r = anonymous.call(protocol::ListGroupsRequest{}, 10s);
+    served = r.ok;
+    EXPECT_NE(anonymous.lastStatus(), IoStatus::Timeout) << anonymous.lastError();
+  }
+  EXPECT_FALSE(served) << "a client without a certificate was served";
+  // The refused client cost nobody else anything.
+  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
   EXPECT_TRUE(server->running());
 }
 
