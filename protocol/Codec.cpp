@@ -1,5 +1,6 @@
 #include "protocol/Codec.h"
 
+#include <array>
 #include <utility>
 
 #include "protocol/Wire.h"
@@ -356,10 +357,17 @@ void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.erro
 
 constexpr size_t kMaxNameBytes = 249;
 
-bool isNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
-}
+// [a-zA-Z0-9._-] as a table: names are checked on every request.
+constexpr std::array<bool, 256> kNameChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[static_cast<size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                                c == '.' || c == '_' || c == '-';
+  }
+  return t;
+}();
+
+bool isNameChar(char c) { return kNameChars[static_cast<unsigned char>(c)]; }
 
 // Group first, then the member, then topics: the first that fails is the answer.
 ErrorCode groupError(const std::string& group) {

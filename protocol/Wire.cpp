@@ -1,6 +1,7 @@
 #include "protocol/Wire.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace groupcoord::protocol::wire {
 
@@ -157,7 +158,13 @@ std::string Reader::describeFailure() const {
 }
 
 void Writer::putBigEndian(uint64_t v, size_t n) {
-  for (size_t i = n; i > 0; --i) out_.push_back(static_cast<uint8_t>(v >> (8 * (i - 1))));
+  // One resize and a fixed-size copy rather than a push_back per byte: this
+  // runs several times for every response of the heartbeat hot path.
+  uint8_t bytes[8];
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(v >> (8 * (7 - i)));
+  const size_t at = out_.size();
+  out_.resize(at + n);
+  std::memcpy(out_.data() + at, bytes + (8 - n), n);
 }
 
 void Writer::writeString(std::string_view v) {

@@ -112,8 +112,8 @@ std::vector<OptionSpec> makeSpecs() {
                            "connection until responses drain",
                            &ServerConfig::maxInFlightPerConnection));
   s.push_back(numberOption("idle.timeout.ms", "MS",
-                           "a connection that sent part of a frame and then nothing for this long is closed "
-                           "(a connection with nothing pending is never closed for idleness)",
+                           "a frame must arrive whole within this long of its first byte, else its connection "
+                           "is closed (a connection with nothing pending is never closed for idleness)",
                            &ServerConfig::idleTimeoutMs));
   s.push_back(numberOption("max.output.buffer.bytes", "BYTES",
                            "a connection whose unread responses pass this many bytes is closed",

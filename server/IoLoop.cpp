@@ -173,6 +173,16 @@ struct Connection {
   bool scheduled = false;  // on IoLoop::scheduled_ for a flush at the end of this turn
   bool writeBlocked = false;  // the last send hit a full socket buffer: wait for EPOLLOUT
   Clock::time_point lastReadAt{};
+  // When the first byte of the frame now buffered in `in` arrived: the
+  // frame must be whole within the idle timeout (a client dripping a byte
+  // at a time does not keep a connection forever).
+  Clock::time_point frameStartedAt{};
+  // A frame of an impossible size arrived: nothing after it can be framed.
+  // What came before it is answered, later bytes are read and dropped, and
+  // the connection closes once the answers are out.
+  bool untrusted = false;
+  CloseReason untrustedReason = CloseReason::FrameTooLarge;
+  Clock::time_point untrustedAt{};
   std::shared_ptr<Completions> completions;
   std::shared_ptr<AuthSession> auth;  // who this connection authenticated as; made on its first request
   SSL* ssl = nullptr;                 // set when the listener speaks TLS
@@ -558,25 +568,33 @@ void IoLoop::onReadable(Connection& c) {
 }
 
 void IoLoop::received(Connection& c, size_t size) {
-  if (draining_) return;  // shutting down: no new requests; the bytes are dropped
-  if (c.in.empty()) {
+  // Shutting down, or past a frame that cannot be trusted: no new requests;
+  // the bytes are dropped.
+  if (draining_ || c.untrusted) return;
+  const bool hadPartial = !c.in.empty();
+  size_t used = 0;
+  if (!hadPartial) {
     // The common case: whole frames straight from the scratch buffer, and
     // only the tail of a partial frame is kept on the connection.
-    const size_t used = consume(c, scratch_.data(), size);
-    if (!c.closed && used < size) c.in.assign(scratch_.data() + used, scratch_.data() + size);
+    used = consume(c, scratch_.data(), size);
+    if (!c.closed && !c.untrusted && used < size) c.in.assign(scratch_.data() + used, scratch_.data() + size);
   } else {
     c.in.insert(c.in.end(), scratch_.data(), scratch_.data() + size);
-    const size_t used = consume(c, c.in.data(), c.in.size());
+    used = consume(c, c.in.data(), c.in.size());
     if (!c.closed) c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(used));
   }
   if (c.closed) return;
+  if (c.untrusted) c.in.clear();
+  // A new frame has begun unless the bytes only extended the one buffered.
+  if (!c.in.empty() && (!hadPartial || used > 0)) c.frameStartedAt = now_;
   if (c.in.empty() && c.in.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.in);
   updateInterest(c);
+  if (c.untrusted) maybeFinish(c);
 }
 
 size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
   size_t pos = 0;
-  while (!c.closed) {
+  while (!c.closed && !c.untrusted) {
     if (c.inFlight() >= static_cast<uint64_t>(options_.maxInFlightPerConnection)) {
       // Backpressure: stop reading until responses drain (see flush()).
       c.paused = true;
@@ -594,11 +612,15 @@ size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
       const bool small = status == protocol::FrameStatus::TooSmall;
       uint64_t suppressed = 0;
       if (gFrameLog.allow(&suppressed)) {
-        spdlog::warn("closing the connection from {}: frame size {} is {} (limits {}..{}){}", c.peer, declared,
-                     small ? "too small" : "too large", protocol::kMinRequestBody, options_.maxFrameBytes,
+        spdlog::warn("closing the connection from {}: frame size {} is {} (limits {}..{}); the {} request(s) "
+                     "before it are answered first{}",
+                     c.peer, declared, small ? "too small" : "too large", protocol::kMinRequestBody,
+                     options_.maxFrameBytes, c.inFlight(),
                      suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
       }
-      close(c, small ? CloseReason::FrameTooSmall : CloseReason::FrameTooLarge);
+      c.untrusted = true;
+      c.untrustedReason = small ? CloseReason::FrameTooSmall : CloseReason::FrameTooLarge;
+      c.untrustedAt = now_;
       break;
     }
     dispatch(c, rest.data() + 4, static_cast<size_t>(bodySize));
@@ -608,9 +630,12 @@ size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
 }
 
 void IoLoop::parseBuffered(Connection& c) {
-  if (c.in.empty() || c.closed || draining_) return;
+  if (c.in.empty() || c.closed || draining_ || c.untrusted) return;
   const size_t used = consume(c, c.in.data(), c.in.size());
-  if (!c.closed) c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(used));
+  if (c.closed) return;
+  c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(used));
+  if (c.untrusted) c.in.clear();
+  if (!c.in.empty() && used > 0) c.frameStartedAt = now_;
 }
 
 void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
@@ -759,6 +784,7 @@ void IoLoop::flush(Connection& c) {
   if (c.paused && c.inFlight() <= static_cast<uint64_t>(options_.maxInFlightPerConnection) / 2) {
     c.paused = false;
     c.lastReadAt = now_;  // the stall was ours, not the client's
+    c.frameStartedAt = now_;
     parseBuffered(c);
     if (c.closed) return;
     updateInterest(c);
@@ -819,7 +845,9 @@ void IoLoop::updateInterest(Connection& c) {
 
 void IoLoop::maybeFinish(Connection& c) {
   if (c.closed || c.inFlight() > 0 || c.pendingOut() > 0) return;
-  if (c.peerEof) {
+  if (c.untrusted) {
+    close(c, c.untrustedReason);
+  } else if (c.peerEof) {
     close(c, CloseReason::PeerClosed);
   } else if (draining_) {
     close(c, CloseReason::Shutdown);
@@ -881,9 +909,12 @@ void IoLoop::tick() {
   // Closes connections that hold part of a frame and went quiet. A
   // connection with nothing buffered is never idle-closed: consumers keep
   // idle connections between heartbeats.
-  std::vector<Connection*> stalled;
+  std::vector<Connection*> stalled, unread;
   for (auto& c : connections_) {
-    if (!c->in.empty() && readingWanted(*c) && now_ - c->lastReadAt >= options_.idleTimeout) {
+    if (c->untrusted) {
+      // Its answers are not being read: it gets no longer than a frame would.
+      if (now_ - c->untrustedAt >= options_.idleTimeout) unread.push_back(c.get());
+    } else if (!c->in.empty() && readingWanted(*c) && now_ - c->frameStartedAt >= options_.idleTimeout) {
       stalled.push_back(c.get());
     } else if (c->ssl != nullptr && !c->tlsReady && now_ - c->lastReadAt >= options_.idleTimeout) {
       stalled.push_back(c.get());  // a TLS handshake begun and not finished
@@ -892,12 +923,16 @@ void IoLoop::tick() {
   for (Connection* c : stalled) {
     uint64_t suppressed = 0;
     if (gIdleLog.allow(&suppressed)) {
-      spdlog::info("closing the connection from {}: {} bytes of an unfinished frame and nothing more for {} ms{}",
-                   c->peer, c->in.size(), options_.idleTimeout.count(),
+      spdlog::info("closing the connection from {}: a frame begun {} ms ago has not arrived whole ({} bytes so "
+                   "far; idle timeout {} ms){}",
+                   c->peer,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(now_ - c->frameStartedAt).count(),
+                   c->in.size(), options_.idleTimeout.count(),
                    suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
     }
     close(*c, CloseReason::IdleTimeout);
   }
+  for (Connection* c : unread) close(*c, c->untrustedReason);
 }
 
 }  // namespace groupcoord::server::detail

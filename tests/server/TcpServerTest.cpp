@@ -280,21 +280,60 @@ TEST_F(TcpServerTest, AStalledHalfFrameIsClosedAfterTheIdleTimeoutAndAnIdleConne
   EXPECT_TRUE(heartbeatWorks(active, 3));
 }
 
-TEST_F(TcpServerTest, APartialFrameThatKeepsArrivingIsNotIdle) {
+TEST_F(TcpServerTest, AFrameMustArriveWholeWithinTheIdleTimeoutOfItsFirstByte) {
   TcpServerOptions options;
   options.idleTimeout = 500ms;
   startServer(echo_, options);
-  Connection c = connect();
   auto frame = requestFrame(1, heartbeat(7));
-  // A byte every 100 ms for over a second: the frame takes longer than the
-  // timeout, but the connection is never silent for that long.
+  ASSERT_GT(frame.size(), 20u);
+  // A byte every 20 ms: the whole frame within the timeout is served.
+  Connection quick = connect();
   for (size_t i = 0; i < frame.size(); ++i) {
-    ASSERT_EQ(c.sendRaw(std::span<const uint8_t>(&frame[i], 1)), IoStatus::Ok) << "byte " << i;
-    if (i < 12) std::this_thread::sleep_for(100ms);
+    ASSERT_EQ(quick.sendRaw(std::span<const uint8_t>(&frame[i], 1)), IoStatus::Ok) << "byte " << i;
+    if (i < 12) std::this_thread::sleep_for(20ms);
   }
-  auto r = c.receive(ApiKey::Heartbeat, 5s);
+  auto r = quick.receive(ApiKey::Heartbeat, 5s);
   ASSERT_TRUE(r.ok) << r.detail;
-  EXPECT_EQ(server_->stats().closed(CloseReason::IdleTimeout), 0u);
+  // A byte every 100 ms: the connection is never silent for the timeout,
+  // but the frame is not whole within it of its first byte, so the
+  // connection goes (a client dripping bytes cannot hold it forever).
+  Connection drip = connect();
+  const auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  for (size_t i = 0; i < frame.size() && !closed; ++i) {
+    if (drip.sendRaw(std::span<const uint8_t>(&frame[i], 1)) != IoStatus::Ok) break;
+    std::this_thread::sleep_for(100ms);
+    closed = server_->stats().closed(CloseReason::IdleTimeout) == 1;
+  }
+  ASSERT_TRUE(waitUntil([&] { return server_->stats().closed(CloseReason::IdleTimeout) == 1; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  std::vector<uint8_t> body;
+  EXPECT_EQ(drip.receiveFrame(body, 5s), IoStatus::Closed);
+  EXPECT_TRUE(heartbeatWorks(quick, 8));
+}
+
+TEST_F(TcpServerTest, RequestsBeforeAFrameOfImpossibleSizeAreAnsweredBeforeTheClose) {
+  TcpServerOptions options;
+  options.maxFrameBytes = 4096;
+  startServer(echo_, options);
+  Connection c = connect();
+  // Two requests and an oversized frame's size in one write: one read.
+  auto bytes = requestFrame(1, heartbeat(11));
+  auto second = requestFrame(2, heartbeat(12));
+  bytes.insert(bytes.end(), second.begin(), second.end());
+  const auto tail = Bytes().i32(1 << 20).i64(0).bytes();
+  bytes.insert(bytes.end(), tail.begin(), tail.end());
+  ASSERT_EQ(c.sendRaw(bytes), IoStatus::Ok);
+  for (int64_t generation : {11, 12}) {
+    auto r = c.receive(ApiKey::Heartbeat, 5s);
+    ASSERT_TRUE(r.ok) << r.detail;
+    auto* hb = std::get_if<protocol::HeartbeatResponse>(&r.response);
+    ASSERT_NE(hb, nullptr);
+    EXPECT_EQ(hb->generation, generation);
+  }
+  std::vector<uint8_t> body;
+  EXPECT_EQ(c.receiveFrame(body, 5s), IoStatus::Closed);
+  EXPECT_TRUE(waitUntil([&] { return server_->stats().closed(CloseReason::FrameTooLarge) == 1; }));
 }
 
 // Answers ListGroups with a large response.
