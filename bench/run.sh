@@ -5,13 +5,14 @@
 #
 # SCENARIO: throughput, members, join-storm, direct, failover (default: all,
 # in that order). It builds groupcoordd, groupcoord-bench and groupcoord-echo
-# (Release, in build-bench/), starts its own three-node ZooKeeper ensemble on
+# (in build-bench/, with the same build type as scripts/dev.sh), starts its own three-node ZooKeeper ensemble on
 # 127.0.0.1 (base port 23800: clients on 23801-23803), starts groupcoordd
 # servers as each scenario needs them (fresh ones, so that memory figures
 # start from an empty server), and stops everything it started on exit.
 # Everything stays on 127.0.0.1; each scenario is bounded in time.
 #
-# Environment: BUILD_DIR (default build-bench), GROUPCOORD_BENCH_ZK_BASE_PORT
+# Environment: BUILD_DIR (default build-bench), BUILD_TYPE (RelWithDebInfo),
+# GROUPCOORD_BENCH_ZK_BASE_PORT
 # (23800), JOBS (cores), BENCH_OUT (also write the table to this file),
 # BENCH_NO_BUILD=1 (use the binaries already in BUILD_DIR).
 set -euo pipefail
@@ -41,8 +42,8 @@ t_start=$(date +%s)
 if [ -n "${BENCH_NO_BUILD:-}" ]; then
   log "using the binaries already in $build_dir"
 else
-log "building in $build_dir (Release)"
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DGROUPCOORD_BUILD_TESTS=OFF \
+log "building in $build_dir (${BUILD_TYPE:-RelWithDebInfo}, as scripts/dev.sh builds)"
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGROUPCOORD_BUILD_TESTS=OFF \
   ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log" >&2; exit 1; }

@@ -814,12 +814,16 @@ bool IoLoop::writeOut(Connection& c) {
     }
     return false;
   }
+  outputDrained(c);
+  return true;
+}
+
+void IoLoop::outputDrained(Connection& c) {
   c.out.clear();
   c.outOffset = 0;
   if (c.out.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.out);
   c.writeBlocked = false;
   updateInterest(c);
-  return true;
 }
 
 void IoLoop::updateInterest(Connection& c) {
@@ -1041,11 +1045,7 @@ bool IoLoop::writeOutTls(Connection& c) {
     }
     return false;
   }
-  c.out.clear();
-  c.outOffset = 0;
-  if (c.out.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.out);
-  c.writeBlocked = false;
-  updateInterest(c);
+  outputDrained(c);
   return true;
 }
 

@@ -179,6 +179,7 @@ class IoLoop {
   void dispatch(Connection& c, const uint8_t* body, size_t size);
   void flush(Connection& c);
   bool writeOut(Connection& c);
+  void outputDrained(Connection& c);  // every byte of `out` written: reset it, stop waiting for EPOLLOUT
   void appendOutput(Connection& c, const std::vector<uint8_t>& frame);
   void updateInterest(Connection& c);
   void maybeFinish(Connection& c);
