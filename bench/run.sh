@@ -5,16 +5,17 @@
 #
 # SCENARIO: throughput, members, join-storm, direct, failover (default: all,
 # in that order). It builds groupcoordd, groupcoord-bench and groupcoord-echo
-# (in build-bench/, with the same build type as scripts/dev.sh), starts its own three-node ZooKeeper ensemble on
-# 127.0.0.1 (base port 23800: clients on 23801-23803), starts groupcoordd
-# servers as each scenario needs them (fresh ones, so that memory figures
-# start from an empty server), and stops everything it started on exit.
-# Everything stays on 127.0.0.1; each scenario is bounded in time.
+# in build-bench/ (with scripts/dev.sh's build type), starts its own
+# three-node ZooKeeper ensemble on 127.0.0.1 (base port 23800: clients on
+# 23801-23803), starts groupcoordd servers as each scenario needs them (fresh
+# ones, so that memory figures start from an empty server), and stops
+# everything it started on exit. Everything stays on 127.0.0.1; each
+# scenario is bounded in time.
 #
 # Environment: BUILD_DIR (default build-bench), BUILD_TYPE (RelWithDebInfo),
-# GROUPCOORD_BENCH_ZK_BASE_PORT
-# (23800), JOBS (cores), BENCH_OUT (also write the table to this file),
-# BENCH_NO_BUILD=1 (use the binaries already in BUILD_DIR).
+# GROUPCOORD_BENCH_ZK_BASE_PORT (23800), JOBS (cores), BENCH_OUT (also write
+# the table to this file), BENCH_NO_BUILD=1 (use the binaries already in
+# BUILD_DIR).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
