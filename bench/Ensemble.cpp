@@ -60,6 +60,16 @@ double EnsembleProbe::sum(const std::string& key) const {
   return total;
 }
 
+double EnsembleProbe::clientConnections() const {
+  double total = 0;
+  for (int n = 1; n <= 3; ++n) {
+    auto m = mntr(n);
+    auto it = m.find("zk_num_alive_connections");
+    if (it != m.end()) total += std::strtod(it->second.c_str(), nullptr) - 1;
+  }
+  return total;
+}
+
 int64_t EnsembleProbe::zxid() const {
   int64_t best = -1;
   for (int n = 1; n <= 3; ++n) {

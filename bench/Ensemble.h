@@ -20,6 +20,9 @@ struct EnsembleProbe {
   std::map<std::string, std::string> mntr(int node) const;
   // A numeric mntr figure summed over the nodes that answer.
   double sum(const std::string& key) const;
+  // Client connections the nodes hold, not counting the probe's own (mntr
+  // is asked over a connection of its own to each node).
+  double clientConnections() const;
   // The highest last-processed zxid the nodes report (srvr's "Zxid:").
   int64_t zxid() const;
   std::vector<int> pids() const;

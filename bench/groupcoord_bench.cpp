@@ -4,7 +4,7 @@
 // alone:
 //
 //   groupcoord-bench throughput --ports P --echo-port E [--pids SPID,EPID] [--conns 1000] [--seconds 5]
-//   groupcoord-bench members    --ports P --pids PID [--members 10000] [--conns 1000] [--seconds 20]
+//   groupcoord-bench members    --ports P --pids PID [--echo-port E] [--members 10000] [--seconds 20]
 //   groupcoord-bench join-storm --ports P [--members 1000] [--partitions 1000]
 //   groupcoord-bench direct     --ports P [--members 100]
 //   groupcoord-bench failover   --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]
@@ -40,6 +40,9 @@
 #include "bench/Loop.h"
 #include "protocol/Codec.h"
 #include "zk/Session.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 namespace groupcoord::bench {
 namespace {
@@ -330,6 +333,36 @@ void members(const Args& args) {
   uint64_t errors = 0;
   for (const auto& [name, c] : fleet.stats().errors) errors += c - (errors0.count(name) ? errors0.at(name) : 0);
 
+  // The same schedule against the echo server, which answers without any
+  // work: what this machine's scheduling alone costs a heartbeat at this
+  // rate (idle cores wake up for each one).
+  Histogram echoLatency;
+  const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
+  if (echo != 0) {
+    std::vector<int> echoConns;
+    for (size_t c = 0; c < conns; ++c) {
+      const int fd = loop.connect(echo);
+      if (fd < 0) fail("cannot connect to the echo server");
+      echoConns.push_back(fd);
+    }
+    bool measuring = false;
+    const uint64_t until = nowNs() + static_cast<uint64_t>((seconds + 1) * kSec);
+    std::function<void(size_t)> fire = [&](size_t i) {
+      if (nowNs() >= until) return;
+      loop.sendFrame(echoConns[i % conns], fleet.at(i).heartbeatFrame, protocol::ApiKey::Heartbeat,
+                     [&](const protocol::Response* r, uint64_t ns) {
+                       if (r != nullptr && measuring) echoLatency.add(ns);
+                     });
+      loop.after(1 * kSec, [&fire, i] { fire(i); });
+    };
+    for (size_t i = 0; i < n; ++i) loop.after(1 * kSec * i / n, [&fire, i] { fire(i); });
+    loop.runFor(1 * kSec);
+    measuring = true;
+    loop.runFor(static_cast<uint64_t>(seconds * kSec));
+    measuring = false;
+    loop.runFor(1500 * kMs);  // past `until`: no timer refers to `fire` any more
+  }
+
   const std::string sc = "2 " + count(static_cast<double>(n)) + " members";
   const double rate = static_cast<double>(hb2 - hb1) / seconds;
   row(sc, "heartbeats answered per second (1 per member per second)", count(rate));
@@ -337,6 +370,11 @@ void members(const Args& args) {
       fmt(latency.quantileMs(0.5), 3) + " / " + fmt(latency.quantileMs(0.99), 3) + " / " +
           fmt(latency.quantileMs(0.999), 3),
       "p99 < 2 ms");
+  if (echoLatency.count() > 0) {
+    row(sc, "the same schedule against the echo server: p50 / p99 / p999 (ms)",
+        fmt(echoLatency.quantileMs(0.5), 3) + " / " + fmt(echoLatency.quantileMs(0.99), 3) + " / " +
+            fmt(echoLatency.quantileMs(0.999), 3));
+  }
   row(sc, "heartbeats not answered NONE", count(static_cast<double>(errors)), "0");
   row(sc, "CPU per heartbeat: groupcoordd / load generator (us)",
       fmt((cpu1 - cpu0) * 1e6 / static_cast<double>(hb2 - hb1), 1) + " / " +
@@ -643,6 +681,8 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
     std::atomic<uint64_t> learnedNs{0};
     std::atomic<bool> armed{false};
   };
+  const double sessionsBefore = zk.clientConnections();
+  const double watchesBefore = zk.sum("zk_watch_count");
   const std::string root = "/bench-direct-" + stamp() + "-" + std::to_string(n);
   const std::string ids = root + "/ids";
   zk::SessionConfig cfg;
@@ -671,6 +711,7 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
   std::atomic<int> phase{0};
   const std::string wanted = "joiner";
   std::atomic<uint64_t> notifications{0};
+  std::atomic<bool> stopping{false};  // sessions are closing: watches stop re-arming
   std::function<void(DirectMember*)> watchChildren = [&](DirectMember* m) {
     m->session->getChildren(
         ids,
@@ -685,7 +726,7 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
           }
         },
         [&, m](const zk::WatchEvent& e) {
-          if (e.type != zk::WatchEvent::Type::Child) return;
+          if (e.type != zk::WatchEvent::Type::Child || stopping) return;
           ++notifications;
           watchChildren(m);
         });
@@ -698,9 +739,10 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
 
+  admin.close();
   SideFigures f;
-  f.sessions = zk.sum("zk_num_alive_connections");
-  f.watches = zk.sum("zk_watch_count");
+  f.sessions = zk.clientConnections() - sessionsBefore;
+  f.watches = zk.sum("zk_watch_count") - watchesBefore;
   f.steady = measure(zk, [&] { std::this_thread::sleep_for(std::chrono::duration<double>(steadySeconds)); });
 
   auto change = [&](int p, const std::function<void()>& act) {
@@ -739,14 +781,25 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
   });
   // Leaving: the joiner's session closes, so its ephemeral znode goes.
   f.leave = change(2, [&] { joiner->close(); });
+  stopping = true;
   joiner.reset();
   phase = 0;
-  ms.clear();  // closes every member's session
-  admin.close();
+  // Closing a session waits for ZooKeeper's answer: a thousand of them one
+  // after another take a minute, so they close side by side.
+  std::vector<std::thread> closers;
+  const size_t lanes = 32;
+  for (size_t l = 0; l < lanes; ++l) {
+    closers.emplace_back([&ms, l, lanes] {
+      for (size_t i = l; i < ms.size(); i += lanes) ms[i]->session.reset();
+    });
+  }
+  for (auto& t : closers) t.join();
+  ms.clear();
   return f;
 }
 
 SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, double steadySeconds) {
+  const double watchesBefore = zk.sum("zk_watch_count");
   Loop loop;
   const std::string group = "dz-" + stamp() + "-" + std::to_string(n);
   if (auto e = createGroup(loop, port, group, 10000, {}); e != ErrorCode::NONE) {
@@ -761,8 +814,8 @@ SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, doub
   loop.runFor(1500 * kMs);
 
   SideFigures f;
-  f.sessions = zk.sum("zk_num_alive_connections");
-  f.watches = zk.sum("zk_watch_count");
+  f.sessions = zk.clientConnections();  // the server's own: the members add none
+  f.watches = zk.sum("zk_watch_count") - watchesBefore;
   f.steady = measure(zk, [&] { loop.runFor(static_cast<uint64_t>(steadySeconds * kSec)); });
 
   // Each member learns of a change when it registers at the new generation
@@ -772,13 +825,18 @@ SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, doub
   fleet.onRegistered = [&](size_t i, int64_t gen) {
     if (gen >= wantGen && learned[i] == 0) learned[i] = nowNs();
   };
-  auto change = [&](const std::function<int64_t()> act) {
+  auto change = [&](const std::function<void()> act) {
     ChangeFigures c;
     std::fill(learned.begin(), learned.end(), 0);
+    // The change moves the generation by one; members may register at the
+    // new one before `act` has even returned.
+    auto before = describe(loop, port, group);
+    if (!before) fail("cannot describe the group");
+    wantGen = before->generation + 1;
     uint64_t t0 = 0;
     Window w = measure(zk, [&] {
       t0 = nowNs();
-      wantGen = act();
+      act();
       loop.runUntil(
           [&] {
             for (size_t i = 0; i < n; ++i) {
@@ -789,10 +847,15 @@ SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, doub
           30 * kSec);
     });
     uint64_t last = 0;
+    std::vector<double> ms;
     for (size_t i = 0; i < n; ++i) {
       if (learned[i] == 0) fail("a member never learned of the membership change");
       last = std::max(last, learned[i]);
+      ms.push_back(static_cast<double>(learned[i] - t0) / kMs);
     }
+    std::sort(ms.begin(), ms.end());
+    log("direct: through groupcoordd, members learned after %.1f (first), %.1f (median), %.1f ms (last)", ms.front(),
+        ms[ms.size() / 2], ms.back());
     c.learnMs = static_cast<double>(last - t0) / kMs;
     c.packets = w.packets;
     c.notifications = 0;  // members learn from heartbeats, not watches
@@ -807,15 +870,14 @@ SideFigures viaGroupcoord(const EnsembleProbe& zk, uint16_t port, size_t n, doub
     });
     loop.runUntil([&] { return done; }, 10 * kSec);
     if (!ok) fail("the joiner could not register");
-    return fleet.at(joiner).generation;
   });
   fleet.at(joiner).crashed = true;  // not beating; leaves explicitly
   f.leave = change([&] {
     auto r = call(loop, port, protocol::LeaveGroupRequest{group, fleet.at(joiner).id});
-    if (!r || protocol::responseError(*r) != ErrorCode::NONE) fail("the joiner could not leave");
-    auto info = describe(loop, port, group);
-    if (!info) fail("cannot describe the group");
-    return info->generation;
+    if (!r || protocol::responseError(*r) != ErrorCode::NONE) {
+      fail("the joiner could not leave: " +
+           (r ? std::string(protocol::errorName(protocol::responseError(*r))) : std::string("no answer")));
+    }
   });
   fleet.stopBeating();
   loop.runFor(1200 * kMs);
@@ -829,7 +891,6 @@ void direct(const Args& args) {
   const double steady = static_cast<double>(args.num("steady-seconds", 10));
   EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
 
-  const double base = zk.sum("zk_num_alive_connections");  // groupcoordd's own session(s)
   log("direct: %zu members, each with its own ZooKeeper session", n);
   SideFigures d = directZk(zk, n, steady);
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -838,8 +899,8 @@ void direct(const Args& args) {
 
   const std::string sc = "5 vs direct ZooKeeper, " + count(static_cast<double>(n)) + " members";
   auto pair = [](double a, double b, int decimals = 0) { return fmt(a, decimals) + " / " + fmt(b, decimals); };
-  row(sc, "ZooKeeper sessions held (direct / groupcoord)", pair(d.sessions - base, g.sessions - base));
-  row(sc, "watches set on the ensemble", pair(d.watches, g.watches));
+  row(sc, "ZooKeeper sessions held (direct / groupcoord)", pair(d.sessions, g.sessions));
+  row(sc, "watches the members add on the ensemble", pair(d.watches, g.watches));
   row(sc, "ZooKeeper packets/s, steady state", pair(d.steady.packets / d.steady.seconds,
                                                    g.steady.packets / g.steady.seconds, 1));
   row(sc, "ensemble CPU, steady state (ms per s)",
@@ -858,7 +919,7 @@ int usage(int code) {
                "usage: groupcoord-bench SCENARIO [--key=value ...]\n"
                "scenarios:\n"
                "  throughput  --ports P --echo-port E [--pids SERVER_PID,ECHO_PID] [--conns 1000] [--seconds 5]\n"
-               "  members     --ports P --pids PID [--members 10000] [--conns 1000] [--groups 100]\n"
+               "  members     --ports P --pids PID [--echo-port E] [--members 10000] [--conns 1000] [--groups 100]\n"
                "              [--partitions 100] [--seconds 20] [--idle-seconds 10]\n"
                "  join-storm  --ports P [--members 1000] [--partitions 1000] [--heartbeat-ms 100]\n"
                "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
@@ -892,6 +953,11 @@ int main(int argc, char** argv) {
     }
   }
   ::signal(SIGPIPE, SIG_IGN);
+  // The table goes to standard output; the ZooKeeper sessions' own lines
+  // (a thousand sessions open and close in `direct`) only matter as
+  // warnings, on standard error.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("bench"));
+  spdlog::set_level(spdlog::level::warn);
   // Thousands of sockets (and threads, for the direct ZooKeeper members).
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) {

@@ -78,6 +78,17 @@ start_server() {
   [ -s "$pf" ] || { log "groupcoordd $id did not start"; exit 1; }
   server_port=$(cat "$pf")
 }
+# start_echo -> sets echo_pid and echo_port (the benchmarks' minimal server)
+start_echo() {
+  local pf="$work/echo.port"
+  rm -f "$pf"
+  "$build_dir/bench/groupcoord-echo" --port-file="$pf" 2>>"$work/echo.log" &
+  echo_pid=$!
+  started+=("$echo_pid")
+  for _ in $(seq 1 50); do [ -s "$pf" ] && break; sleep 0.1; done
+  [ -s "$pf" ] || { log "groupcoord-echo did not start"; exit 1; }
+  echo_port=$(cat "$pf")
+}
 stop_server() {
   kill -TERM "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
@@ -93,18 +104,16 @@ for s in "${scenarios[@]}"; do
   case "$s" in
     throughput)
       start_server 1
-      pf="$work/echo.port"
-      "$build_dir/bench/groupcoord-echo" --port-file="$pf" 2>>"$work/echo.log" &
-      echo_pid=$!
-      started+=("$echo_pid")
-      for _ in $(seq 1 50); do [ -s "$pf" ] && break; sleep 0.1; done
-      run throughput --ports="$server_port" --echo-port="$(cat "$pf")" --pids="$server_pid,$echo_pid"
+      start_echo
+      run throughput --ports="$server_port" --echo-port="$echo_port" --pids="$server_pid,$echo_pid"
       stop_server "$echo_pid"
       stop_server "$server_pid"
       ;;
     members)
       start_server 1
-      run members --ports="$server_port" --pids="$server_pid"
+      start_echo
+      run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port"
+      stop_server "$echo_pid"
       stop_server "$server_pid"
       ;;
     join-storm)
