@@ -101,12 +101,15 @@ std::vector<uint8_t> encodeFrame(int16_t version, int64_t correlationId, const p
 // are not held back forever by a lost callback.
 class PendingResponse {
  public:
-  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header)
+  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header,
+                  RequestObserver* observer)
       : completions_(std::move(completions)),
         seq_(seq),
         api_(header.apiKey),
         version_(header.version),
-        correlationId_(header.correlationId) {}
+        correlationId_(header.correlationId),
+        observer_(observer),
+        start_(observer != nullptr ? Clock::now() : Clock::time_point{}) {}
 
   ~PendingResponse() {
     // After the connection closed nobody waits for the answer (the server
@@ -131,6 +134,12 @@ class PendingResponse {
                     protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
       response = protocol::errorResponse(blankRequest(api_), protocol::ErrorCode::UNKNOWN_SERVER_ERROR);
     }
+    if (observer_ != nullptr) {
+      // Recorded here rather than by wrapping the handler's callback: no
+      // second callback object per request on the heartbeat path.
+      const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+      observer_->answered(api_, protocol::responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
+    }
     // On the connection's own loop thread (the handler answered at once),
     // at the head of the line: straight into the output buffer.
     if (tCurrentInbox != nullptr && tCurrentInbox == completions_->inbox.get()) {
@@ -150,6 +159,8 @@ class PendingResponse {
   const protocol::ApiKey api_;
   const int16_t version_;
   const int64_t correlationId_;
+  RequestObserver* const observer_;
+  const Clock::time_point start_;
   std::atomic<bool> answered_{false};
 };
 
@@ -667,7 +678,7 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
     return;
   }
   LoopCounters::add(counters_.handlerCalls, 1);
-  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header);
+  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header, options_.observer);
   protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
   try {
     if (options_.auth) {

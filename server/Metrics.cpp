@@ -63,7 +63,7 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
           }
         });
   r.add("groupcoord_request_duration_seconds",
-        "Time from a request reaching the coordinator to its answer, by API", metrics::Type::Histogram,
+        "Time from a request being read to its answer, by API", metrics::Type::Histogram,
         [this](metrics::FamilyWriter& w) {
           for (size_t api = 0; api < latency_.size(); ++api) {
             w.histogram({{"api", apiLabel(api)}}, latency_[api]->snapshot(), 1e9);

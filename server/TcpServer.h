@@ -27,6 +27,15 @@ namespace groupcoord::server {
 class AuthGate;
 class TlsServerContext;
 
+// Told of every request a Handler answered: its API, the error at the top
+// of the answer and the time from dispatch to answer. Called on whichever
+// thread answers, once per request: it must be cheap and thread-safe.
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void answered(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) = 0;
+};
+
 struct TcpServerOptions {
   std::string listenAddress = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
   uint16_t port = 0;                        // 0: any free port; port() tells which
@@ -42,6 +51,9 @@ struct TcpServerOptions {
   std::shared_ptr<AuthGate> auth;
   // Set: every connection speaks TLS (server/Tls.h). Unset: plain TCP.
   std::shared_ptr<TlsServerContext> tls;
+  // Set: told of every answered request (groupcoordd's request metrics).
+  // Must outlive the server and every answer still pending.
+  RequestObserver* observer = nullptr;
 };
 
 // Why the server closed a connection (or the peer did).

@@ -252,8 +252,8 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       spdlog::critical("{}", error);
       return EXIT_CONFIG;
     }
-    MeteredHandler meteredHandler(backend->handler(), requestMetrics);
-    TcpServer server(tcpOptions, meteredHandler);
+    tcpOptions.observer = &requestMetrics;
+    TcpServer server(tcpOptions, backend->handler());
     if (!server.bind(&error)) {
       spdlog::critical("{}", error);
       return EXIT_UNAVAILABLE;
