@@ -123,6 +123,7 @@ for s in "${scenarios[@]}"; do
       ;;
     direct)
       start_server 1
+      sleep 2  # the new server watches the groups earlier scenarios left; let that settle first
       run direct --ports="$server_port" --members=100
       run direct --ports="$server_port" --members=1000
       stop_server "$server_pid"
