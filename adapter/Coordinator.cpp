@@ -1133,6 +1133,14 @@ void Coordinator::checkGroup(const GroupPtr& g, TimePoint now) {
   run(out);
 }
 
+bool Coordinator::stalledNow(TimePoint now) const {
+  if (stallSuspect_) return true;
+  const int64_t last = lastTickNs_.load(std::memory_order_relaxed);
+  if (last == 0) return false;
+  const auto gap = now.time_since_epoch() - std::chrono::nanoseconds(last);
+  return gap > zk_.sessionTimeout() / 3;
+}
+
 void Coordinator::tick() {
   if (stopped_) return;
   if (renewNeeded_.exchange(false)) {
@@ -1140,6 +1148,28 @@ void Coordinator::tick() {
     zk_.renew();
   }
   TimePoint now = time_.now();
+  {
+    const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    const int64_t last = lastTickNs_.exchange(nowNs, std::memory_order_relaxed);
+    const auto limit = zk_.sessionTimeout() / 3;
+    if (last != 0 && std::chrono::nanoseconds(nowNs - last) > limit && !stallSuspect_.exchange(true)) {
+      spdlog::warn("this server did not run for {} ms (more than a third of its {} ms ZooKeeper session): "
+                   "heartbeats and registrations answer CONTROLLER_NOT_AVAILABLE until ZooKeeper confirms the session",
+                   (nowNs - last) / 1000000, zk_.sessionTimeout().count());
+    }
+    if (stallSuspect_ && !stallProbeInFlight_.exchange(true)) {
+      const uint64_t epoch = epoch_;
+      zk_.exists(layout_.root(), [this, epoch, stalledAt = now](const zk::ExistsResult& r) {
+        stallProbeInFlight_ = false;
+        if (r.error == zk::Error::Ok && epoch == epoch_ && !stopped_) {
+          stallSuspect_ = false;
+          spdlog::info("ZooKeeper answered after the stall: the session is alive, heartbeats and registrations are "
+                       "answered again ({} ms after the stall was seen)",
+                       millisBetween(stalledAt, time_.now()));
+        }
+      });
+    }
+  }
   bool rewatch = false;
   std::vector<std::string> unclaimed, unwatched, topicsToWatch;
   bool registerNow = false;
@@ -1209,6 +1239,13 @@ void Coordinator::handle(const protocol::RequestHeader& header, protocol::Reques
     return;
   }
   if (stopped_) {
+    done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
+    return;
+  }
+  // Heartbeats and re-registrations are answered from memory, and both
+  // extend a member's hold on its partitions: not after a stall, until
+  // ZooKeeper has confirmed this server still controls anything.
+  if ((heartbeat || std::holds_alternative<protocol::RegisterConsumerRequest>(request)) && stalledNow(time_.now())) {
     done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
     return;
   }

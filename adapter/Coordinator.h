@@ -290,6 +290,16 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::atomic<bool> registered_{false};
   std::atomic<bool> registering_{false};
   std::atomic<bool> renewNeeded_{false};
+  // Stall guard. A process frozen or starved past a third of its ZooKeeper
+  // session timeout cannot know whether its session (and with it control of
+  // its groups) survived: another server may already have taken over. Until
+  // a ZooKeeper round trip succeeds again, heartbeats and registrations
+  // answer CONTROLLER_NOT_AVAILABLE rather than from memory, which would
+  // extend a member's lease on partitions someone else may be granted.
+  std::atomic<int64_t> lastTickNs_{0};  // time_.now() of the last tick, since its epoch
+  std::atomic<bool> stallSuspect_{false};
+  std::atomic<bool> stallProbeInFlight_{false};
+  bool stalledNow(TimePoint now) const;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> started_{false};
   std::atomic<bool> detached_{false};
