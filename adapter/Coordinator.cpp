@@ -1135,10 +1135,8 @@ void Coordinator::checkGroup(const GroupPtr& g, TimePoint now) {
 
 bool Coordinator::stalledNow(TimePoint now) const {
   if (stallSuspect_) return true;
-  const int64_t last = lastTickNs_.load(std::memory_order_relaxed);
-  if (last == 0) return false;
-  const auto gap = now.time_since_epoch() - std::chrono::nanoseconds(last);
-  return gap > zk_.sessionTimeout() / 3;
+  const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  return nowNs > stallDeadlineNs_.load(std::memory_order_relaxed);
 }
 
 void Coordinator::tick() {
@@ -1151,7 +1149,8 @@ void Coordinator::tick() {
   {
     const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     const int64_t last = lastTickNs_.exchange(nowNs, std::memory_order_relaxed);
-    const auto limit = zk_.sessionTimeout() / 3;
+    const auto limit = std::chrono::duration_cast<std::chrono::nanoseconds>(zk_.sessionTimeout() / 3);
+    stallDeadlineNs_.store(nowNs + limit.count(), std::memory_order_relaxed);
     if (last != 0 && std::chrono::nanoseconds(nowNs - last) > limit && !stallSuspect_.exchange(true)) {
       spdlog::warn("this server did not run for {} ms (more than a third of its {} ms ZooKeeper session): "
                    "heartbeats and registrations answer CONTROLLER_NOT_AVAILABLE until ZooKeeper confirms the session",

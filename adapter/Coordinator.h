@@ -17,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -297,6 +298,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // answer CONTROLLER_NOT_AVAILABLE rather than from memory, which would
   // extend a member's lease on partitions someone else may be granted.
   std::atomic<int64_t> lastTickNs_{0};  // time_.now() of the last tick, since its epoch
+  // The last tick's time plus a third of the ZooKeeper session timeout:
+  // past it, this server has stalled. Kept by the tick so that the request
+  // path reads one atomic (the session timeout is behind the session's lock).
+  std::atomic<int64_t> stallDeadlineNs_{std::numeric_limits<int64_t>::max()};
   std::atomic<bool> stallSuspect_{false};
   std::atomic<bool> stallProbeInFlight_{false};
   bool stalledNow(TimePoint now) const;
