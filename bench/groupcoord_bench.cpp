@@ -1,4 +1,4 @@
-// groupcoord-bench: the figures of DESIGN.md, measured against running
+// groupcoord-bench: the figures of docs/design.md, measured against running
 // groupcoordd servers and a live three-node ZooKeeper ensemble on 127.0.0.1.
 // bench/run.sh starts everything and runs every scenario; each one also runs
 // alone:
@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "bench/Ensemble.h"
 #include "bench/Fleet.h"
 #include "bench/Loop.h"
@@ -139,7 +139,7 @@ void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const s
   s.start();
   if (s.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper at " + cfg.connect);
   if (s.ensurePathSync(topicsPath) != zk::Error::Ok) fail("cannot create " + topicsPath);
-  auto r = s.createSync(topicsPath + "/" + topic, adapter::encodeTopic(partitions), zk::CreateMode::Persistent);
+  auto r = s.createSync(topicsPath + "/" + topic, layout::encodeTopic(partitions), zk::CreateMode::Persistent);
   if (r.error != zk::Error::Ok) fail("cannot create topic " + topic);
   s.close();
 }

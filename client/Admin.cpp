@@ -65,9 +65,10 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
   if (!conn_.isOpen() || connectedTo_ != server) {
     connectedTo_.reset();
     if (!conn_.connect(server.first, server.second, options_.requestTimeout)) {
-      out.status = Status::error(conn_.authRefused() ? ErrorCode::NOT_AUTHORIZED : ErrorCode::CONTROLLER_NOT_AVAILABLE,
-                                 "cannot connect to " + server.first + ":" + std::to_string(server.second) + ": " +
-                                     conn_.lastError());
+      std::string why =
+          "cannot connect to " + server.first + ":" + std::to_string(server.second) + ": " + conn_.lastError();
+      out.status = conn_.unreachable() ? Status::unreachableError(std::move(why))
+                                       : Status::error(ErrorCode::NOT_AUTHORIZED, std::move(why));
       return out;
     }
     connectedTo_ = server;

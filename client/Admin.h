@@ -26,7 +26,8 @@ struct AdminOptions {
   // One request's wait for its answer (and for a connect).
   std::chrono::milliseconds requestTimeout{5000};
   // Total time spent retrying NOT_CONTROLLER, CONTROLLER_NOT_AVAILABLE and
-  // unreachable servers before the call gives up with that status.
+  // unreachable servers before the call gives up with that status (when no
+  // server could be connected to, Status::unreachable() says so).
   std::chrono::milliseconds retryBudget{10000};
   // Credentials and TLS, applied on every (re)connect; a refused
   // Authenticate is NOT_AUTHORIZED and not retried.
@@ -60,7 +61,8 @@ class Admin {
   Result<protocol::Response> callAny(const protocol::Request& request);
   // Sends to the group's controller, found again on NOT_CONTROLLER.
   Result<protocol::Response> callController(const std::string& group, const protocol::Request& request);
-  // One request on conn_; connection failures become CONTROLLER_NOT_AVAILABLE.
+  // One request on conn_; connection failures become CONTROLLER_NOT_AVAILABLE,
+  // of kind Unreachable when no connection could be made.
   Result<protocol::Response> callOn(const Endpoint& server, const protocol::Request& request);
 
   std::vector<Endpoint> bootstrap_;

@@ -131,6 +131,7 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     lastError_ = std::move(other.lastError_);
     security_ = std::move(other.security_);
     authRefused_ = other.authRefused_;
+    unreachable_ = other.unreachable_;
     if (tlsContext_ != nullptr) SSL_CTX_free(tlsContext_);
     tlsContext_ = std::exchange(other.tlsContext_, nullptr);
     ssl_ = std::exchange(other.ssl_, nullptr);
@@ -162,6 +163,14 @@ IoStatus Connection::fail(IoStatus status, std::string why) {
 
 bool Connection::connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
                          const ConnectOptions& options) {
+  authRefused_ = false;
+  const bool connected = open(host, port, timeout, options);
+  unreachable_ = !connected && !authRefused_;
+  return connected;
+}
+
+bool Connection::open(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                      const ConnectOptions& options) {
   close();
   const auto deadline = Clock::now() + timeout;
   addrinfo hints{};

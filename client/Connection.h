@@ -78,6 +78,11 @@ class Connection {
   // The last connect() failed because the server refused the credentials
   // (NOT_AUTHORIZED), not because it could not be reached.
   bool authRefused() const { return authRefused_; }
+  // The last connect() failed for any other reason: no usable connection to
+  // the server came of it (name resolution, TCP connect, TLS set-up or
+  // handshake, or Authenticate not answered as expected). lastError() says
+  // which. False after a successful connect().
+  bool unreachable() const { return unreachable_; }
   bool isTls() const { return ssl_ != nullptr; }
 
   // Builds the header (the request's API, version 0, the next correlation id,
@@ -106,6 +111,7 @@ class Connection {
   int64_t nextCorrelationId() const { return nextCorrelationId_; }
 
  private:
+  bool open(const std::string& host, uint16_t port, std::chrono::milliseconds timeout, const ConnectOptions& options);
   IoStatus fail(IoStatus status, std::string why);
   IoStatus writeAll(const uint8_t* data, size_t size);
   bool startTls(const std::string& host, std::chrono::steady_clock::time_point deadline);
@@ -127,6 +133,7 @@ class Connection {
   std::string lastError_;
   SecurityOptions security_;
   bool authRefused_ = false;
+  bool unreachable_ = false;
   ssl_ctx_st* tlsContext_ = nullptr;  // made on the first TLS connect, kept for reconnects
   ssl_st* ssl_ = nullptr;
 };

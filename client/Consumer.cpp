@@ -49,8 +49,7 @@ Status Consumer::loadGroup() {
     c.setSecurity(config_.security);
     if (!c.connect(server.first, server.second, config_.requestTimeout)) {
       if (c.authRefused()) return Status::error(ErrorCode::NOT_AUTHORIZED, c.lastError());
-      last = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
-                           "cannot connect to " + endpointName(server) + ": " + c.lastError());
+      last = Status::unreachableError("cannot connect to " + endpointName(server) + ": " + c.lastError());
       continue;
     }
     auto r = c.call(protocol::ListGroupsRequest{{config_.group}}, config_.requestTimeout);
@@ -88,8 +87,9 @@ bool Consumer::connectToController(Status& why) {
   }
   auto timeout = config_.requestTimeout;
   if (!conn_.connect(controller_->first, controller_->second, timeout)) {
-    why = Status::error(conn_.authRefused() ? ErrorCode::NOT_AUTHORIZED : ErrorCode::CONTROLLER_NOT_AVAILABLE,
-                        "cannot connect to controller " + endpointName(*controller_) + ": " + conn_.lastError());
+    std::string message = "cannot connect to controller " + endpointName(*controller_) + ": " + conn_.lastError();
+    why = conn_.unreachable() ? Status::unreachableError(std::move(message))
+                              : Status::error(ErrorCode::NOT_AUTHORIZED, std::move(message));
     controller_.reset();
     return false;
   }

@@ -111,7 +111,7 @@ void FamilyWriter::histogram(const Labels& labels, const Histogram::Snapshot& s,
 
 bool Registry::add(std::string name, std::string help, Type type, Collect collect) {
   if (!validMetricName(name) || !collect) return false;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (const auto& f : families_) {
     if (f.name == name) return false;
   }
@@ -137,7 +137,7 @@ bool Registry::addHistogram(std::string name, std::string help, const Histogram&
 
 std::string Registry::render() const {
   std::string out;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (const auto& f : families_) {
     out.append("# HELP ").append(f.name).append(" ").append(escapeHelp(f.help)).append("\n");
     out.append("# TYPE ").append(f.name).append(" ").append(typeName(f.type)).append("\n");

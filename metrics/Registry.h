@@ -11,12 +11,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/Sync.h"
 #include "metrics/Metrics.h"
 
 namespace groupcoord::metrics {
@@ -63,7 +63,7 @@ class Registry {
 
   // Start-up: false (nothing added) when the name is not a valid metric
   // name or is already registered.
-  bool add(std::string name, std::string help, Type type, Collect collect);
+  bool add(std::string name, std::string help, Type type, Collect collect) EXCLUDES(mutex_);
 
   // Shorthands for one unlabelled series.
   bool addCounter(std::string name, std::string help, const Counter& counter);
@@ -71,7 +71,7 @@ class Registry {
   bool addHistogram(std::string name, std::string help, const Histogram& histogram, double divisor = 1.0);
 
   // Every family, in the order added, as the text format.
-  std::string render() const;
+  std::string render() const EXCLUDES(mutex_);
 
  private:
   struct Family {
@@ -80,8 +80,8 @@ class Registry {
     Type type;
     Collect collect;
   };
-  mutable std::mutex mutex_;  // registration and scrapes only, never the data path
-  std::vector<Family> families_;
+  mutable Mutex mutex_;  // registration and scrapes only, never the data path
+  std::vector<Family> families_ GUARDED_BY(mutex_);
 };
 
 // The content type of render()'s output.

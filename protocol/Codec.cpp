@@ -1,7 +1,9 @@
 #include "protocol/Codec.h"
 
 #include <array>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "protocol/Wire.h"
 
@@ -173,38 +175,60 @@ bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.er
 
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
-// Decodes alternative `I` of `v` from r, strictly (no trailing bytes).
-template <size_t I, typename Variant>
-bool decodeAlternative(Reader& r, Variant& v) {
-  auto& m = v.template emplace<I>();
+// Decodes a `T` into `v` from r, strictly (no trailing bytes).
+template <typename T, typename Variant>
+bool decodeAs(Reader& r, Variant& v) {
+  auto& m = v.template emplace<T>();
   readBody(r, m);
   return r.expectEnd();
 }
 
-// Decodes the alternative whose index is the ApiKey `key` (0 .. kApiCount-1).
+// The alternative of Variant whose kApi is K (Messages.h asserts there is
+// exactly one).
+template <typename Variant, ApiKey K, size_t I = 0>
+struct AlternativeFor {
+  using Candidate = std::variant_alternative_t<I, Variant>;
+  static constexpr bool kMatch = [] {
+    if constexpr (ApiMessage<Candidate>) {
+      return Candidate::kApi == K;
+    } else {
+      return false;
+    }
+  }();
+  using type =
+      typename std::conditional_t<kMatch, std::type_identity<Candidate>, AlternativeFor<Variant, K, I + 1>>::type;
+};
+
+template <ApiKey K, typename Variant>
+bool decodeApi(Reader& r, Variant& v) {
+  return decodeAs<typename AlternativeFor<Variant, K>::type>(r, v);
+}
+
+// Decodes the alternative of `v` (a Request or a Response) that belongs to
+// the ApiKey `key` (0 .. kApiCount-1).
 template <typename Variant>
 bool decodeByKey(Reader& r, Variant& v, int16_t key) {
   switch (static_cast<ApiKey>(key)) {
     case ApiKey::Heartbeat:
-      return decodeAlternative<0>(r, v);
+      return decodeApi<ApiKey::Heartbeat>(r, v);
     case ApiKey::CreateGroup:
-      return decodeAlternative<1>(r, v);
+      return decodeApi<ApiKey::CreateGroup>(r, v);
     case ApiKey::DeleteGroup:
-      return decodeAlternative<2>(r, v);
+      return decodeApi<ApiKey::DeleteGroup>(r, v);
     case ApiKey::RegisterConsumer:
-      return decodeAlternative<3>(r, v);
+      return decodeApi<ApiKey::RegisterConsumer>(r, v);
     case ApiKey::ListGroups:
-      return decodeAlternative<4>(r, v);
+      return decodeApi<ApiKey::ListGroups>(r, v);
     case ApiKey::LeaveGroup:
-      return decodeAlternative<5>(r, v);
+      return decodeApi<ApiKey::LeaveGroup>(r, v);
     case ApiKey::CommitOffsets:
-      return decodeAlternative<6>(r, v);
+      return decodeApi<ApiKey::CommitOffsets>(r, v);
     case ApiKey::FetchOffsets:
-      return decodeAlternative<7>(r, v);
+      return decodeApi<ApiKey::FetchOffsets>(r, v);
     case ApiKey::RewindConsumer:
-      return decodeAlternative<8>(r, v);
+      return decodeApi<ApiKey::RewindConsumer>(r, v);
     case ApiKey::Authenticate:
-      return decodeAlternative<9>(r, v);
+      return decodeApi<ApiKey::Authenticate>(r, v);
   }
   return false;
 }
@@ -505,7 +529,7 @@ DecodedRequest decodeRequest(std::span<const uint8_t> body) {
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
   Writer w(out);
   const size_t frame = w.beginFrame();
-  w.writeInt16(static_cast<int16_t>(request.index()));
+  w.writeInt16(static_cast<int16_t>(apiKeyOf(request)));
   w.writeInt16(header.version);
   w.writeInt64(header.correlationId);
   w.writeNullableString(header.clientId);
@@ -540,11 +564,11 @@ DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body) {
     // them it is read as the API's own response: the caller gets the type it
     // expects and the same ErrorCode either way.
     if (api == ApiKey::LeaveGroup) {
-      out.ok = decodeAlternative<static_cast<size_t>(ApiKey::LeaveGroup)>(r, out.response);
+      out.ok = decodeAs<LeaveGroupResponse>(r, out.response);
     } else if (api == ApiKey::Authenticate) {
-      out.ok = decodeAlternative<static_cast<size_t>(ApiKey::Authenticate)>(r, out.response);
+      out.ok = decodeAs<AuthenticateResponse>(r, out.response);
     } else {
-      out.ok = decodeAlternative<kApiCount>(r, out.response);
+      out.ok = decodeAs<ErrorOnlyResponse>(r, out.response);
     }
     return out;
   }

@@ -4,10 +4,14 @@
 // (docs/protocol.md), as plain structs. One codec (protocol/Codec.h) reads
 // and writes them for the server and the client library alike.
 
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -113,12 +117,14 @@ struct PartitionError {
 
 // 0 Heartbeat
 struct HeartbeatRequest {
+  static constexpr ApiKey kApi = ApiKey::Heartbeat;
   std::string group;
   std::string consumerId;
   int64_t generation = -1;
   bool operator==(const HeartbeatRequest&) const = default;
 };
 struct HeartbeatResponse {
+  static constexpr ApiKey kApi = ApiKey::Heartbeat;
   int64_t generation = -1;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const HeartbeatResponse&) const = default;
@@ -126,6 +132,7 @@ struct HeartbeatResponse {
 
 // 1 CreateGroup
 struct CreateGroupRequest {
+  static constexpr ApiKey kApi = ApiKey::CreateGroup;
   std::string group;
   int64_t sessionTimeoutMs = 0;
   std::vector<std::string> topics;
@@ -133,6 +140,7 @@ struct CreateGroupRequest {
   bool operator==(const CreateGroupRequest&) const = default;
 };
 struct CreateGroupResponse {
+  static constexpr ApiKey kApi = ApiKey::CreateGroup;
   std::string group;
   ErrorCode error = ErrorCode::NONE;
   Broker controller;
@@ -141,10 +149,12 @@ struct CreateGroupResponse {
 
 // 2 DeleteGroup
 struct DeleteGroupRequest {
+  static constexpr ApiKey kApi = ApiKey::DeleteGroup;
   std::string group;
   bool operator==(const DeleteGroupRequest&) const = default;
 };
 struct DeleteGroupResponse {
+  static constexpr ApiKey kApi = ApiKey::DeleteGroup;
   std::string group;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const DeleteGroupResponse&) const = default;
@@ -152,12 +162,14 @@ struct DeleteGroupResponse {
 
 // 3 RegisterConsumer
 struct RegisterConsumerRequest {
+  static constexpr ApiKey kApi = ApiKey::RegisterConsumer;
   std::string group;
   std::string consumerId;  // empty: a new member
   std::vector<TopicPartition> owned;
   bool operator==(const RegisterConsumerRequest&) const = default;
 };
 struct RegisterConsumerResponse {
+  static constexpr ApiKey kApi = ApiKey::RegisterConsumer;
   std::string group;
   std::string consumerId;
   int64_t generation = -1;
@@ -169,6 +181,7 @@ struct RegisterConsumerResponse {
 
 // 4 ListGroups
 struct ListGroupsRequest {
+  static constexpr ApiKey kApi = ApiKey::ListGroups;
   std::vector<std::string> groups;  // empty: every group
   bool operator==(const ListGroupsRequest&) const = default;
 };
@@ -184,6 +197,7 @@ struct GroupInfo {
   bool operator==(const GroupInfo&) const = default;
 };
 struct ListGroupsResponse {
+  static constexpr ApiKey kApi = ApiKey::ListGroups;
   std::vector<GroupInfo> groups;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const ListGroupsResponse&) const = default;
@@ -191,17 +205,20 @@ struct ListGroupsResponse {
 
 // 5 LeaveGroup
 struct LeaveGroupRequest {
+  static constexpr ApiKey kApi = ApiKey::LeaveGroup;
   std::string group;
   std::string consumerId;
   bool operator==(const LeaveGroupRequest&) const = default;
 };
 struct LeaveGroupResponse {
+  static constexpr ApiKey kApi = ApiKey::LeaveGroup;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const LeaveGroupResponse&) const = default;
 };
 
 // 6 CommitOffsets
 struct CommitOffsetsRequest {
+  static constexpr ApiKey kApi = ApiKey::CommitOffsets;
   std::string group;
   std::string consumerId;
   int64_t generation = -1;
@@ -209,6 +226,7 @@ struct CommitOffsetsRequest {
   bool operator==(const CommitOffsetsRequest&) const = default;
 };
 struct CommitOffsetsResponse {
+  static constexpr ApiKey kApi = ApiKey::CommitOffsets;
   std::vector<PartitionError> results;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const CommitOffsetsResponse&) const = default;
@@ -216,11 +234,13 @@ struct CommitOffsetsResponse {
 
 // 7 FetchOffsets
 struct FetchOffsetsRequest {
+  static constexpr ApiKey kApi = ApiKey::FetchOffsets;
   std::string group;
   std::vector<std::string> topics;  // empty: every committed offset of the group
   bool operator==(const FetchOffsetsRequest&) const = default;
 };
 struct FetchOffsetsResponse {
+  static constexpr ApiKey kApi = ApiKey::FetchOffsets;
   std::vector<PartitionOffset> offsets;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const FetchOffsetsResponse&) const = default;
@@ -228,11 +248,13 @@ struct FetchOffsetsResponse {
 
 // 8 RewindConsumer
 struct RewindConsumerRequest {
+  static constexpr ApiKey kApi = ApiKey::RewindConsumer;
   std::string group;
   std::vector<PartitionOffset> offsets;
   bool operator==(const RewindConsumerRequest&) const = default;
 };
 struct RewindConsumerResponse {
+  static constexpr ApiKey kApi = ApiKey::RewindConsumer;
   std::vector<PartitionError> results;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const RewindConsumerResponse&) const = default;
@@ -241,11 +263,13 @@ struct RewindConsumerResponse {
 // 9 Authenticate: proves the connection's user (docs/protocol.md). The
 // secret travels as it is: use TLS on any network that is not trusted.
 struct AuthenticateRequest {
+  static constexpr ApiKey kApi = ApiKey::Authenticate;
   std::string user;
   std::string secret;
   bool operator==(const AuthenticateRequest&) const = default;
 };
 struct AuthenticateResponse {
+  static constexpr ApiKey kApi = ApiKey::Authenticate;
   ErrorCode error = ErrorCode::NONE;
   bool operator==(const AuthenticateResponse&) const = default;
 };
@@ -256,16 +280,68 @@ struct ErrorOnlyResponse {
   bool operator==(const ErrorOnlyResponse&) const = default;
 };
 
-// Alternative index == ApiKey value.
+// Every request and every response of an API names its ApiKey in `kApi`;
+// ErrorOnlyResponse belongs to no API and has none. Code that needs the API
+// of a message asks apiKeyOf() (or std::holds_alternative for one type),
+// never the position of an alternative in these variants.
 using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
                              RewindConsumerRequest, AuthenticateRequest>;
 
-// Alternative index == ApiKey value for the ten APIs; ErrorOnlyResponse last.
 using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
                               RewindConsumerResponse, AuthenticateResponse, ErrorOnlyResponse>;
 
-inline ApiKey apiKeyOf(const Request& r) { return static_cast<ApiKey>(r.index()); }
+// A message type of one API (it has `kApi`).
+template <typename T>
+concept ApiMessage = requires {
+  { T::kApi } -> std::convertible_to<ApiKey>;
+};
+
+inline ApiKey apiKeyOf(const Request& r) {
+  return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kApi; }, r);
+}
+
+// The API the response answers; nullopt for ErrorOnlyResponse.
+inline std::optional<ApiKey> apiKeyOf(const Response& r) {
+  return std::visit(
+      []<typename T>(const T&) -> std::optional<ApiKey> {
+        if constexpr (ApiMessage<T>) {
+          return T::kApi;
+        } else {
+          return std::nullopt;
+        }
+      },
+      r);
+}
+
+namespace detail {
+// How many alternatives of Variant carry `key`.
+template <typename Variant, size_t... I>
+consteval int countApi(ApiKey key, std::index_sequence<I...>) {
+  int n = 0;
+  (
+      [&] {
+        using T = std::variant_alternative_t<I, Variant>;
+        if constexpr (ApiMessage<T>) n += T::kApi == key ? 1 : 0;
+      }(),
+      ...);
+  return n;
+}
+// Every ApiKey has exactly one request and exactly one response type.
+template <typename Variant, int Extra>
+consteval bool oneOfEachApi() {
+  constexpr auto seq = std::make_index_sequence<std::variant_size_v<Variant>>();
+  for (int k = 0; k < kApiCount; ++k) {
+    if (countApi<Variant>(static_cast<ApiKey>(k), seq) != 1) return false;
+  }
+  return std::variant_size_v<Variant> == static_cast<size_t>(kApiCount + Extra);
+}
+}  // namespace detail
+
+static_assert(detail::oneOfEachApi<Request, 0>(), "each ApiKey needs exactly one request type in Request");
+static_assert(detail::oneOfEachApi<Response, 1>(),
+              "each ApiKey needs exactly one response type in Response, plus ErrorOnlyResponse");
+static_assert(!ApiMessage<ErrorOnlyResponse>, "ErrorOnlyResponse answers no particular API");
 
 }  // namespace groupcoord::protocol

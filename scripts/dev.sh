@@ -10,14 +10,22 @@
 #       127.0.0.1:21801-21803 (tick 500 ms), run every test with ctest, stop
 #       the ensemble; exits non-zero on any failure. Extra options go to
 #       ctest, e.g. `-L unit`, `-L integration`, `-R Codec`. Without
-#       ctest options it then fuzzes the codec for 60 s (scripts/fuzz.sh);
-#       GROUPCOORD_FUZZ_SECONDS sets the time (0: no fuzzing).
+#       ctest options it also builds everything with Clang's thread-safety
+#       analysis (scripts/thread-safety.sh, in build-tsa; before the
+#       ensemble starts) and fuzzes the codec for 60 s (scripts/fuzz.sh);
+#       either failing fails the run. GROUPCOORD_THREAD_SAFETY_BUILD=0
+#       skips the thread-safety build (1: run it even with ctest options);
+#       GROUPCOORD_FUZZ_SECONDS sets the fuzzing time (0: no fuzzing).
 #   scripts/dev.sh setup     install the packages only
 #   scripts/dev.sh build     setup, then configure and build only
+#   scripts/dev.sh tsa [cmake --build options...]
+#       setup, then the thread-safety build alone (scripts/thread-safety.sh):
+#       Clang, -Wthread-safety -Werror=thread-safety, every target; non-zero
+#       on any violation. E.g. `tsa --target groupcoord_zk`.
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (RelWithDebInfo),
 # CMAKE_ARGS (extra configure arguments, e.g. -DGROUPCOORD_SANITIZE=ON),
-# JOBS (default: number of cores).
+# JOBS (default: number of cores), TSA_BUILD_DIR (default build-tsa).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,6 +104,13 @@ case "$cmd" in
   test)
     setup
     build
+    # Before the ensemble starts: its JVMs need not sit beside a compile of
+    # everything.
+    tsa_build=${GROUPCOORD_THREAD_SAFETY_BUILD:-$([ $# -eq 0 ] && echo 1 || echo 0)}
+    tsa_rc=0
+    if [ "$tsa_build" != 0 ]; then
+      "$root/scripts/thread-safety.sh" || { log "the thread-safety build FAILED"; tsa_rc=1; }
+    fi
     export GROUPCOORD_ZK_BASE_PORT=${GROUPCOORD_ZK_BASE_PORT:-21800}
     export GROUPCOORD_ZK_TICK_MS=${GROUPCOORD_ZK_TICK_MS:-500}
     ensemble="$root/scripts/zk-ensemble.sh"
@@ -110,6 +125,10 @@ case "$cmd" in
     if [ "$fuzz_seconds" != 0 ]; then
       "$root/scripts/fuzz.sh" "$fuzz_seconds" || { log "the codec fuzzer FAILED"; rc=1; }
     fi
+    if [ $tsa_rc -ne 0 ]; then
+      log "the thread-safety build FAILED (log: ${TSA_BUILD_DIR:-$root/build-tsa}/build.log)"
+      rc=1
+    fi
     if [ $rc -ne 0 ]; then
       log "tests FAILED (ctest exit code $rc); ZooKeeper logs: /tmp/groupcoord-zk-$GROUPCOORD_ZK_BASE_PORT/node*/logs"
     else
@@ -117,12 +136,16 @@ case "$cmd" in
     fi
     exit $rc
     ;;
+  tsa)
+    setup
+    exec "$root/scripts/thread-safety.sh" "$@"
+    ;;
   -h|--help|help|"")
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     [ -n "$cmd" ] || exit 2
     ;;
   *)
-    echo "dev.sh: unknown command '$cmd' (run, test, setup, build)" >&2
+    echo "dev.sh: unknown command '$cmd' (run, test, setup, build, tsa)" >&2
     exit 2
     ;;
 esac

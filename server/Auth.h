@@ -1,16 +1,15 @@
 #pragma once
 
-// Client credentials of groupcoordd: the credentials file, its parser, the
-// slow salted hash and the check of a secret against it.
+// Client credentials of groupcoordd: the credentials file and the check of
+// a secret against it. The line format, the roles and the slow salted hash
+// are common/Credentials.h (shared with `groupctl auth hash`, which makes
+// such lines); their names are repeated here in groupcoord::server.
 //
 // The file (option auth.credentials.file) has one user per line:
 //
 //   USER:ROLE:pbkdf2-sha256:ITERATIONS:SALT_HEX:HASH_HEX
 //
-// USER is 1..128 of [A-Za-z0-9._@-]; ROLE is `member` or `admin`; the hash is
-// PBKDF2-HMAC-SHA256 of the secret with that salt (16..64 bytes) and
-// iteration count (10000..10000000), 32 bytes. Blank lines and lines starting
-// with '#' are ignored. `groupctl auth hash` makes such a line.
+// Blank lines and lines starting with '#' are ignored.
 //
 // Loading is start-up code and reports the first bad line by its number.
 // verify() may be called from any thread.
@@ -18,49 +17,36 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/Credentials.h"
+#include "common/Sync.h"
 #include "protocol/Messages.h"
 
 namespace groupcoord::server {
 
-enum class Role : uint8_t { Member, Admin };
-std::string_view roleName(Role role);
-std::optional<Role> roleFromName(std::string_view name);
+using credentials::Credential;
+using credentials::Role;
+using credentials::roleFromName;
+using credentials::roleName;
 
 // Which calls a role may make (docs/protocol.md, "9 Authenticate").
 // Authenticate itself is allowed to everyone.
 bool roleAllows(Role role, protocol::ApiKey api);
 
-inline constexpr uint32_t kMinIterations = 10000;
-inline constexpr uint32_t kMaxIterations = 10000000;
-inline constexpr uint32_t kDefaultIterations = 200000;
-inline constexpr size_t kSaltBytes = 16;
-inline constexpr size_t kHashBytes = 32;
+using credentials::kDefaultIterations;
+using credentials::kHashBytes;
+using credentials::kMaxIterations;
+using credentials::kMinIterations;
+using credentials::kSaltBytes;
 
-struct Credential {
-  std::string user;
-  Role role = Role::Member;
-  uint32_t iterations = kDefaultIterations;
-  std::vector<uint8_t> salt;
-  std::vector<uint8_t> hash;
-};
-
-// True for a user name the credentials file may hold.
-bool isValidUserName(std::string_view user);
-
-// PBKDF2-HMAC-SHA256(secret, salt, iterations), kHashBytes long.
-std::vector<uint8_t> hashSecret(std::string_view secret, const std::vector<uint8_t>& salt, uint32_t iterations);
-
-// A credentials-file line for `user` with a fresh random salt. Empty with
-// *error set when the user name or the iteration count is not acceptable,
-// or no random bytes could be had.
-std::string makeCredentialLine(const std::string& user, Role role, std::string_view secret, uint32_t iterations,
-                               std::string* error);
+using credentials::constantTimeEquals;
+using credentials::hashSecret;
+using credentials::isValidUserName;
+using credentials::makeCredentialLine;
 
 class CredentialStore {
  public:
@@ -80,7 +66,7 @@ class CredentialStore {
   // fast digest, never the secret) so that a reconnecting client with the
   // same secret costs one SHA-256, while a wrong secret always costs the
   // full iteration count.
-  std::optional<Role> verify(std::string_view user, std::string_view secret) const;
+  std::optional<Role> verify(std::string_view user, std::string_view secret) const EXCLUDES(cacheMutex_);
 
  private:
   CredentialStore();
@@ -89,12 +75,9 @@ class CredentialStore {
   std::map<std::string, Credential, std::less<>> users_;
   Credential decoy_;                  // hashed against when the user is unknown
   std::vector<uint8_t> digestKey_;    // random, per process
-  mutable std::mutex cacheMutex_;
-  mutable std::map<std::string, std::vector<uint8_t>, std::less<>> verified_;  // user -> quickDigest of the secret
+  mutable Mutex cacheMutex_;
+  // user -> quickDigest of the secret
+  mutable std::map<std::string, std::vector<uint8_t>, std::less<>> verified_ GUARDED_BY(cacheMutex_);
 };
-
-// Constant-time equality of two byte strings of the same length (false when
-// the lengths differ).
-bool constantTimeEquals(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
 
 }  // namespace groupcoord::server

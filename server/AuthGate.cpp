@@ -33,7 +33,7 @@ AuthGate::~AuthGate() { stop(); }
 
 void AuthGate::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
   }
@@ -41,7 +41,7 @@ void AuthGate::stop() {
   if (worker_.joinable()) worker_.join();
   std::deque<Job> dropped;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     dropped.swap(jobs_);
   }
 }
@@ -52,7 +52,7 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const std::st
   if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&request)) {
     Job job{session, peer, &next, header, std::move(*auth), std::move(done)};
     {
-      std::lock_guard lock(session->mutex_);
+      MutexLock lock(session->mutex_);
       if (session->checking_) {
         // A second Authenticate pipelined behind the first: it waits its turn.
         session->waiting_.push_back({header, protocol::AuthenticateRequest(std::move(job.request)), std::move(job.done)});
@@ -61,14 +61,14 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const std::st
       session->checking_ = true;
     }
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       jobs_.push_back(std::move(job));
     }
     wake_.notify_one();
     return;
   }
   {
-    std::lock_guard lock(session->mutex_);
+    MutexLock lock(session->mutex_);
     if (session->checking_) {
       session->waiting_.push_back({header, std::move(request), std::move(done)});
       return;
@@ -84,7 +84,7 @@ void AuthGate::admit(AuthSession& session, const std::string& peer, protocol::Ha
   Role role = Role::Member;
   std::string user;
   {
-    std::lock_guard lock(session.mutex_);
+    MutexLock lock(session.mutex_);
     authenticated = session.authenticated_;
     role = session.role_;
     if (authenticated) user = session.user_;
@@ -112,8 +112,8 @@ void AuthGate::run() {
   for (;;) {
     Job job;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      MutexLock lock(mutex_);
+      waitForWork();
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -122,12 +122,24 @@ void AuthGate::run() {
   }
 }
 
+// The analysis cannot follow std::condition_variable: it needs the
+// std::mutex inside mutex_, and releases and retakes it while waiting. The
+// caller's MutexLock holds mutex_ on entry; the unique_lock adopts that hold
+// for the wait and gives it back (release(), no unlock) before returning, so
+// mutex_ is held on return just as on entry, and only the caller's lock
+// unlocks it. The predicate runs with mutex_ held.
+void AuthGate::waitForWork() NO_THREAD_SAFETY_ANALYSIS {
+  std::unique_lock<std::mutex> lock(mutex_.native(), std::adopt_lock);
+  wake_.wait(lock, [this]() REQUIRES(mutex_) { return stopping_ || !jobs_.empty(); });
+  lock.release();
+}
+
 void AuthGate::check(Job& job) {
   AuthSession& session = *job.session;
   std::optional<Role> role;
   if (isValidUserName(job.request.user)) role = credentials_->verify(job.request.user, job.request.secret);
   {
-    std::lock_guard lock(session.mutex_);
+    MutexLock lock(session.mutex_);
     // A failed Authenticate leaves the connection unauthenticated, also when
     // it was authenticated before.
     session.authenticated_ = role.has_value();
@@ -151,7 +163,7 @@ void AuthGate::check(Job& job) {
   for (;;) {
     AuthSession::Waiting next;
     {
-      std::lock_guard lock(session.mutex_);
+      MutexLock lock(session.mutex_);
       if (session.waiting_.empty()) {
         session.checking_ = false;
         return;
@@ -161,7 +173,7 @@ void AuthGate::check(Job& job) {
       if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&next.request)) {
         Job again{job.session, job.peer, job.next, next.header, std::move(*auth), std::move(next.done)};
         {
-          std::lock_guard jobsLock(mutex_);
+          MutexLock jobsLock(mutex_);
           if (stopping_) return;
           jobs_.push_back(std::move(again));
         }

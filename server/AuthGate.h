@@ -18,11 +18,11 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/Sync.h"
 #include "protocol/Handler.h"
 #include "server/Auth.h"
 
@@ -39,12 +39,12 @@ class AuthSession {
     protocol::Request request;
     protocol::ResponseCallback done;
   };
-  std::mutex mutex_;
-  bool checking_ = false;       // an Authenticate is with the worker
-  bool authenticated_ = false;
-  std::string user_;            // valid when authenticated_
-  Role role_ = Role::Member;
-  std::vector<Waiting> waiting_;
+  Mutex mutex_;
+  bool checking_ GUARDED_BY(mutex_) = false;  // an Authenticate is with the worker
+  bool authenticated_ GUARDED_BY(mutex_) = false;
+  std::string user_ GUARDED_BY(mutex_);  // valid when authenticated_
+  Role role_ GUARDED_BY(mutex_) = Role::Member;
+  std::vector<Waiting> waiting_ GUARDED_BY(mutex_);
 };
 
 class AuthGate {
@@ -57,11 +57,12 @@ class AuthGate {
   // I/O thread: answers or forwards one decoded, name-checked request of the
   // connection from `peer`.
   void handle(const std::shared_ptr<AuthSession>& session, const std::string& peer, protocol::Handler& next,
-              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done);
+              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
+      EXCLUDES(mutex_);
 
   // Ends the worker; checks not yet made are dropped (their connections are
   // closed by then). Idempotent.
-  void stop();
+  void stop() EXCLUDES(mutex_);
 
   const CredentialStore& credentials() const { return *credentials_; }
 
@@ -76,15 +77,18 @@ class AuthGate {
   };
   // Forwards or refuses by the session's state; the caller holds no lock.
   void admit(AuthSession& session, const std::string& peer, protocol::Handler& next,
-             const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done);
-  void run();
-  void check(Job& job);
+             const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
+      EXCLUDES(mutex_, session.mutex_);
+  void run() EXCLUDES(mutex_);
+  // Worker: blocks on wake_ until there is a job or stopping_ is set.
+  void waitForWork() REQUIRES(mutex_);
+  void check(Job& job) EXCLUDES(mutex_);
 
   std::shared_ptr<const CredentialStore> credentials_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Job> jobs_;
-  bool stopping_ = false;
+  Mutex mutex_;
+  std::condition_variable wake_;  // waits on mutex_.native(); see waitForWork()
+  std::deque<Job> jobs_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };
 

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <utility>
+#include <variant>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -128,8 +130,9 @@ class PendingResponse {
                     protocol::apiName(api_), correlationId_);
       return;
     }
-    const bool errorOnly = std::holds_alternative<protocol::ErrorOnlyResponse>(response);
-    if (!errorOnly && response.index() != static_cast<size_t>(api_)) {
+    // An error-only answer (no API of its own) fits every request.
+    const std::optional<protocol::ApiKey> answered = protocol::apiKeyOf(response);
+    if (answered.has_value() && *answered != api_) {
       spdlog::error("the handler answered {} (correlation id {}) with a response of another API; answering {}",
                     protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
       response = protocol::errorResponse(blankRequest(api_), protocol::ErrorCode::UNKNOWN_SERVER_ERROR);
@@ -169,7 +172,7 @@ class PendingResponse {
 // One client connection. Owned by its loop's connections_ vector; touched
 // only by the loop thread.
 struct Connection {
-  int fd = -1;
+  UniqueFd fd;  // closed by IoLoop::close(), after `ssl` is freed
   size_t index = 0;  // position in IoLoop::connections_
   std::string peer;
   std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
@@ -196,7 +199,7 @@ struct Connection {
   Clock::time_point untrustedAt{};
   std::shared_ptr<Completions> completions;
   std::shared_ptr<AuthSession> auth;  // who this connection authenticated as; made on its first request
-  SSL* ssl = nullptr;                 // set when the listener speaks TLS
+  SslPtr ssl;                         // set when the listener speaks TLS
   bool tlsReady = false;              // the TLS handshake is done
 
   uint64_t inFlight() const { return nextSeq - flushedSeq; }
@@ -243,7 +246,7 @@ Connection* Completions::takeHeadForDirectWrite(uint64_t seq, size_t maxPendingO
   bool post = false;
   Connection* c = nullptr;
   {
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     if (closed || connection == nullptr || slots.empty() || seq != headSeq) return nullptr;
     // Past the output bound the slow path goes through flush(), which
     // enforces the bound (pending output never exceeds it by more than one response).
@@ -263,14 +266,14 @@ Connection* Completions::takeHeadForDirectWrite(uint64_t seq, size_t maxPendingO
 }
 
 bool Completions::isClosed() {
-  std::lock_guard lock(mutex);
+  MutexLock lock(mutex);
   return closed;
 }
 
 void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
   std::shared_ptr<Inbox> wake;
   {
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     if (closed) return;
     if (seq < headSeq || seq - headSeq >= slots.size()) return;  // cannot happen: each seq is answered once
     const size_t i = seq - headSeq;
@@ -292,8 +295,9 @@ void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
 Inbox::Inbox() : eventFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 Inbox::~Inbox() {
-  if (eventFd_ >= 0) ::close(eventFd_);
-  for (int fd : sockets_) ::close(fd);
+  // The eventfd first, then the sockets never adopted (the order of before).
+  eventFd_.reset();
+  sockets_.clear();
 }
 
 void Inbox::wakeLocked() {
@@ -301,23 +305,23 @@ void Inbox::wakeLocked() {
   wakePending_ = true;
   const uint64_t one = 1;
   // A full counter (cannot happen in practice) still leaves the fd readable.
-  [[maybe_unused]] ssize_t n = ::write(eventFd_, &one, sizeof(one));
+  [[maybe_unused]] ssize_t n = ::write(eventFd_.get(), &one, sizeof(one));
 }
 
-void Inbox::postSocket(int fd) {
-  std::lock_guard lock(mutex_);
-  sockets_.push_back(fd);
+void Inbox::postSocket(UniqueFd fd) {
+  MutexLock lock(mutex_);
+  sockets_.push_back(std::move(fd));
   wakeLocked();
 }
 
 void Inbox::postReady(std::shared_ptr<Completions> completions) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   ready_.push_back(std::move(completions));
   wakeLocked();
 }
 
 void Inbox::postStop(Clock::time_point deadline) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   stop_ = true;
   deadline_ = deadline;
   wakeLocked();
@@ -326,7 +330,7 @@ void Inbox::postStop(Clock::time_point deadline) {
 void Inbox::take(Batch& batch) {
   batch.sockets.clear();
   batch.ready.clear();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   batch.sockets.swap(sockets_);
   batch.ready.swap(ready_);
   batch.stop = stop_;
@@ -337,7 +341,7 @@ void Inbox::take(Batch& batch) {
 
 void Inbox::clearWake() {
   uint64_t value = 0;
-  [[maybe_unused]] ssize_t n = ::read(eventFd_, &value, sizeof(value));
+  [[maybe_unused]] ssize_t n = ::read(eventFd_.get(), &value, sizeof(value));
 }
 
 void Inbox::bindToCurrentThread() { tCurrentInbox = this; }
@@ -354,7 +358,7 @@ IoLoop::IoLoop(int index, const TcpServerOptions& options, protocol::Handler& ha
 
 IoLoop::~IoLoop() {
   join();
-  if (epollFd_ >= 0) ::close(epollFd_);
+  epollFd_.reset();
 }
 
 bool IoLoop::start(std::string* error) {
@@ -362,15 +366,15 @@ bool IoLoop::start(std::string* error) {
     *error = std::string("eventfd: ") + std::strerror(errno);
     return false;
   }
-  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epollFd_ < 0) {
+  epollFd_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epollFd_.valid()) {
     *error = std::string("epoll_create1: ") + std::strerror(errno);
     return false;
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;  // the inbox; connections carry their pointer
-  if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, inbox_->eventFd(), &ev) != 0) {
+  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_ADD, inbox_->eventFd(), &ev) != 0) {
     *error = std::string("epoll_ctl(eventfd): ") + std::strerror(errno);
     return false;
   }
@@ -378,7 +382,7 @@ bool IoLoop::start(std::string* error) {
   return true;
 }
 
-void IoLoop::adopt(int fd) { inbox_->postSocket(fd); }
+void IoLoop::adopt(UniqueFd fd) { inbox_->postSocket(std::move(fd)); }
 
 void IoLoop::beginStop(Clock::time_point deadline) { inbox_->postStop(deadline); }
 
@@ -403,7 +407,7 @@ void IoLoop::run() {
   nextTick_ = now_ + tickInterval_;
   bool busy = false;
   for (;;) {
-    const int n = ::epoll_wait(epollFd_, events.data(), kMaxEvents, waitTimeoutMs(busy));
+    const int n = ::epoll_wait(epollFd_.get(), events.data(), kMaxEvents, waitTimeoutMs(busy));
     if (n < 0 && errno != EINTR) {
       spdlog::critical("I/O thread {}: epoll_wait failed: {}; closing its connections", index_, std::strerror(errno));
       break;
@@ -444,8 +448,8 @@ void IoLoop::run() {
   // was posted (the Completions hold the Inbox: a cycle otherwise).
   inbox_->take(batch_);
   batch_.ready.clear();
-  for (int fd : batch_.sockets) {
-    ::close(fd);
+  for (UniqueFd& fd : batch_.sockets) {
+    fd.reset();
     shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
     counters_.closed(CloseReason::Shutdown);
   }
@@ -460,12 +464,12 @@ bool IoLoop::drainInbox() {
   for (int round = 0; round < 4; ++round) {
     inbox_->take(batch_);
     if (batch_.empty()) return false;
-    for (int fd : batch_.sockets) addConnection(fd);
+    for (UniqueFd& fd : batch_.sockets) addConnection(std::move(fd));
     if (batch_.stop && !draining_) startDraining(batch_.deadline);
     for (auto& completions : batch_.ready) {
       Connection* c = nullptr;
       {
-        std::lock_guard lock(completions->mutex);
+        MutexLock lock(completions->mutex);
         if (!completions->closed) c = completions->connection;
       }
       if (c != nullptr && !c->closed) flush(*c);
@@ -475,17 +479,17 @@ bool IoLoop::drainInbox() {
   return true;
 }
 
-void IoLoop::addConnection(int fd) {
+void IoLoop::addConnection(UniqueFd fd) {
   if (draining_) {
-    ::close(fd);
+    fd.reset();
     shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
     counters_.closed(CloseReason::Shutdown);
     return;
   }
   auto owned = std::make_unique<Connection>();
   Connection& c = *owned;
-  c.fd = fd;
-  c.peer = peerName(fd);
+  c.fd = std::move(fd);
+  c.peer = peerName(c.fd.get());
   c.lastReadAt = now_;
   c.completions = std::make_shared<Completions>();
   c.completions->inbox = inbox_;
@@ -493,10 +497,10 @@ void IoLoop::addConnection(int fd) {
   c.completions->loop = this;
   c.interest = EPOLLIN;
   if (options_.tls) {
-    c.ssl = options_.tls->accept(fd);
+    c.ssl = options_.tls->accept(c.fd.get());
     if (c.ssl == nullptr) {
       spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
-      ::close(fd);
+      c.fd.reset();
       shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
       counters_.closed(CloseReason::IoError);
       return;
@@ -505,10 +509,10 @@ void IoLoop::addConnection(int fd) {
   epoll_event ev{};
   ev.events = c.interest;
   ev.data.ptr = &c;
-  if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) {
     spdlog::error("I/O thread {}: cannot watch the connection from {}: {}", index_, c.peer, std::strerror(errno));
-    if (c.ssl != nullptr) SSL_free(c.ssl);
-    ::close(fd);
+    c.ssl.reset();
+    c.fd.reset();
     shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
     counters_.closed(CloseReason::IoError);
     return;
@@ -539,7 +543,7 @@ void IoLoop::onEvent(Connection& c, uint32_t events) {
   if (events & (EPOLLERR | EPOLLHUP)) {
     int err = 0;
     socklen_t len = sizeof(err);
-    ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    ::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0 && err != ECONNRESET && err != EPIPE) {
       spdlog::info("closing the connection from {}: {}", c.peer, std::strerror(err));
       close(c, CloseReason::IoError);
@@ -556,7 +560,7 @@ void IoLoop::onReadable(Connection& c) {
   if (!readingWanted(c)) return;
   ssize_t n;
   do {
-    n = ::recv(c.fd, scratch_.data(), scratch_.size(), 0);
+    n = ::recv(c.fd.get(), scratch_.data(), scratch_.size(), 0);
   } while (n < 0 && errno == EINTR);
   if (n == 0) {
     c.peerEof = true;
@@ -653,7 +657,7 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
   LoopCounters::add(counters_.requestsReceived, 1);
   const uint64_t seq = c.nextSeq++;
   {
-    std::lock_guard lock(c.completions->mutex);
+    MutexLock lock(c.completions->mutex);
     c.completions->slots.pushBack();
   }
   protocol::DecodedRequest decoded = protocol::decodeRequest(std::span<const uint8_t>(body, size));
@@ -684,7 +688,7 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
     if (options_.auth) {
       if (!c.auth) c.auth = std::make_shared<AuthSession>();
       options_.auth->handle(c.auth, c.peer, handler_, header, std::move(decoded.request), std::move(done));
-    } else if (decoded.request.index() == static_cast<size_t>(protocol::ApiKey::Authenticate)) {
+    } else if (std::holds_alternative<protocol::AuthenticateRequest>(decoded.request)) {
       // Authentication is off: every connection may do everything already.
       done(protocol::AuthenticateResponse{protocol::ErrorCode::NONE});
     } else {
@@ -756,7 +760,7 @@ void IoLoop::appendOutput(Connection& c, const std::vector<uint8_t>& frame) {
 
 void IoLoop::flush(Connection& c) {
   {
-    std::lock_guard lock(c.completions->mutex);
+    MutexLock lock(c.completions->mutex);
     auto& slots = c.completions->slots;
     while (!slots.empty() && slots.front().ready) {
       flushFrames_.push_back(std::move(slots.front().frame));
@@ -806,7 +810,7 @@ void IoLoop::flush(Connection& c) {
 bool IoLoop::writeOut(Connection& c) {
   if (c.ssl != nullptr) return writeOutTls(c);
   while (c.pendingOut() > 0) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.outOffset, c.pendingOut(), MSG_NOSIGNAL);
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.outOffset, c.pendingOut(), MSG_NOSIGNAL);
     if (n > 0) {
       c.outOffset += static_cast<size_t>(n);
       continue;
@@ -850,7 +854,7 @@ void IoLoop::updateInterest(Connection& c) {
   epoll_event ev{};
   ev.events = want;
   ev.data.ptr = &c;
-  if (::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev) != 0) {
+  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) != 0) {
     spdlog::error("I/O thread {}: epoll_ctl for {} failed: {}", index_, c.peer, std::strerror(errno));
     close(c, CloseReason::IoError);
     return;
@@ -878,22 +882,20 @@ void IoLoop::close(Connection& c, CloseReason reason) {
     c.scheduled = false;
   }
   {
-    std::lock_guard lock(c.completions->mutex);
+    MutexLock lock(c.completions->mutex);
     c.completions->closed = true;
     c.completions->connection = nullptr;
     c.completions->loop = nullptr;
     c.completions->slots.clear();
   }
-  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::epoll_ctl(epollFd_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
   if (c.ssl != nullptr) {
     // An orderly close tells the client with close_notify (best effort, never waited for).
-    if (c.tlsReady && reason != CloseReason::PeerClosed && reason != CloseReason::IoError) SSL_shutdown(c.ssl);
-    SSL_free(c.ssl);
-    c.ssl = nullptr;
+    if (c.tlsReady && reason != CloseReason::PeerClosed && reason != CloseReason::IoError) SSL_shutdown(c.ssl.get());
+    c.ssl.reset();  // the SSL object before its socket
     ERR_clear_error();
   }
-  ::close(c.fd);
-  c.fd = -1;
+  c.fd.reset();
   shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
   counters_.closed(reason);
   spdlog::debug("I/O thread {}: closed the connection from {} ({})", index_, c.peer, closeReasonName(reason));
@@ -966,7 +968,7 @@ constexpr int kTlsReadsPerEvent = 8;  // then the other connections get their tu
 
 void IoLoop::tlsHandshake(Connection& c) {
   ERR_clear_error();
-  const int rc = SSL_do_handshake(c.ssl);
+  const int rc = SSL_do_handshake(c.ssl.get());
   if (rc == 1) {
     c.tlsReady = true;
     c.writeBlocked = false;
@@ -974,7 +976,7 @@ void IoLoop::tlsHandshake(Connection& c) {
     updateInterest(c);
     return;
   }
-  const int err = SSL_get_error(c.ssl, rc);
+  const int err = SSL_get_error(c.ssl.get(), rc);
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
     c.writeBlocked = err == SSL_ERROR_WANT_WRITE;
     updateInterest(c);
@@ -996,13 +998,13 @@ void IoLoop::onReadableTls(Connection& c) {
   for (int i = 0; i < kTlsReadsPerEvent; ++i) {
     if (c.closed || !readingWanted(c)) return;
     ERR_clear_error();
-    const int n = SSL_read(c.ssl, scratch_.data(), static_cast<int>(scratch_.size()));
+    const int n = SSL_read(c.ssl.get(), scratch_.data(), static_cast<int>(scratch_.size()));
     if (n > 0) {
       c.lastReadAt = now_;
       received(c, static_cast<size_t>(n));
       continue;
     }
-    const int err = SSL_get_error(c.ssl, n);
+    const int err = SSL_get_error(c.ssl.get(), n);
     if (err == SSL_ERROR_WANT_READ) return;
     if (err == SSL_ERROR_WANT_WRITE) {
       c.writeBlocked = true;
@@ -1033,12 +1035,12 @@ bool IoLoop::writeOutTls(Connection& c) {
   while (c.pendingOut() > 0) {
     ERR_clear_error();
     const size_t chunk = std::min<size_t>(c.pendingOut(), 1 << 30);
-    const int n = SSL_write(c.ssl, c.out.data() + c.outOffset, static_cast<int>(chunk));
+    const int n = SSL_write(c.ssl.get(), c.out.data() + c.outOffset, static_cast<int>(chunk));
     if (n > 0) {
       c.outOffset += static_cast<size_t>(n);
       continue;
     }
-    const int err = SSL_get_error(c.ssl, n);
+    const int err = SSL_get_error(c.ssl.get(), n);
     if (err == SSL_ERROR_WANT_WRITE) {
       c.writeBlocked = true;
       updateInterest(c);

@@ -9,11 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/Sync.h"
 #include "protocol/Handler.h"
+#include "server/Handles.h"
 #include "server/TcpServer.h"
 
 namespace groupcoord::server::detail {
@@ -78,24 +79,24 @@ class SlotRing {
 // may outlive the connection, its loop and the server: once `closed` is set
 // they drop what they complete.
 struct Completions : std::enable_shared_from_this<Completions> {
-  std::mutex mutex;
-  bool closed = false;    // guarded by mutex
-  bool queued = false;    // on the inbox's ready list; guarded by mutex
-  uint64_t headSeq = 0;   // request sequence number of slots.front(); guarded by mutex
-  SlotRing slots;         // guarded by mutex
+  Mutex mutex;
+  bool closed GUARDED_BY(mutex) = false;
+  bool queued GUARDED_BY(mutex) = false;   // on the inbox's ready list
+  uint64_t headSeq GUARDED_BY(mutex) = 0;  // request sequence number of slots.front()
+  SlotRing slots GUARDED_BY(mutex);
   std::shared_ptr<Inbox> inbox;
   Connection* connection = nullptr;  // dereferenced only by the owning I/O thread, only while !closed
   IoLoop* loop = nullptr;            // the owner; same rule
 
   // Any thread: stores the encoded response of request `seq`, and asks the
   // loop to flush when it completes the head of the line.
-  void fill(uint64_t seq, std::vector<uint8_t> frame);
-  bool isClosed();
+  void fill(uint64_t seq, std::vector<uint8_t> frame) EXCLUDES(mutex);
+  bool isClosed() EXCLUDES(mutex);
   // Owning loop thread only: when `seq` is the head of the line and the
   // connection's output is within its bound, takes the slot out of the ring
   // and returns the connection, so that the caller encodes the response
   // straight into its output (no frame buffer, no hand-over). nullptr: use fill().
-  Connection* takeHeadForDirectWrite(uint64_t seq, size_t maxPendingOutput);
+  Connection* takeHeadForDirectWrite(uint64_t seq, size_t maxPendingOutput) EXCLUDES(mutex);
 };
 
 // What other threads hand to a loop: new sockets, completed responses, stop.
@@ -107,37 +108,37 @@ class Inbox {
   Inbox(const Inbox&) = delete;
   Inbox& operator=(const Inbox&) = delete;
 
-  bool valid() const { return eventFd_ >= 0; }
-  int eventFd() const { return eventFd_; }
+  bool valid() const { return eventFd_.valid(); }
+  int eventFd() const { return eventFd_.get(); }
 
   // Any thread.
-  void postSocket(int fd);
-  void postReady(std::shared_ptr<Completions> completions);
-  void postStop(Clock::time_point deadline);
+  void postSocket(UniqueFd fd) EXCLUDES(mutex_);
+  void postReady(std::shared_ptr<Completions> completions) EXCLUDES(mutex_);
+  void postStop(Clock::time_point deadline) EXCLUDES(mutex_);
 
   struct Batch {
-    std::vector<int> sockets;
+    std::vector<UniqueFd> sockets;
     std::vector<std::shared_ptr<Completions>> ready;
     bool stop = false;
     Clock::time_point deadline{};
     bool empty() const { return sockets.empty() && ready.empty() && !stop; }
   };
   // Loop thread: takes what was posted (swapping into `batch`).
-  void take(Batch& batch);
+  void take(Batch& batch) EXCLUDES(mutex_);
   // Loop thread: resets the eventfd after epoll reported it.
   void clearWake();
   // Loop thread: marks the calling thread as this inbox's owner, so posts
   // made on it skip the eventfd (the loop drains its inbox every turn).
   void bindToCurrentThread();
  private:
-  void wakeLocked();
-  std::mutex mutex_;
-  int eventFd_ = -1;
-  bool wakePending_ = false;
-  bool stop_ = false;
-  Clock::time_point deadline_{};
-  std::vector<int> sockets_;
-  std::vector<std::shared_ptr<Completions>> ready_;
+  void wakeLocked() REQUIRES(mutex_);
+  Mutex mutex_;
+  UniqueFd eventFd_;  // set by the constructor, closed by the destructor
+  bool wakePending_ GUARDED_BY(mutex_) = false;
+  bool stop_ GUARDED_BY(mutex_) = false;
+  Clock::time_point deadline_ GUARDED_BY(mutex_){};
+  std::vector<UniqueFd> sockets_ GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<Completions>> ready_ GUARDED_BY(mutex_);
 };
 
 class IoLoop {
@@ -149,7 +150,7 @@ class IoLoop {
 
   bool start(std::string* error);
   // Acceptor thread: the loop owns `fd` from now on.
-  void adopt(int fd);
+  void adopt(UniqueFd fd);
   // Owner thread: stop reading requests, answer what is in flight until
   // `deadline`, then close everything and let the thread end.
   void beginStop(Clock::time_point deadline);
@@ -167,7 +168,7 @@ class IoLoop {
 
   void run();
   bool drainInbox();
-  void addConnection(int fd);
+  void addConnection(UniqueFd fd);
   void onEvent(Connection& c, uint32_t events);
   void onReadable(Connection& c);
   void received(Connection& c, size_t size);  // `size` new bytes of requests in scratch_
@@ -195,7 +196,7 @@ class IoLoop {
   SharedCounters& shared_;
   LoopCounters counters_;
   std::shared_ptr<Inbox> inbox_;
-  int epollFd_ = -1;
+  UniqueFd epollFd_;
   std::thread thread_;
 
   // Loop thread only from here on.

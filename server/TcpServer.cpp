@@ -58,13 +58,13 @@ TcpServer::TcpServer(TcpServerOptions options, protocol::Handler& handler)
 
 TcpServer::~TcpServer() {
   stop();
-  if (listenFd_ >= 0) ::close(listenFd_);
+  listenFd_.reset();
 }
 
 uint16_t TcpServer::port() const { return port_; }
 
 bool TcpServer::bind(std::string* error) {
-  if (listenFd_ >= 0) return true;
+  if (listenFd_.valid()) return true;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -78,33 +78,33 @@ bool TcpServer::bind(std::string* error) {
   }
   std::string lastError = "no address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) {
       lastError = errnoText("socket");
       continue;
     }
     const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
       lastError = errnoText("bind");
-      ::close(fd);
+      fd.reset();
       continue;
     }
-    if (::listen(fd, SOMAXCONN) != 0) {
+    if (::listen(fd.get(), SOMAXCONN) != 0) {
       lastError = errnoText("listen");
-      ::close(fd);
+      fd.reset();
       continue;
     }
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
     port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    listenFd_ = fd;
+    listenFd_ = std::move(fd);
     break;
   }
   ::freeaddrinfo(found);
-  if (listenFd_ < 0) {
+  if (!listenFd_.valid()) {
     *error = "cannot listen on " + options_.listenAddress + ":" + service + ": " + lastError;
     return false;
   }
@@ -130,14 +130,14 @@ bool TcpServer::start(std::string* error) {
       return false;
     }
   }
-  acceptWakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (acceptWakeFd_ < 0) {
+  acceptWakeFd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!acceptWakeFd_.valid()) {
     *error = errnoText("eventfd");
     for (auto& loop : loops_) loop->beginStop(detail::Clock::now());
     loops_.clear();
     return false;
   }
-  reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  reserveFd_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   started_ = true;
   acceptor_ = std::thread([this] { acceptLoop(); });
   return true;
@@ -145,7 +145,7 @@ bool TcpServer::start(std::string* error) {
 
 void TcpServer::acceptLoop() {
   ::pthread_setname_np(::pthread_self(), "gc-accept");
-  pollfd fds[2] = {{listenFd_, POLLIN, 0}, {acceptWakeFd_, POLLIN, 0}};
+  pollfd fds[2] = {{listenFd_.get(), POLLIN, 0}, {acceptWakeFd_.get(), POLLIN, 0}};
   for (;;) {
     const int n = ::poll(fds, 2, -1);
     if (n < 0) {
@@ -162,8 +162,8 @@ void TcpServer::acceptReady() {
   for (;;) {
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
-    const int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    UniqueFd fd(::accept4(listenFd_.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
       const int err = errno;
@@ -173,17 +173,17 @@ void TcpServer::acceptReady() {
                      counters_->connectionsOpen.load(std::memory_order_relaxed),
                      suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
       }
-      if ((err == EMFILE || err == ENFILE) && reserveFd_ >= 0) {
+      if ((err == EMFILE || err == ENFILE) && reserveFd_.valid()) {
         // Out of descriptors: the pending connection would keep the listening
         // socket readable forever. Free the spare descriptor, take the
         // connection and close it, and keep the spare again.
-        ::close(reserveFd_);
-        const int dropped = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (dropped >= 0) {
-          ::close(dropped);
+        reserveFd_.reset();
+        UniqueFd dropped(::accept4(listenFd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (dropped.valid()) {
+          dropped.reset();
           counters_->connectionsRejected.fetch_add(1, std::memory_order_relaxed);
         }
-        reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        reserveFd_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
         continue;
       }
       // Anything else: wait a little instead of spinning on it.
@@ -191,7 +191,7 @@ void TcpServer::acceptReady() {
       return;
     }
     if (counters_->connectionsOpen.load(std::memory_order_relaxed) >= static_cast<uint64_t>(options_.maxConnections)) {
-      ::close(fd);
+      fd.reset();
       counters_->connectionsRejected.fetch_add(1, std::memory_order_relaxed);
       uint64_t suppressed = 0;
       if (gRejectLog.allow(&suppressed)) {
@@ -204,8 +204,8 @@ void TcpServer::acceptReady() {
     counters_->connectionsAccepted.fetch_add(1, std::memory_order_relaxed);
     const int one = 1;
     // Responses are small and latency matters more than packet count.
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    loops_[nextLoop_]->adopt(fd);
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    loops_[nextLoop_]->adopt(std::move(fd));
     nextLoop_ = (nextLoop_ + 1) % loops_.size();
   }
 }
@@ -214,14 +214,11 @@ void TcpServer::stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
   const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(acceptWakeFd_, &one, sizeof(one));
+  [[maybe_unused]] ssize_t n = ::write(acceptWakeFd_.get(), &one, sizeof(one));
   if (acceptor_.joinable()) acceptor_.join();
-  ::close(listenFd_);
-  listenFd_ = -1;
-  ::close(acceptWakeFd_);
-  acceptWakeFd_ = -1;
-  if (reserveFd_ >= 0) ::close(reserveFd_);
-  reserveFd_ = -1;
+  listenFd_.reset();
+  acceptWakeFd_.reset();
+  reserveFd_.reset();
   spdlog::info("stopped accepting; answering what is in flight on {} connection(s) (up to {} ms)",
                counters_->connectionsOpen.load(std::memory_order_relaxed), options_.shutdownGrace.count());
   const auto deadline = detail::Clock::now() + options_.shutdownGrace;

@@ -1,7 +1,7 @@
 #pragma once
 
 // groupcoordd's TCP server: an acceptor thread and N I/O threads, each an
-// epoll reactor, that frame and decode requests (PROTOCOL.md), hand them to a
+// epoll reactor, that frame and decode requests (docs/protocol.md), hand them to a
 // protocol::Handler and write the responses back in request order per
 // connection.
 //
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "protocol/Handler.h"
+#include "server/Handles.h"
 
 namespace groupcoord::server {
 
@@ -119,9 +120,9 @@ class TcpServer {
   protocol::Handler& handler_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
-  int listenFd_ = -1;
-  int acceptWakeFd_ = -1;  // eventfd: tells the acceptor to stop
-  int reserveFd_ = -1;     // kept open to be released when accept() hits EMFILE
+  UniqueFd listenFd_;
+  UniqueFd acceptWakeFd_;  // eventfd: tells the acceptor to stop
+  UniqueFd reserveFd_;     // kept open to be released when accept() hits EMFILE
   uint16_t port_ = 0;
   size_t nextLoop_ = 0;    // acceptor thread only
   bool started_ = false;

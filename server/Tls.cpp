@@ -5,6 +5,10 @@
 
 namespace groupcoord::server {
 
+void SslFree::operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
+
+void SslCtxFree::operator()(SSL_CTX* ctx) const noexcept { SSL_CTX_free(ctx); }
+
 std::string takeTlsError() {
   std::string text;
   unsigned long code = 0;
@@ -21,12 +25,12 @@ std::shared_ptr<TlsServerContext> TlsServerContext::create(const std::string& ce
                                                            std::string* error) {
   std::shared_ptr<TlsServerContext> tls(new TlsServerContext());
   ERR_clear_error();
-  tls->ctx_ = SSL_CTX_new(TLS_server_method());
+  tls->ctx_.reset(SSL_CTX_new(TLS_server_method()));
   if (tls->ctx_ == nullptr) {
     *error = "cannot make a TLS context: " + takeTlsError();
     return nullptr;
   }
-  SSL_CTX* ctx = tls->ctx_;
+  SSL_CTX* ctx = tls->ctx_.get();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   // Renegotiation would let a client make the server read while it wants to
   // write; a client that ends without close_notify is an ordinary close.
@@ -59,18 +63,13 @@ std::shared_ptr<TlsServerContext> TlsServerContext::create(const std::string& ce
   return tls;
 }
 
-TlsServerContext::~TlsServerContext() {
-  if (ctx_ != nullptr) SSL_CTX_free(ctx_);
-}
+TlsServerContext::~TlsServerContext() = default;
 
-SSL* TlsServerContext::accept(int fd) const {
-  SSL* ssl = SSL_new(ctx_);
+SslPtr TlsServerContext::accept(int fd) const {
+  SslPtr ssl(SSL_new(ctx_.get()));
   if (ssl == nullptr) return nullptr;
-  if (SSL_set_fd(ssl, fd) != 1) {
-    SSL_free(ssl);
-    return nullptr;
-  }
-  SSL_set_accept_state(ssl);
+  if (SSL_set_fd(ssl.get(), fd) != 1) return nullptr;  // frees it
+  SSL_set_accept_state(ssl.get());
   return ssl;
 }
 

@@ -9,8 +9,7 @@
 #include <memory>
 #include <string>
 
-typedef struct ssl_ctx_st SSL_CTX;
-typedef struct ssl_st SSL;
+#include "server/Handles.h"
 
 namespace groupcoord::server {
 
@@ -25,13 +24,14 @@ class TlsServerContext {
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
-  // I/O thread: a server-side SSL object on `fd`, or nullptr (out of memory).
-  SSL* accept(int fd) const;
+  // I/O thread: a server-side SSL object on `fd`, or null (out of memory).
+  // The socket stays owned by the caller.
+  SslPtr accept(int fd) const;
   bool requiresClientCertificate() const { return requireClientCert_; }
 
  private:
   TlsServerContext() = default;
-  SSL_CTX* ctx_ = nullptr;
+  SslCtxPtr ctx_;
   bool requireClientCert_ = false;
 };
 

@@ -4,6 +4,8 @@
 
 #include <exception>
 
+#include "zk/CondWait.h"
+
 namespace groupcoord::zk {
 
 CompletionQueue::CompletionQueue(std::string name) : name_(std::move(name)) {
@@ -15,7 +17,7 @@ CompletionQueue::~CompletionQueue() { stop(); }
 
 void CompletionQueue::post(std::function<void()> task) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!stopping_) {
       tasks_.push_back(std::move(task));
       wake_.notify_one();
@@ -27,18 +29,18 @@ void CompletionQueue::post(std::function<void()> task) {
 
 void CompletionQueue::waitIdle() {
   if (inCompletionThread()) return;
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [this] { return tasks_.empty() && !running_; });
+  MutexLock lock(mutex_);
+  while (!(tasks_.empty() && !running_)) waitLocked(idle_, mutex_);
 }
 
 uint64_t CompletionQueue::executed() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return executed_;
 }
 
 void CompletionQueue::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     wake_.notify_one();
@@ -54,14 +56,16 @@ void CompletionQueue::stop() {
 }
 
 void CompletionQueue::run() {
-  std::unique_lock lock(mutex_);
+  // Locked by hand, not by a MutexLock: each task runs unlocked. Nothing
+  // between lock() and unlock() throws (a task's exceptions are caught).
+  mutex_.lock();
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    while (!(stopping_ || !tasks_.empty())) waitLocked(wake_, mutex_);
     if (tasks_.empty()) break;  // stopping and drained
     auto task = std::move(tasks_.front());
     tasks_.pop_front();
     running_ = true;
-    lock.unlock();
+    mutex_.unlock();
     try {
       task();
     } catch (const std::exception& e) {
@@ -70,12 +74,13 @@ void CompletionQueue::run() {
       spdlog::error("{}: a callback threw a non-standard exception", name_);
     }
     task = nullptr;  // destroy captured state outside the lock
-    lock.lock();
+    mutex_.lock();
     running_ = false;
     ++executed_;
     if (tasks_.empty()) idle_.notify_all();
   }
   idle_.notify_all();
+  mutex_.unlock();
 }
 
 }  // namespace groupcoord::zk

@@ -10,9 +10,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "common/Sync.h"
 
 namespace groupcoord::zk {
 
@@ -28,32 +29,32 @@ class CompletionQueue {
   // Thread-safe and non-blocking (the queue is unbounded). A task posted
   // after stop() is dropped with a warning. A task that throws is logged and
   // the thread goes on.
-  void post(std::function<void()> task);
+  void post(std::function<void()> task) EXCLUDES(mutex_);
 
   // Blocks until the queue is empty and no task is running. From the
   // completion thread itself it returns at once (waiting would deadlock).
-  void waitIdle();
+  void waitIdle() EXCLUDES(mutex_);
 
   // Runs every task already queued, refuses new ones, joins the thread.
   // Idempotent. Must not be called from the completion thread.
-  void stop();
+  void stop() EXCLUDES(mutex_);
 
   bool inCompletionThread() const { return std::this_thread::get_id() == threadId_; }
 
   // Tasks run so far (tests use it to assert progress).
-  uint64_t executed() const;
+  uint64_t executed() const EXCLUDES(mutex_);
 
  private:
-  void run();
+  void run() EXCLUDES(mutex_);
 
   std::string name_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable idle_;
-  std::deque<std::function<void()>> tasks_;
-  bool running_ = false;  // a task is executing now
-  bool stopping_ = false;
-  uint64_t executed_ = 0;
+  mutable Mutex mutex_;
+  std::condition_variable wake_;  // with mutex_: a task was posted, or stop()
+  std::condition_variable idle_;  // with mutex_: tasks_ empty and nothing running
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mutex_);
+  bool running_ GUARDED_BY(mutex_) = false;  // a task is executing now
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  uint64_t executed_ GUARDED_BY(mutex_) = 0;
   std::thread thread_;
   std::thread::id threadId_;
 };

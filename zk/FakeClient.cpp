@@ -70,48 +70,48 @@ FakeEnsemble::FakeEnsemble() : nextSessionId_(0x0100000000000001LL) {
 }
 
 FakeEnsemble::~FakeEnsemble() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!clients_.empty()) spdlog::error("FakeEnsemble destroyed with {} clients still bound to it", clients_.size());
 }
 
 bool FakeEnsemble::exists(const std::string& path) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return tree_.count(path) != 0;
 }
 
 std::optional<std::string> FakeEnsemble::data(const std::string& path) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = tree_.find(path);
   if (it == tree_.end()) return std::nullopt;
   return it->second.data;
 }
 
 std::optional<Stat> FakeEnsemble::stat(const std::string& path) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = tree_.find(path);
   if (it == tree_.end()) return std::nullopt;
   return it->second.stat;
 }
 
 std::vector<std::string> FakeEnsemble::children(const std::string& path) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = tree_.find(path);
   if (it == tree_.end()) return {};
   return {it->second.children.begin(), it->second.children.end()};
 }
 
 size_t FakeEnsemble::nodeCount() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return tree_.size();
 }
 
 int64_t FakeEnsemble::lastZxid() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return zxid_;
 }
 
 std::vector<std::shared_ptr<CompletionQueue>> FakeEnsemble::queuesOf() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::shared_ptr<CompletionQueue>> out;
   for (auto* c : clients_) out.push_back(c->queue_);
   return out;
@@ -215,7 +215,10 @@ Error FakeEnsemble::applyCheck(const Tree& tree, const std::string& path, int32_
   return Error::Ok;
 }
 
-void FakeEnsemble::fireList(std::vector<WatchRef>& list, WatchEvent::Type type, const std::string& path) {
+// Unchecked: a client here is bound to this ensemble, so its ensemble_.mutex_
+// is our mutex_ (held), which the analysis cannot tell from ref.client.
+void FakeEnsemble::fireList(std::vector<WatchRef>& list, WatchEvent::Type type, const std::string& path)
+    NO_THREAD_SAFETY_ANALYSIS {
   // One-shot: the list is consumed.
   auto refs = std::move(list);
   list.clear();
@@ -292,7 +295,7 @@ FakeClient::FakeClient(FakeEnsemble& ensemble, FakeClientOptions options)
       options_(std::move(options)),
       queue_(std::make_shared<CompletionQueue>(options_.name + "-completions")),
       state_(options_.startConnected ? SessionState::Connected : SessionState::Connecting) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (options_.startConnected) sessionId_ = ensemble_.newSessionIdLocked();
   ensemble_.clients_.insert(this);
 }
@@ -301,19 +304,19 @@ FakeClient::~FakeClient() {
   listener_.store(nullptr);
   close();
   {
-    std::lock_guard lock(ensemble_.mutex_);
+    MutexLock lock(ensemble_.mutex_);
     ensemble_.clients_.erase(this);
   }
   queue_->stop();
 }
 
 SessionState FakeClient::state() const {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   return state_;
 }
 
 int64_t FakeClient::sessionId() const {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   return sessionId_;
 }
 
@@ -380,7 +383,7 @@ void FakeClient::endWatchesLocked(SessionState finalState) {
 }
 
 void FakeClient::create(const std::string& path, std::string data, CreateMode mode, Callback<CreateResult> done) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.writes;
   ++counters_.creates;
@@ -404,7 +407,7 @@ void FakeClient::create(const std::string& path, std::string data, CreateMode mo
 }
 
 void FakeClient::remove(const std::string& path, int32_t version, Callback<Error> done) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.writes;
   ++counters_.removes;
@@ -427,7 +430,7 @@ void FakeClient::remove(const std::string& path, int32_t version, Callback<Error
 }
 
 void FakeClient::get(const std::string& path, Callback<GetResult> done, WatchCallback watch) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.reads;
   GetResult r;
@@ -452,7 +455,7 @@ void FakeClient::get(const std::string& path, Callback<GetResult> done, WatchCal
 }
 
 void FakeClient::set(const std::string& path, std::string data, int32_t version, Callback<SetResult> done) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.writes;
   ++counters_.sets;
@@ -475,7 +478,7 @@ void FakeClient::set(const std::string& path, std::string data, int32_t version,
 }
 
 void FakeClient::exists(const std::string& path, Callback<ExistsResult> done, WatchCallback watch) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.reads;
   ExistsResult r;
@@ -500,7 +503,7 @@ void FakeClient::exists(const std::string& path, Callback<ExistsResult> done, Wa
 }
 
 void FakeClient::getChildren(const std::string& path, Callback<ChildrenResult> done, WatchCallback watch) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.reads;
   ChildrenResult r;
@@ -525,7 +528,7 @@ void FakeClient::getChildren(const std::string& path, Callback<ChildrenResult> d
 }
 
 void FakeClient::multi(std::vector<Op> ops, Callback<MultiResult> done) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   ++counters_.calls;
   ++counters_.writes;
   ++counters_.multis;
@@ -558,6 +561,7 @@ void FakeClient::multi(std::vector<Op> ops, Callback<MultiResult> done) {
     std::vector<FakeEnsemble::Change> changes;
     int64_t zxid = ensemble_.nextZxidLocked();
     int64_t now = nowMs();
+    const int64_t owner = sessionId_;  // read here: the lambda below is checked without the lock
     int failed = -1;
     Error failure = Error::Ok;
     for (size_t i = 0; i < ops.size() && failed < 0; ++i) {
@@ -566,7 +570,7 @@ void FakeClient::multi(std::vector<Op> ops, Callback<MultiResult> done) {
           [&](const auto& o) -> Error {
             using T = std::decay_t<decltype(o)>;
             if constexpr (std::is_same_v<T, CreateOp>) {
-              return FakeEnsemble::applyCreate(work, o.path, o.data, o.mode, sessionId_, zxid, now, &out.path,
+              return FakeEnsemble::applyCreate(work, o.path, o.data, o.mode, owner, zxid, now, &out.path,
                                                &changes);
             } else if constexpr (std::is_same_v<T, RemoveOp>) {
               return FakeEnsemble::applyRemove(work, o.path, o.version, zxid, &changes);
@@ -611,7 +615,7 @@ void FakeClient::multi(std::vector<Op> ops, Callback<MultiResult> done) {
 }
 
 void FakeClient::renew() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (state_ != SessionState::Expired && state_ != SessionState::AuthFailed) return;
   sessionId_ = ensemble_.newSessionIdLocked();
   serverExpired_ = false;
@@ -621,13 +625,13 @@ void FakeClient::renew() {
 }
 
 void FakeClient::disconnect() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (state_ != SessionState::Connected) return;
   setStateLocked(SessionState::Reconnecting);
 }
 
 void FakeClient::reconnect() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (state_ != SessionState::Reconnecting && state_ != SessionState::Connecting) return;
   if (serverExpired_) {
     setStateLocked(SessionState::Expired);
@@ -642,7 +646,7 @@ void FakeClient::reconnect() {
 }
 
 void FakeClient::expire() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (sessionId_ == 0 || serverExpired_) return;
   if (state_ == SessionState::Closed || state_ == SessionState::Expired || state_ == SessionState::AuthFailed) return;
   serverExpired_ = true;
@@ -656,7 +660,7 @@ void FakeClient::expire() {
 }
 
 void FakeClient::close() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   if (state_ == SessionState::Closed) return;
   ensemble_.dropWatchesOfLocked(this);
   if (!serverExpired_) ensemble_.removeEphemeralsLocked(sessionId_);
@@ -667,24 +671,24 @@ void FakeClient::close() {
 }
 
 void FakeClient::failNext(Error error, int count, bool applied) {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   injected_ = error;
   injectedCount_ = count;
   injectedApplied_ = applied;
 }
 
 FakeCounters FakeClient::counters() const {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   return counters_;
 }
 
 void FakeClient::resetCounters() {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   counters_ = FakeCounters{};
 }
 
 size_t FakeClient::armedWatches() const {
-  std::lock_guard lock(ensemble_.mutex_);
+  MutexLock lock(ensemble_.mutex_);
   return watches_.size();
 }
 

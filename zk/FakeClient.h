@@ -27,13 +27,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/Sync.h"
 #include "zk/Client.h"
 #include "zk/CompletionQueue.h"
 
@@ -51,16 +51,16 @@ class FakeEnsemble {
   FakeEnsemble& operator=(const FakeEnsemble&) = delete;
 
   // Direct reads for test assertions: no client, no counters, no watches.
-  bool exists(const std::string& path) const;
-  std::optional<std::string> data(const std::string& path) const;
-  std::optional<Stat> stat(const std::string& path) const;
-  std::vector<std::string> children(const std::string& path) const;  // sorted names
-  size_t nodeCount() const;  // every znode, "/" and "/zookeeper" included
-  int64_t lastZxid() const;
+  bool exists(const std::string& path) const EXCLUDES(mutex_);
+  std::optional<std::string> data(const std::string& path) const EXCLUDES(mutex_);
+  std::optional<Stat> stat(const std::string& path) const EXCLUDES(mutex_);
+  std::vector<std::string> children(const std::string& path) const EXCLUDES(mutex_);  // sorted names
+  size_t nodeCount() const EXCLUDES(mutex_);  // every znode, "/" and "/zookeeper" included
+  int64_t lastZxid() const EXCLUDES(mutex_);
 
   // Blocks until every client's completion queue is idle and stays idle
   // over one full pass (a callback on one client may post to another).
-  void waitIdle();
+  void waitIdle() EXCLUDES(mutex_);
 
  private:
   friend class FakeClient;
@@ -98,23 +98,23 @@ class FakeEnsemble {
                         int64_t zxid, int64_t now, Stat* out, std::vector<Change>* changes);
   static Error applyCheck(const Tree& tree, const std::string& path, int32_t version);
 
-  // All below: mutex_ held.
-  void fireLocked(const std::vector<Change>& changes);
-  void fireList(std::vector<WatchRef>& list, WatchEvent::Type type, const std::string& path);
-  void dropWatchesOfLocked(FakeClient* client);
-  void removeEphemeralsLocked(int64_t owner);
-  int64_t nextZxidLocked() { return ++zxid_; }
-  int64_t newSessionIdLocked() { return nextSessionId_++; }
+  void fireLocked(const std::vector<Change>& changes) REQUIRES(mutex_);
+  void fireList(std::vector<WatchRef>& list, WatchEvent::Type type, const std::string& path) REQUIRES(mutex_);
+  void dropWatchesOfLocked(FakeClient* client) REQUIRES(mutex_);
+  void removeEphemeralsLocked(int64_t owner) REQUIRES(mutex_);
+  int64_t nextZxidLocked() REQUIRES(mutex_) { return ++zxid_; }
+  int64_t newSessionIdLocked() REQUIRES(mutex_) { return nextSessionId_++; }
 
-  mutable std::mutex mutex_;
-  Tree tree_;
-  int64_t zxid_ = 0;
-  int64_t nextSessionId_;
+  // Also guards the session fields of every FakeClient bound here.
+  mutable Mutex mutex_;
+  Tree tree_ GUARDED_BY(mutex_);
+  int64_t zxid_ GUARDED_BY(mutex_) = 0;
+  int64_t nextSessionId_ GUARDED_BY(mutex_);
   // Data watches (get, exists) and child watches, by path.
-  std::map<std::string, std::vector<WatchRef>> dataWatches_;
-  std::map<std::string, std::vector<WatchRef>> childWatches_;
-  std::set<FakeClient*> clients_;
-  std::vector<std::shared_ptr<CompletionQueue>> queuesOf() const;
+  std::map<std::string, std::vector<WatchRef>> dataWatches_ GUARDED_BY(mutex_);
+  std::map<std::string, std::vector<WatchRef>> childWatches_ GUARDED_BY(mutex_);
+  std::set<FakeClient*> clients_ GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<CompletionQueue>> queuesOf() const EXCLUDES(mutex_);
 };
 
 struct FakeClientOptions {
@@ -151,47 +151,52 @@ class FakeClient final : public Client {
   FakeClient& operator=(const FakeClient&) = delete;
 
   // --- zk::Client (same contract as zk::Session) ---
-  void create(const std::string& path, std::string data, CreateMode mode, Callback<CreateResult> done) override;
-  void remove(const std::string& path, int32_t version, Callback<Error> done) override;
-  void get(const std::string& path, Callback<GetResult> done, WatchCallback watch = {}) override;
-  void set(const std::string& path, std::string data, int32_t version, Callback<SetResult> done) override;
-  void exists(const std::string& path, Callback<ExistsResult> done, WatchCallback watch = {}) override;
-  void getChildren(const std::string& path, Callback<ChildrenResult> done, WatchCallback watch = {}) override;
-  void multi(std::vector<Op> ops, Callback<MultiResult> done) override;
+  void create(const std::string& path, std::string data, CreateMode mode, Callback<CreateResult> done) override
+      EXCLUDES(ensemble_.mutex_);
+  void remove(const std::string& path, int32_t version, Callback<Error> done) override EXCLUDES(ensemble_.mutex_);
+  void get(const std::string& path, Callback<GetResult> done, WatchCallback watch = {}) override
+      EXCLUDES(ensemble_.mutex_);
+  void set(const std::string& path, std::string data, int32_t version, Callback<SetResult> done) override
+      EXCLUDES(ensemble_.mutex_);
+  void exists(const std::string& path, Callback<ExistsResult> done, WatchCallback watch = {}) override
+      EXCLUDES(ensemble_.mutex_);
+  void getChildren(const std::string& path, Callback<ChildrenResult> done, WatchCallback watch = {}) override
+      EXCLUDES(ensemble_.mutex_);
+  void multi(std::vector<Op> ops, Callback<MultiResult> done) override EXCLUDES(ensemble_.mutex_);
 
-  SessionState state() const override;
-  int64_t sessionId() const override;
+  SessionState state() const override EXCLUDES(ensemble_.mutex_);
+  int64_t sessionId() const override EXCLUDES(ensemble_.mutex_);
   std::chrono::milliseconds sessionTimeout() const override;
   void setListener(SessionListener* listener) override;
-  void renew() override;
+  void renew() override EXCLUDES(ensemble_.mutex_);
 
   // --- test controls; each tells the listener of the change it makes ---
 
   // Connection lost (Connected -> Reconnecting). Operations fail with
   // ConnectionLoss; watches stay armed, and what would fire them meanwhile
   // is held back and delivered after reconnect(), as ZooKeeper does.
-  void disconnect();
+  void disconnect() EXCLUDES(ensemble_.mutex_);
   // The connection is back (Reconnecting/Connecting -> Connected, same
   // session). If the session was expired meanwhile, -> Expired instead.
-  void reconnect();
+  void reconnect() EXCLUDES(ensemble_.mutex_);
   // The ensemble expires the session now: its ephemeral znodes are deleted
   // (other sessions' watches fire). A connected client learns at once:
   // -> Expired, armed watches get a Session event (state Expired), and
   // every later operation fails with InvalidState until renew(). A
   // disconnected client learns at its next reconnect().
-  void expire();
+  void expire() EXCLUDES(ensemble_.mutex_);
   // Closes the session as its owner would (ephemerals deleted, -> Closed,
   // armed watches get a Session event with state Closed). Idempotent.
-  void close();
+  void close() EXCLUDES(ensemble_.mutex_);
   // The next `count` operations fail with `error`. With applied = true a
   // write is still carried out (models a reply lost after the commit, e.g.
   // ConnectionLoss after a successful create).
-  void failNext(Error error, int count = 1, bool applied = false);
+  void failNext(Error error, int count = 1, bool applied = false) EXCLUDES(ensemble_.mutex_);
 
-  FakeCounters counters() const;
-  void resetCounters();
+  FakeCounters counters() const EXCLUDES(ensemble_.mutex_);
+  void resetCounters() EXCLUDES(ensemble_.mutex_);
   // Watch callbacks armed and not yet fired.
-  size_t armedWatches() const;
+  size_t armedWatches() const EXCLUDES(ensemble_.mutex_);
   // Blocks until this client's queued completions and events are delivered.
   void waitIdle();
 
@@ -200,13 +205,12 @@ class FakeClient final : public Client {
 
   enum class WatchKind { Data, Child };
 
-  // All *Locked: ensemble_.mutex_ held.
-  Error admitLocked(bool write);  // connection state and injected failures
-  bool consumeInjectedLocked(Error* error, bool* applied);
-  void armLocked(WatchKind kind, const std::string& path, WatchCallback watch);
-  void fireWatchLocked(uint64_t id, const WatchEvent& event);
-  void endWatchesLocked(SessionState finalState);
-  void setStateLocked(SessionState next);
+  Error admitLocked(bool write) REQUIRES(ensemble_.mutex_);  // connection state and injected failures
+  bool consumeInjectedLocked(Error* error, bool* applied) REQUIRES(ensemble_.mutex_);
+  void armLocked(WatchKind kind, const std::string& path, WatchCallback watch) REQUIRES(ensemble_.mutex_);
+  void fireWatchLocked(uint64_t id, const WatchEvent& event) REQUIRES(ensemble_.mutex_);
+  void endWatchesLocked(SessionState finalState) REQUIRES(ensemble_.mutex_);
+  void setStateLocked(SessionState next) REQUIRES(ensemble_.mutex_);
   void post(std::function<void()> task) { queue_->post(std::move(task)); }
 
   FakeEnsemble& ensemble_;
@@ -214,17 +218,18 @@ class FakeClient final : public Client {
   std::shared_ptr<CompletionQueue> queue_;
   std::atomic<SessionListener*> listener_{nullptr};
 
-  // Guarded by ensemble_.mutex_.
-  SessionState state_;
-  int64_t sessionId_ = 0;
-  bool serverExpired_ = false;  // the ensemble ended the session; the client may not know yet
-  uint64_t nextWatchId_ = 1;
-  std::unordered_map<uint64_t, WatchCallback> watches_;
-  std::vector<std::pair<uint64_t, WatchEvent>> heldBack_;  // events while disconnected
-  Error injected_ = Error::Ok;
-  int injectedCount_ = 0;
-  bool injectedApplied_ = false;
-  FakeCounters counters_;
+  SessionState state_ GUARDED_BY(ensemble_.mutex_);
+  int64_t sessionId_ GUARDED_BY(ensemble_.mutex_) = 0;
+  // The ensemble ended the session; the client may not know yet.
+  bool serverExpired_ GUARDED_BY(ensemble_.mutex_) = false;
+  uint64_t nextWatchId_ GUARDED_BY(ensemble_.mutex_) = 1;
+  std::unordered_map<uint64_t, WatchCallback> watches_ GUARDED_BY(ensemble_.mutex_);
+  // Events while disconnected.
+  std::vector<std::pair<uint64_t, WatchEvent>> heldBack_ GUARDED_BY(ensemble_.mutex_);
+  Error injected_ GUARDED_BY(ensemble_.mutex_) = Error::Ok;
+  int injectedCount_ GUARDED_BY(ensemble_.mutex_) = 0;
+  bool injectedApplied_ GUARDED_BY(ensemble_.mutex_) = false;
+  FakeCounters counters_ GUARDED_BY(ensemble_.mutex_);
 };
 
 }  // namespace groupcoord::zk

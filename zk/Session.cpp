@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "zk/CondWait.h"
 #include "zk/Path.h"
 
 namespace groupcoord::zk {
@@ -134,22 +135,24 @@ struct SessionHandle {
   explicit SessionHandle(Session* s) : session(s) {}
 
   Session* session;
+  // Set before the handle is published in Session::handle_, cleared after
+  // zookeeper_close(); used under Session::handleMutex_.
   zhandle_t* zh = nullptr;
-  std::mutex mutex;  // guards everything below
-  std::condition_variable drained;  // pending became empty
-  std::unordered_map<Pending*, std::unique_ptr<Pending>> pending;
-  std::unordered_map<WatchContext*, std::unique_ptr<WatchContext>> watches;
-  bool closing = false;
-  bool everConnected = false;
+  Mutex mutex;
+  std::condition_variable drained;  // with mutex: pending became empty
+  std::unordered_map<Pending*, std::unique_ptr<Pending>> pending GUARDED_BY(mutex);
+  std::unordered_map<WatchContext*, std::unique_ptr<WatchContext>> watches GUARDED_BY(mutex);
+  bool closing GUARDED_BY(mutex) = false;
+  bool everConnected GUARDED_BY(mutex) = false;
 
-  void add(std::unique_ptr<Pending> p) {
-    std::lock_guard lock(mutex);
+  void add(std::unique_ptr<Pending> p) EXCLUDES(mutex) {
+    MutexLock lock(mutex);
     Pending* raw = p.get();
     pending.emplace(raw, std::move(p));
   }
 
-  std::unique_ptr<Pending> take(Pending* raw) {
-    std::lock_guard lock(mutex);
+  std::unique_ptr<Pending> take(Pending* raw) EXCLUDES(mutex) {
+    MutexLock lock(mutex);
     auto it = pending.find(raw);
     if (it == pending.end()) return nullptr;
     auto owned = std::move(it->second);
@@ -158,21 +161,21 @@ struct SessionHandle {
     return owned;
   }
 
-  WatchContext* addWatch(WatchCallback cb) {
+  WatchContext* addWatch(WatchCallback cb) EXCLUDES(mutex) {
     auto w = std::make_unique<WatchContext>();
     w->handle = this;
     w->callback = std::move(cb);
     WatchContext* raw = w.get();
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     watches.emplace(raw, std::move(w));
     return raw;
   }
 
   // For a watch the C client never armed (its operation failed).
-  void dropWatch(WatchContext* raw) {
+  void dropWatch(WatchContext* raw) EXCLUDES(mutex) {
     std::unique_ptr<WatchContext> owned;
     {
-      std::lock_guard lock(mutex);
+      MutexLock lock(mutex);
       auto it = watches.find(raw);
       if (it == watches.end()) return;
       owned = std::move(it->second);
@@ -210,7 +213,7 @@ struct SessionGlue {
       }
       WatchCallback cb;
       {
-        std::lock_guard lock(h->mutex);
+        MutexLock lock(h->mutex);
         if (w->fired) return;
         w->fired = true;
         cb = std::move(w->callback);
@@ -223,7 +226,7 @@ struct SessionGlue {
     // A path event: the C client has dropped the watcher, so we own it now.
     std::unique_ptr<WatchContext> owned;
     {
-      std::lock_guard lock(h->mutex);
+      MutexLock lock(h->mutex);
       auto it = h->watches.find(w);
       if (it == h->watches.end()) return;
       owned = std::move(it->second);
@@ -427,14 +430,14 @@ void SessionGlue::onStateEvent(SessionHandle* h, zhandle_t* zh, int state) {
   SessionState previous;
   int64_t id;
   {
-    std::lock_guard handleLock(h->mutex);
+    MutexLock handleLock(h->mutex);
     if (h->closing) return;  // a handle being replaced speaks no more
     if (next == SessionState::Connected) {
       h->everConnected = true;
     } else if (next == SessionState::Connecting && h->everConnected) {
       next = SessionState::Reconnecting;
     }
-    std::lock_guard stateLock(s->stateMutex_);
+    MutexLock stateLock(s->stateMutex_);
     previous = s->state_;
     if (next == SessionState::Connected) {
       const clientid_t* cid = zoo_client_id(zh);
@@ -474,10 +477,10 @@ Session::~Session() {
 }
 
 Error Session::start() {
-  std::lock_guard life(lifecycleMutex_);
+  MutexLock life(lifecycleMutex_);
   if (closed_) return Error::Closing;
   {
-    std::shared_lock lock(handleMutex_);
+    ReaderLock lock(handleMutex_);
     if (handle_) return Error::Ok;
   }
   return openHandle();
@@ -488,7 +491,7 @@ Error Session::openHandle() {
   auto h = std::make_unique<SessionHandle>(this);
   auto timeoutMs = static_cast<int>(std::min<int64_t>(config_.sessionTimeout.count(), INT_MAX));
   spdlog::info("{}zk: connecting to {} (session timeout {} ms)", config_.logPrefix, config_.connect, timeoutMs);
-  std::unique_lock lock(handleMutex_);
+  WriterLock lock(handleMutex_);
   errno = 0;
   zhandle_t* zh = zookeeper_init2(config_.connect.c_str(), &SessionGlue::sessionWatcher, timeoutMs, nullptr,
                                   h.get(), ZOO_NO_LOG_CLIENTENV, &logFromClient);
@@ -516,12 +519,12 @@ void Session::closeHandle(SessionState finalState) {
   std::unique_ptr<SessionHandle> old;
   {
     // Exclusive: every C call on this handle has returned, none can start.
-    std::unique_lock lock(handleMutex_);
+    WriterLock lock(handleMutex_);
     old = std::move(handle_);
   }
   if (!old) return;
   {
-    std::unique_lock lock(old->mutex);
+    MutexLock lock(old->mutex);
     old->closing = true;
     // Let what is already on the wire come back with its real result: a
     // create that was sent will be applied anyway, so Ok is the truer
@@ -529,7 +532,9 @@ void Session::closeHandle(SessionState finalState) {
     // with completions in flight, which it leaks. Bounded, and skipped when
     // there is no connection to answer.
     if (!old->pending.empty() && zoo_state(old->zh) == ZOO_CONNECTED_STATE) {
-      old->drained.wait_for(lock, kCloseDrainWait, [&] { return old->pending.empty(); });
+      const auto deadline = std::chrono::steady_clock::now() + kCloseDrainWait;
+      while (!old->pending.empty() && waitLockedUntil(old->drained, old->mutex, deadline)) {
+      }
     }
   }
   int rc = zookeeper_close(old->zh);
@@ -538,7 +543,7 @@ void Session::closeHandle(SessionState finalState) {
 
   // The C client's threads are joined: whatever it did not complete is ours
   // to complete now, each exactly once.
-  std::lock_guard lock(old->mutex);
+  MutexLock lock(old->mutex);
   for (auto& [raw, op] : old->pending) {
     if (op->watch) old->watches.erase(op->watch);  // never armed
     queue_.post(op->failure(Error::Closing));
@@ -554,12 +559,12 @@ void Session::closeHandle(SessionState finalState) {
 }
 
 void Session::close() {
-  std::lock_guard life(lifecycleMutex_);
+  MutexLock life(lifecycleMutex_);
   if (closed_.exchange(true)) return;
   int64_t id = sessionId();
   bool open;
   {
-    std::shared_lock lock(handleMutex_);
+    ReaderLock lock(handleMutex_);
     open = handle_ != nullptr;
   }
   closeHandle(SessionState::Closed);
@@ -568,13 +573,13 @@ void Session::close() {
 }
 
 void Session::renew() {
-  std::lock_guard life(lifecycleMutex_);
+  MutexLock life(lifecycleMutex_);
   if (closed_) return;
   SessionState s = state();
   if (s != SessionState::Expired && s != SessionState::AuthFailed) return;
   closeHandle(s);
   {
-    std::lock_guard lock(stateMutex_);
+    MutexLock lock(stateMutex_);
     sessionId_ = 0;
     password_.clear();
     negotiatedTimeout_ = config_.sessionTimeout;
@@ -588,7 +593,7 @@ void Session::renew() {
 
 void Session::setState(SessionState next) {
   {
-    std::lock_guard lock(stateMutex_);
+    MutexLock lock(stateMutex_);
     if (state_ == next) return;
     state_ = next;
     stateChanged_.notify_all();
@@ -599,11 +604,14 @@ void Session::setState(SessionState next) {
 }
 
 Error Session::waitConnected(std::chrono::milliseconds wait) {
-  std::unique_lock lock(stateMutex_);
-  stateChanged_.wait_for(lock, wait, [this] {
-    return state_ == SessionState::Connected || state_ == SessionState::Expired ||
-           state_ == SessionState::AuthFailed || state_ == SessionState::Closed;
-  });
+  MutexLock lock(stateMutex_);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  auto settled = [](SessionState s) {
+    return s == SessionState::Connected || s == SessionState::Expired || s == SessionState::AuthFailed ||
+           s == SessionState::Closed;
+  };
+  while (!settled(state_) && waitLockedUntil(stateChanged_, stateMutex_, deadline)) {
+  }
   switch (state_) {
     case SessionState::Connected: return Error::Ok;
     case SessionState::Expired: return Error::SessionExpired;
@@ -614,27 +622,27 @@ Error Session::waitConnected(std::chrono::milliseconds wait) {
 }
 
 SessionState Session::state() const {
-  std::lock_guard lock(stateMutex_);
+  MutexLock lock(stateMutex_);
   return state_;
 }
 
 int64_t Session::sessionId() const {
-  std::lock_guard lock(stateMutex_);
+  MutexLock lock(stateMutex_);
   return sessionId_;
 }
 
 std::chrono::milliseconds Session::sessionTimeout() const {
-  std::lock_guard lock(stateMutex_);
+  MutexLock lock(stateMutex_);
   return negotiatedTimeout_;
 }
 
 std::string Session::sessionPassword() const {
-  std::lock_guard lock(stateMutex_);
+  MutexLock lock(stateMutex_);
   return password_;
 }
 
 std::string Session::currentServer() const {
-  std::shared_lock lock(handleMutex_);
+  ReaderLock lock(handleMutex_);
   if (!handle_ || zoo_state(handle_->zh) != ZOO_CONNECTED_STATE) return {};
   const char* server = zoo_get_current_server(handle_->zh);
   return server ? std::string(server) : std::string();
@@ -644,7 +652,7 @@ void Session::setListener(SessionListener* listener) { listener_.store(listener)
 
 template <typename P, typename Send>
 void Session::submit(std::unique_ptr<P> op, WatchCallback watch, Send&& send) {
-  std::shared_lock lock(handleMutex_);
+  ReaderLock lock(handleMutex_);
   SessionHandle* h = handle_.get();
   if (!h) {
     queue_.post(op->failure(closed_ ? Error::Closing : Error::InvalidState));
@@ -840,14 +848,14 @@ Error expireSession(const std::string& connect, int64_t sessionId, const std::st
   std::memcpy(cid.passwd, password.data(), sizeof(cid.passwd));
 
   struct Waiter {
-    std::mutex mutex;
-    std::condition_variable changed;
-    int state = 0;
+    Mutex mutex;
+    std::condition_variable changed;  // with mutex: state changed
+    int state GUARDED_BY(mutex) = 0;
   } waiter;
   auto watcher = [](zhandle_t*, int type, int state, const char*, void* ctx) {
     if (type != ZOO_SESSION_EVENT) return;
     auto* w = static_cast<Waiter*>(ctx);
-    std::lock_guard lock(w->mutex);
+    MutexLock lock(w->mutex);
     w->state = state;
     w->changed.notify_all();
   };
@@ -857,11 +865,13 @@ Error expireSession(const std::string& connect, int64_t sessionId, const std::st
   if (!zh) return Error::BadArguments;
   int seen;
   {
-    std::unique_lock lock(waiter.mutex);
-    waiter.changed.wait_for(lock, wait, [&] {
-      return waiter.state == ZOO_CONNECTED_STATE || waiter.state == ZOO_EXPIRED_SESSION_STATE ||
-             waiter.state == ZOO_AUTH_FAILED_STATE;
-    });
+    MutexLock lock(waiter.mutex);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    auto settled = [](int s) {
+      return s == ZOO_CONNECTED_STATE || s == ZOO_EXPIRED_SESSION_STATE || s == ZOO_AUTH_FAILED_STATE;
+    };
+    while (!settled(waiter.state) && waitLockedUntil(waiter.changed, waiter.mutex, deadline)) {
+    }
     seen = waiter.state;
   }
   // Closing the second handle closes the session itself on the ensemble.

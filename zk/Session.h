@@ -30,10 +30,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 
+#include "common/Sync.h"
 #include "zk/Client.h"
 #include "zk/CompletionQueue.h"
 
@@ -80,17 +79,17 @@ class Session final : public Client {
   // for a connect string the C client refuses, SystemError if it could not
   // start. Ok when already started. Operations issued before start() fail
   // with InvalidState, and with ConnectionLoss until the first connection.
-  Error start();
+  Error start() EXCLUDES(lifecycleMutex_);
 
   // Waits at most `wait` for state Connected. Ok when connected;
   // SessionExpired / AuthFailed when the session ended that way;
   // Closing after close(); OperationTimeout when the wait passed.
-  Error waitConnected(std::chrono::milliseconds wait);
+  Error waitConnected(std::chrono::milliseconds wait) EXCLUDES(stateMutex_);
 
   // Closes the handle (idempotent). Pending callbacks get Error::Closing,
   // armed watches a Session event with state Closed; the listener is told
   // Closed. Later operations fail with Closing.
-  void close();
+  void close() EXCLUDES(lifecycleMutex_);
 
   // --- zk::Client ---
   //
@@ -117,9 +116,9 @@ class Session final : public Client {
   void getChildren(const std::string& path, Callback<ChildrenResult> done, WatchCallback watch = {}) override;
   void multi(std::vector<Op> ops, Callback<MultiResult> done) override;
 
-  SessionState state() const override;
-  int64_t sessionId() const override;
-  std::chrono::milliseconds sessionTimeout() const override;
+  SessionState state() const override EXCLUDES(stateMutex_);
+  int64_t sessionId() const override EXCLUDES(stateMutex_);
+  std::chrono::milliseconds sessionTimeout() const override EXCLUDES(stateMutex_);
   // The listener must outlive the session, or be replaced (nullptr) before
   // it goes; a notification already running is not waited for.
   void setListener(SessionListener* listener) override;
@@ -128,27 +127,27 @@ class Session final : public Client {
   // Connected with a new sessionId(). If the new handle cannot even be
   // opened, the listener is told Expired again and renew() may be retried.
   // Does nothing in any other state. Callable from a callback.
-  void renew() override;
+  void renew() override EXCLUDES(lifecycleMutex_);
 
   // The 16-byte password of the current session (raw bytes), for
   // expireSession(). Empty before the first connection.
-  std::string sessionPassword() const;
+  std::string sessionPassword() const EXCLUDES(stateMutex_);
   // "host:port" of the server the handle is connected to, or "" if none.
-  std::string currentServer() const;
+  std::string currentServer() const EXCLUDES(handleMutex_);
   const SessionConfig& config() const { return config_; }
 
  private:
   friend struct detail::SessionGlue;
 
-  Error openHandle();
-  void closeHandle(SessionState finalState);
-  void setState(SessionState next);
+  Error openHandle() REQUIRES(lifecycleMutex_) EXCLUDES(handleMutex_);
+  void closeHandle(SessionState finalState) REQUIRES(lifecycleMutex_) EXCLUDES(handleMutex_);
+  void setState(SessionState next) EXCLUDES(stateMutex_);
 
   // Sends one request on the current handle. `send(zh, op)` issues the C
   // call and returns its immediate rc; on any rc but ZOK the operation is
   // failed with it (delivered on the completion thread like a result).
   template <typename P, typename Send>
-  void submit(std::unique_ptr<P> op, WatchCallback watch, Send&& send);
+  void submit(std::unique_ptr<P> op, WatchCallback watch, Send&& send) EXCLUDES(handleMutex_);
 
   const SessionConfig config_;
   std::string aclDigest_;  // "user:password"
@@ -156,20 +155,22 @@ class Session final : public Client {
   CompletionQueue queue_;
 
   // Serializes start(), renew() and close().
-  std::mutex lifecycleMutex_;
+  Mutex lifecycleMutex_;
   std::atomic<bool> closed_{false};
 
   // Shared by operations while they use the zhandle_t, exclusive while it
   // is created or closed; so no C call ever runs on a closed handle.
-  mutable std::shared_mutex handleMutex_;
-  std::unique_ptr<detail::SessionHandle> handle_;
+  // Taken before stateMutex_ and before a handle's own mutex.
+  mutable SharedMutex handleMutex_;
+  std::unique_ptr<detail::SessionHandle> handle_ GUARDED_BY(handleMutex_);
 
-  mutable std::mutex stateMutex_;
-  std::condition_variable stateChanged_;
-  SessionState state_ = SessionState::Connecting;
-  int64_t sessionId_ = 0;
-  std::string password_;
-  std::chrono::milliseconds negotiatedTimeout_;
+  // Taken after a handle's own mutex (the C client's state events).
+  mutable Mutex stateMutex_;
+  std::condition_variable stateChanged_;  // with stateMutex_: state_ changed
+  SessionState state_ GUARDED_BY(stateMutex_) = SessionState::Connecting;
+  int64_t sessionId_ GUARDED_BY(stateMutex_) = 0;
+  std::string password_ GUARDED_BY(stateMutex_);
+  std::chrono::milliseconds negotiatedTimeout_ GUARDED_BY(stateMutex_);
 
   std::atomic<SessionListener*> listener_{nullptr};
 };

@@ -36,13 +36,10 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
-#include "adapter/Layout.h"
 #include "client/Admin.h"
-#include "server/Auth.h"
-#include "zk/Session.h"
+#include "common/Credentials.h"
+#include "common/TopicWriter.h"
 
 namespace {
 
@@ -325,20 +322,20 @@ class Command {
     if (args_.positional[1] != "hash") throw UsageError{"unknown auth subcommand '" + args_.positional[1] + "'"};
     if (!args_.options.count("--user")) throw UsageError{"auth hash needs --user U"};
     if (!args_.options.count("--role")) throw UsageError{"auth hash needs --role member|admin"};
-    const auto role = server::roleFromName(args_.options["--role"]);
+    const auto role = credentials::roleFromName(args_.options["--role"]);
     if (!role) throw UsageError{"--role must be member or admin"};
-    int64_t iterations = server::kDefaultIterations;
+    int64_t iterations = credentials::kDefaultIterations;
     if (args_.options.count("--iterations")) iterations = parseInt(args_.options["--iterations"], "--iterations");
-    if (iterations < server::kMinIterations || iterations > server::kMaxIterations)
-      throw UsageError{"--iterations must be " + std::to_string(server::kMinIterations) + ".." +
-                       std::to_string(server::kMaxIterations)};
+    if (iterations < credentials::kMinIterations || iterations > credentials::kMaxIterations)
+      throw UsageError{"--iterations must be " + std::to_string(credentials::kMinIterations) + ".." +
+                       std::to_string(credentials::kMaxIterations)};
     std::string secret;
     std::getline(std::cin, secret);
     if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     if (secret.empty()) throw UsageError{"no secret on standard input (its first line is the secret)"};
     std::string error;
-    const std::string line = server::makeCredentialLine(args_.options["--user"], *role, secret,
-                                                        static_cast<uint32_t>(iterations), &error);
+    const std::string line = credentials::makeCredentialLine(args_.options["--user"], *role, secret,
+                                                             static_cast<uint32_t>(iterations), &error);
     if (line.empty()) throw UsageError{error};
     std::cout << line << "\n";
     return kExitOk;
@@ -357,10 +354,10 @@ class Command {
     return *admin_;
   }
 
-  // Prints the failure and maps it to an exit code. Admin reports servers
-  // it could not connect to as CONTROLLER_NOT_AVAILABLE "cannot connect ...".
+  // Prints the failure and maps it to an exit code. Admin marks a failure
+  // to connect to any server as Status::unreachable().
   int fail(const Status& status, const std::string& group) {
-    if (status.code == ErrorCode::CONTROLLER_NOT_AVAILABLE && status.message.rfind("cannot connect", 0) == 0) {
+    if (status.unreachable()) {
       std::cerr << "groupctl: cannot reach any server; is groupcoordd running? tried " << bootstrapText_ << "\n"
                 << "  (" << status.message << ")\n";
       return kExitUnreachable;
@@ -635,29 +632,25 @@ class Command {
     const std::string path = (topicsPath == "/" ? "" : topicsPath) + "/" + name;
     const std::string connect = args_.options["--zookeeper"];
 
-    zk::SessionConfig config;
-    config.connect = connect;
-    config.sessionTimeout = std::chrono::milliseconds(10000);
-    zk::Session session(config);
-    if (session.start() != zk::Error::Ok) throw UsageError{"bad --zookeeper connect string '" + connect + "'"};
-    if (session.waitConnected(std::chrono::milliseconds(10000)) != zk::Error::Ok) {
+    topics::TopicWriter writer(connect, std::chrono::milliseconds(10000));
+    if (!writer.start().ok()) throw UsageError{"bad --zookeeper connect string '" + connect + "'"};
+    if (!writer.waitConnected(std::chrono::milliseconds(10000)).ok()) {
       std::cerr << "groupctl: cannot reach ZooKeeper; is the ensemble running? tried " << connect << "\n";
       return kExitUnreachable;
     }
-    if (auto e = session.ensurePathSync(topicsPath); e != zk::Error::Ok) {
-      std::cerr << "groupctl: " << zk::errorName(e) << ": could not create " << topicsPath
+    if (auto e = writer.ensurePath(topicsPath); !e.ok()) {
+      std::cerr << "groupctl: " << e.name() << ": could not create " << topicsPath
                 << "; check the path and the ensemble's health\n";
       return kExitServer;
     }
-    auto created = session.createSync(path, adapter::encodeTopic(static_cast<int32_t>(partitions)),
-                                      zk::CreateMode::Persistent);
-    if (created.error == zk::Error::NodeExists) {
+    auto created = writer.createTopic(path, static_cast<int32_t>(partitions));
+    if (created.nodeExists()) {
       std::cerr << "groupctl: TOPIC_ALREADY_EXISTS: topic '" << name << "' already exists at " << path
                 << "; choose another name or use the existing topic\n";
       return kExitServer;
     }
-    if (created.error != zk::Error::Ok) {
-      std::cerr << "groupctl: " << zk::errorName(created.error) << ": could not create " << path
+    if (!created.ok()) {
+      std::cerr << "groupctl: " << created.name() << ": could not create " << path
                 << "; check the path and the ensemble's health\n";
       return kExitServer;
     }
@@ -678,11 +671,9 @@ class Command {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The libraries log through spdlog, whose default logger writes to stdout;
-  // stdout is for data (scripts parse it), so their lines go to stderr, and
-  // only when something is wrong.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("groupctl"));
-  spdlog::set_level(spdlog::level::warn);
+  // stdout is for data (scripts parse it). The libraries groupctl links do
+  // not log; the ZooKeeper C client (topic create) writes its error lines to
+  // stderr.
   Args args;
   try {
     args = parseArgs(argc, argv);

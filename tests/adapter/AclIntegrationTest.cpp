@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "WireMember.h"
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 
@@ -154,7 +154,7 @@ class AclTest : public ::testing::Test {
     ASSERT_TRUE(plain_->connected()) << "no plain ZooKeeper session with " << zkConnect();
     // Topic metadata is not the server's: the test writes it, open.
     ASSERT_EQ(plain_->create(topicsPath_), ZOK);
-    const std::string topic = adapter::encodeTopic(4);
+    const std::string topic = layout::encodeTopic(4);
     ASSERT_EQ(zoo_create(plain_->zh(), (topicsPath_ + "/events").c_str(), topic.data(), static_cast<int>(topic.size()),
                          &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0),
               ZOK);
@@ -206,7 +206,7 @@ TEST_F(AclTest, PlainAndWrongPasswordClientsReadButCannotWrite) {
   ASSERT_EQ(before.error, ErrorCode::NONE);
   ASSERT_EQ(before.members.size(), 2u);
 
-  adapter::Layout layout(root_);
+  layout::Layout layout(root_);
   const std::string groupPath = layout.groupPath(group);
   const std::string memberPath = layout.memberPath(group, a.id());
   const std::string offsetPath =
@@ -303,7 +303,7 @@ TEST_F(AclTest, ServerWithTheWrongPasswordCannotTouchTheFirstServersZnodes) {
   // Give it time to try registering, claiming and creating.
   std::this_thread::sleep_for(3s);
 
-  adapter::Layout layout(root_);
+  layout::Layout layout(root_);
   std::vector<std::string> servers;
   ASSERT_EQ(plain_->children(layout.serversPath(), &servers), ZOK);
   EXPECT_EQ(servers, std::vector<std::string>{"1"}) << "the wrong-password server registered";

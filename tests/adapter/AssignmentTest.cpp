@@ -22,7 +22,7 @@ using Topics = std::map<std::string, int32_t>;
 
 // ---------------------------------------------------------------- helpers
 
-// Every rule of DESIGN.md rule 5 that does not depend on the previous
+// Every rule of docs/design.md rule 5 that does not depend on the previous
 // assignment. Returns an empty string when all hold, else what broke.
 std::string ruleViolation(const std::vector<std::string>& members, const Topics& topics, const Assignment& a) {
   std::set<std::string> ids(members.begin(), members.end());

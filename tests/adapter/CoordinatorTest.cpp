@@ -487,9 +487,9 @@ class PartitionsTest : public CoordinatorTest {
     admin.ensurePathSync("/brokers/topics");
     std::string path = "/brokers/topics/" + topic;
     if (admin.existsSync(path).error == zk::Error::Ok) {
-      admin.setSync(path, encodeTopic(partitions));
+      admin.setSync(path, layout::encodeTopic(partitions));
     } else {
-      admin.createSync(path, encodeTopic(partitions), zk::CreateMode::Persistent);
+      admin.createSync(path, layout::encodeTopic(partitions), zk::CreateMode::Persistent);
     }
     admin.waitIdle();
     settle();

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 
-namespace groupcoord::adapter {
+namespace groupcoord::layout {
 namespace {
 
 TEST(Layout, PathsFollowTheDesign) {

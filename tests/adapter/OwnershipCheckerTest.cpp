@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "WireMember.h"
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
@@ -59,7 +59,7 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
   const std::map<std::string, int32_t> topics{{"alpha", 12}, {"beta", 7}, {"gamma", 5}};
   std::set<TopicPartition> all;
   for (auto& [t, n] : topics) {
-    ASSERT_EQ(zk.createSync(topicsPath + "/" + t, adapter::encodeTopic(n), zk::CreateMode::Persistent).error,
+    ASSERT_EQ(zk.createSync(topicsPath + "/" + t, layout::encodeTopic(n), zk::CreateMode::Persistent).error,
               zk::Error::Ok);
     for (int32_t p = 0; p < n; ++p) all.insert({t, p});
   }

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "client/Admin.h"
 #include "client/Consumer.h"
 #include "support/ServerProcess.h"
@@ -51,7 +51,7 @@ class ClientTest : public ::testing::Test {
     ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     for (auto& [t, n] : std::map<std::string, int32_t>{{"alpha", 4}, {"beta", 2}}) {
-      ASSERT_EQ(zk_->createSync(topicsPath_ + "/" + t, adapter::encodeTopic(n), zk::CreateMode::Persistent).error,
+      ASSERT_EQ(zk_->createSync(topicsPath_ + "/" + t, layout::encodeTopic(n), zk::CreateMode::Persistent).error,
                 zk::Error::Ok);
       for (int32_t p = 0; p < n; ++p) all_.insert({t, p});
     }

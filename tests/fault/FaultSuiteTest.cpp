@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "client/Connection.h"
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
@@ -185,7 +185,7 @@ class FaultSuite : public ::testing::Test {
     ASSERT_EQ(env->zk->waitConnected(10s), zk::Error::Ok);
     ASSERT_EQ(env->zk->ensurePathSync(topicsPath), zk::Error::Ok);
     for (auto [topic, n] : std::map<std::string, int32_t>{{"alpha", 12}, {"beta", 7}}) {
-      ASSERT_EQ(env->zk->createSync(topicsPath + "/" + topic, adapter::encodeTopic(n), zk::CreateMode::Persistent)
+      ASSERT_EQ(env->zk->createSync(topicsPath + "/" + topic, layout::encodeTopic(n), zk::CreateMode::Persistent)
                     .error,
                 zk::Error::Ok);
       for (int32_t p = 0; p < n; ++p) env->all.insert({topic, p});

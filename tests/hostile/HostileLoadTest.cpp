@@ -1,6 +1,6 @@
 // One groupcoordd against the live ensemble, 100 well-behaved members of a
 // group heartbeating and committing, and at the same time every kind of bad
-// client PROTOCOL.md and docs/protocol.md (section 8) describe:
+// client docs/protocol.md (section 8) describes:
 //
 // - 150 connections sending each malformed case, some in lock-step, some
 //   pipelined, then a frame that cannot be trusted (too small, too large,
@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "client/Connection.h"
 #include "protocol/Codec.h"
 #include "protocol/TestBytes.h"
@@ -292,7 +292,7 @@ class HostileLoadTest : public ::testing::Test {
     ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(
-        zk_->createSync(topicsPath_ + "/" + topic_, adapter::encodeTopic(kPartitions), zk::CreateMode::Persistent).error,
+        zk_->createSync(topicsPath_ + "/" + topic_, layout::encodeTopic(kPartitions), zk::CreateMode::Persistent).error,
         zk::Error::Ok);
     server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--zk-session-timeout-ms=4000",

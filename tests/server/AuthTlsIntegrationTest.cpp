@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 #include "client/Admin.h"
 #include "client/Connection.h"
 #include "client/Consumer.h"
@@ -79,7 +79,7 @@ class SecuredServerTest : public ::testing::Test {
     ASSERT_EQ(zk_->start(), zk::Error::Ok);
     ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
-    ASSERT_EQ(zk_->createSync(topicsPath_ + "/alpha", adapter::encodeTopic(2), zk::CreateMode::Persistent).error,
+    ASSERT_EQ(zk_->createSync(topicsPath_ + "/alpha", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
               zk::Error::Ok);
   }
 

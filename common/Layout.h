@@ -1,6 +1,6 @@
 #pragma once
 
-// Where groupcoord keeps its state in ZooKeeper (DESIGN.md):
+// Where groupcoord keeps its state in ZooKeeper (docs/design.md):
 //
 //   <root>/servers/<server-id>                    EPHEMERAL   {"host":..,"port":..}
 //   <root>/groups/<group>                         PERSISTENT  GroupSettings JSON; Stat.version = generation
@@ -19,7 +19,7 @@
 
 #include "protocol/Messages.h"
 
-namespace groupcoord::adapter {
+namespace groupcoord::layout {
 
 class Layout {
  public:
@@ -63,4 +63,4 @@ std::string encodeMember(std::string_view clientId);
 std::optional<int32_t> decodeTopicPartitions(std::string_view data);
 std::string encodeTopic(int32_t partitions);
 
-}  // namespace groupcoord::adapter
+}  // namespace groupcoord::layout

@@ -1,8 +1,8 @@
-#include "adapter/Layout.h"
+#include "common/Layout.h"
 
 #include <nlohmann/json.hpp>
 
-namespace groupcoord::adapter {
+namespace groupcoord::layout {
 
 using nlohmann::json;
 
@@ -83,4 +83,4 @@ std::string encodeTopic(int32_t partitions) {
   return j.dump();
 }
 
-}  // namespace groupcoord::adapter
+}  // namespace groupcoord::layout

@@ -1,0 +1,386 @@
+// A controlled group's requests, liveness and assignment. Its ZooKeeper
+// reads and transactions are in GroupWrites.cpp.
+
+#include "adapter/GroupController.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "adapter/Assignment.h"
+
+namespace groupcoord::adapter {
+
+using protocol::ErrorCode;
+using protocol::PartitionError;
+using protocol::PartitionOffset;
+using protocol::ResponseCallback;
+using protocol::TopicPartition;
+
+GroupController::GroupController(GroupContext& ctx, std::string name)
+    : ctx_(ctx), name_(std::move(name)), phase_(name_) {
+  MutexLock lock(mu_);
+  emptySince_ = ctx_.time.now();
+}
+
+void GroupController::load() {
+  LockedOutbox lk(mu_);
+  reload();
+}
+
+// ---------------------------------------------------------------------------
+// State shared by the requests
+
+// The answer to a registration at the current generation: the members,
+// and the member's assignment as far as it can be granted now (partitions
+// another member still holds are left out until released).
+protocol::RegisterConsumerResponse GroupController::registration(const std::string& member) {
+  protocol::RegisterConsumerResponse r;
+  r.group = name_;
+  r.consumerId = member;
+  r.generation = version_;
+  r.members.reserve(members_.size());
+  for (auto& [id, _] : members_) r.members.push_back(id);
+  for (auto& p : ownership_.grant(member, ctx_.time.now()))
+    r.partitions.push_back(PartitionOffset{p.topic, p.partition, committed_.of(p)});
+  r.error = ErrorCode::NONE;
+  return r;
+}
+
+// What the next membership transaction would carry.
+bool GroupController::hasPendingWrites() const {
+  return joins_.hasPending() || removals_.hasPending() || rewinds_.hasPending() || bump_.pending();
+}
+
+bool GroupController::leaving(const std::string& member) const {
+  return removals_.pending().count(member) > 0 || removals_.inFlight().count(member) > 0;
+}
+
+// Why a write to the group cannot proceed now (NONE when it can).
+ErrorCode GroupController::writeRefusal() const {
+  if (phase_.get() == GroupPhase::Deleting) return ErrorCode::UNKNOWN_GROUP;
+  if (!isServing(phase_.get()) || !ctx_.connected) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  return ErrorCode::NONE;
+}
+
+// Checks each offset (partition exists, offset >= 0, and, when owner is
+// given, held by that member) into accepted and results.
+OffsetWrite GroupController::checkOffsets(const std::vector<PartitionOffset>& offsets,
+                                          const std::string* owner) const {
+  OffsetWrite w;
+  w.results.reserve(offsets.size());
+  for (auto& o : offsets) {
+    TopicPartition p{o.topic, o.partition};
+    ErrorCode e = ErrorCode::NONE;
+    if (!ctx_.topics.partitionExists(settings_, p)) {
+      e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    } else if (o.offset < 0) {
+      e = ErrorCode::INVALID_OFFSET;
+    } else if (owner && !ownership_.owns(*owner, p)) {
+      e = ErrorCode::NOT_OWNER;
+    } else {
+      w.accepted.push_back(o);
+    }
+    w.results.push_back(PartitionError{o.topic, o.partition, e});
+  }
+  return w;
+}
+
+// The assignment of the generation just reached.
+void GroupController::retarget() {
+  std::vector<std::string> ids;
+  ids.reserve(members_.size());
+  for (auto& [id, _] : members_) ids.push_back(id);
+  // Stickiness is about what members hold now, not about what an earlier
+  // target promised: a partition nobody holds costs nothing to move.
+  Assignment previous;
+  for (auto& id : ids) previous[id] = ownership_.heldBy(id);
+  for (auto& [_, ps] : previous) std::sort(ps.begin(), ps.end());
+  auto target = assignPartitions(ids, ctx_.topics.partitionCounts(settings_), previous);
+  size_t moved = countMoves(previous, target);
+  size_t total = 0;
+  for (auto& [_, ps] : target) total += ps.size();
+  if (!ownership_.target().empty() || total > 0) {
+    spdlog::info("group {}: generation {} assigns {} partitions over {} members ({} change owner)", name_, version_,
+                 total, ids.size(), moved);
+  }
+  ownership_.setTarget(std::move(target));
+}
+
+void GroupController::answerDeletions(ErrorCode e, Outbox& out) {
+  for (auto& d : deletions_) d.answer(e, name_, out);
+  deletions_.clear();
+}
+
+void GroupController::answerEverything(ErrorCode e, Outbox& out) {
+  joins_.answerAll(e, name_, out);
+  removals_.answerAll(e, name_, out);
+  rejoins_.answerAll(e, name_, out);
+  answerDeletions(e, out);
+  rewinds_.answerAll(e, name_, out);
+  commits_.answerAll(e, name_, out);
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatRequest& r) {
+  protocol::HeartbeatResponse resp;
+  MutexLock lock(mu_);
+  const GroupPhase phase = phase_.get();
+  if (isLoading(phase) || phase == GroupPhase::Dropped) {
+    resp.generation = -1;
+    resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return resp;
+  }
+  resp.generation = version_;
+  if (phase == GroupPhase::Deleting) {
+    resp.error = ErrorCode::UNKNOWN_GROUP;
+    return resp;
+  }
+  auto it = members_.find(r.consumerId);
+  if (it == members_.end() && ownership_.inGrace(ctx_.time.now())) {
+    // This server has just taken the group over, and the member may still
+    // hold partitions granted by the previous controller: it is told to
+    // register again (reporting what it holds) rather than that it is
+    // unknown, which would make it drop everything and leave its
+    // partitions waiting out the grace.
+    resp.error = ErrorCode::REBALANCE_NEEDED;
+  } else if (it == members_.end() || leaving(r.consumerId)) {
+    resp.error = ErrorCode::UNKNOWN_CONSUMER;
+  } else {
+    TimePoint now = ctx_.time.now();
+    it->second.lastSeen = now;
+    if (r.generation != version_) {
+      resp.error = ErrorCode::REBALANCE_NEEDED;
+    } else {
+      // In sync: it has stopped using what this generation took from it.
+      ownership_.releaseUntargeted(r.consumerId);
+      resp.error = ownership_.due(r.consumerId, now) ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
+    }
+  }
+  return resp;
+}
+
+void GroupController::registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
+                                     ResponseCallback done) {
+  LockedOutbox lk(mu_);
+  const GroupPhase phase = phase_.get();
+  std::string id = r.consumerId.empty() ? ctx_.newMemberId(h.clientId) : r.consumerId;
+  auto refuse = [&](ErrorCode e) { Rejoin{r.consumerId, std::move(done)}.answer(e, name_, lk.out); };
+  // What the member says it holds: releases what it no longer reports and,
+  // after a takeover, tells this controller who holds what.
+  if (isServing(phase)) ownership_.reportOwned(id, r.owned);
+  auto member = members_.find(id);
+  if (phase == GroupPhase::Deleting) {
+    refuse(ErrorCode::UNKNOWN_GROUP);
+  } else if (!isServing(phase)) {
+    refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  } else if (member != members_.end() && !removals_.inFlight().count(id)) {
+    // Still a member: a restart within the session timeout costs no
+    // rebalance. A queued eviction or leave is called off.
+    member->second.lastSeen = ctx_.time.now();
+    if (auto rm = removals_.pending().find(id); rm != removals_.pending().end()) {
+      rm->second.answer(ErrorCode::NONE, name_, lk.out);
+      removals_.pending().erase(rm);
+      spdlog::info("group {}: member {} registered again before its removal was written; it stays", name_, id);
+    }
+    if (!isBusy(phase) && !hasPendingWrites() && committed_.loaded) {
+      lk.out.push([done = std::move(done), resp = registration(id)]() mutable { done(std::move(resp)); });
+    } else {
+      rejoins_.pending().push_back(Rejoin{id, std::move(done)});
+    }
+  } else if (!ctx_.connected) {
+    refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  } else {
+    auto& j = joins_.pending()[id];
+    j.memberId = id;
+    j.clientId = h.clientId.value_or("");
+    j.waiters.push_back(std::move(done));
+  }
+  flush(lk.out);
+}
+
+void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallback done) {
+  LockedOutbox lk(mu_);
+  auto answer = [&](ErrorCode e) { lk.out.push([done = std::move(done), e] { done(protocol::LeaveGroupResponse{e}); }); };
+  const GroupPhase phase = phase_.get();
+  if (phase == GroupPhase::Deleting) return answer(ErrorCode::UNKNOWN_GROUP);
+  if (!isServing(phase)) return answer(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  if (auto j = joins_.pending().find(r.consumerId); j != joins_.pending().end()) {
+    // Left before its registration was written: nothing to write.
+    j->second.answer(ErrorCode::UNKNOWN_CONSUMER, name_, lk.out);
+    joins_.pending().erase(j);
+    answer(ErrorCode::NONE);
+  } else if (!members_.count(r.consumerId) || removals_.inFlight().count(r.consumerId)) {
+    answer(ErrorCode::UNKNOWN_CONSUMER);
+  } else if (!ctx_.connected) {
+    answer(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  } else {
+    auto& rm = removals_.pending()[r.consumerId];
+    rm.memberId = r.consumerId;
+    rm.evicted = false;
+    rm.waiters.push_back(std::move(done));
+    flush(lk.out);
+  }
+}
+
+void GroupController::deleteGroup(const protocol::DeleteGroupRequest& r, ResponseCallback done) {
+  LockedOutbox lk(mu_);
+  const GroupPhase phase = phase_.get();
+  ErrorCode e = ErrorCode::NONE;
+  if (isLoading(phase) || phase == GroupPhase::Dropped || !ctx_.connected) {
+    e = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  } else if (!members_.empty() || !joins_.empty()) {
+    e = ErrorCode::GROUP_NOT_EMPTY;
+  }
+  if (e != ErrorCode::NONE) return Deletion{std::move(done)}.answer(e, r.group, lk.out);
+  deletions_.push_back(Deletion{std::move(done)});
+  if (isServing(phase)) flush(lk.out);  // deletes once nothing else is in flight
+}
+
+// CommitOffsets: accepted only from the partition's holder; acknowledged
+// once durable. Commits arriving while one is in flight go out together.
+void GroupController::commit(const protocol::CommitOffsetsRequest& r, ResponseCallback done) {
+  LockedOutbox lk(mu_);
+  ErrorCode error = writeRefusal();
+  if (error == ErrorCode::NONE && !members_.count(r.consumerId)) {
+    error = ErrorCode::UNKNOWN_CONSUMER;
+  } else if (error == ErrorCode::NONE && r.generation < rewoundAt_) {
+    // Offsets were rewound after this member's generation: its commit
+    // would undo the rewind.
+    error = ErrorCode::REBALANCE_NEEDED;
+  }
+  if (error != ErrorCode::NONE) {
+    return lk.out.push([done = std::move(done), error] { done(protocol::CommitOffsetsResponse{{}, error}); });
+  }
+  members_[r.consumerId].lastSeen = ctx_.time.now();
+  OffsetWrite c = checkOffsets(r.offsets, &r.consumerId);
+  c.kind = OffsetWrite::Kind::Commit;
+  c.done = std::move(done);
+  if (c.accepted.empty()) return c.succeed(lk.out);
+  commits_.pending().push_back(std::move(c));
+  flushCommits();
+}
+
+// RewindConsumer: the offsets and a new generation in one transaction, so
+// every member registers again and receives the rewound offsets.
+void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseCallback done) {
+  LockedOutbox lk(mu_);
+  if (ErrorCode error = writeRefusal(); error != ErrorCode::NONE) {
+    return lk.out.push([done = std::move(done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
+  }
+  OffsetWrite w = checkOffsets(r.offsets, nullptr);
+  w.kind = OffsetWrite::Kind::Rewind;
+  w.done = std::move(done);
+  if (w.accepted.empty()) return w.succeed(lk.out);
+  rewinds_.pending().push_back(std::move(w));
+  flush(lk.out);
+}
+
+// ---------------------------------------------------------------------------
+// From the coordinator
+
+void GroupController::scanLiveness(TimePoint now) {
+  auto timeout = Millis(settings_.sessionTimeoutMs);
+  // Scanning every member on every tick would cost O(members) a tick for
+  // nothing; the scan runs when the earliest possible timeout is due.
+  // While a removal is pending it runs every tick, as the removal may fail
+  // and leave the member in place.
+  if (now < nextLivenessScan_ && members_.size() == membersAtScan_) return;
+  TimePoint next = now + timeout;
+  bool removing = false;
+  for (auto& [id, m] : members_) {
+    if (leaving(id)) {
+      removing = true;
+    } else if (now - m.lastSeen > timeout) {
+      Removal rm;
+      rm.memberId = id;
+      rm.evicted = true;
+      rm.silentMs = millisBetween(m.lastSeen, now);
+      removals_.pending().emplace(id, std::move(rm));
+      removing = true;
+    } else {
+      next = std::min(next, m.lastSeen + timeout);
+    }
+  }
+  nextLivenessScan_ = removing ? now : next;
+  membersAtScan_ = members_.size();
+}
+
+void GroupController::tick(TimePoint now) {
+  LockedOutbox lk(mu_);
+  const GroupPhase phase = phase_.get();
+  if (phase == GroupPhase::Dropped) return;
+  if (isServing(phase) && ctx_.connected) {
+    scanLiveness(now);
+    // An ephemeral group disappears when its last member goes, or when
+    // nobody joined it within its session timeout after its creation or
+    // after a takeover.
+    if (settings_.ephemeral && members_.empty() && !joins_.hasPending() && !isBusy(phase) &&
+        (hadMembers_ || now - emptySince_ >= Millis(settings_.sessionTimeoutMs))) {
+      removeSubtree();
+    }
+  }
+  if (needsReload(phase_.get()) && !isBusy(phase_.get()) && ctx_.connected) {
+    reload();
+  } else {
+    flush(lk.out);
+    flushCommits();
+  }
+}
+
+void GroupController::topicChanged(const std::string& topic) {
+  LockedOutbox lk(mu_);
+  auto& ts = settings_.topics;
+  if (!isServing(phase_.get()) || std::find(ts.begin(), ts.end(), topic) == ts.end()) return;
+  spdlog::info("group {}: subscribed topic {} changed: rebalancing", name_, topic);
+  bump_.request();
+  flush(lk.out);
+}
+
+size_t GroupController::refuseQueuedCommits() {
+  LockedOutbox lk(mu_);
+  size_t n = commits_.pending().size();
+  commits_.answerPending(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, lk.out);
+  return n;
+}
+
+void GroupController::answerAllWaiting(ErrorCode answer) {
+  LockedOutbox lk(mu_);
+  answerEverything(answer, lk.out);
+}
+
+void GroupController::drop(ErrorCode answer, const char* why) {
+  LockedOutbox lk(mu_);
+  if (phase_.get() == GroupPhase::Dropped) return;
+  answerEverything(answer, lk.out);
+  spdlog::info("group {}: no longer controlled here ({}); {} members dropped", name_, why, members_.size());
+  members_.clear();
+  phase_.to(GroupPhase::Dropped);
+}
+
+int64_t GroupController::generation() const {
+  MutexLock lock(mu_);
+  return version_;
+}
+
+std::vector<std::string> GroupController::memberIds() const {
+  MutexLock lock(mu_);
+  std::vector<std::string> ids;
+  ids.reserve(members_.size());
+  for (auto& [id, _] : members_) ids.push_back(id);
+  return ids;
+}
+
+size_t GroupController::memberCount() const {
+  MutexLock lock(mu_);
+  return members_.size();
+}
+
+GroupPhase GroupController::phase() const {
+  MutexLock lock(mu_);
+  return phase_.get();
+}
+
+}  // namespace groupcoord::adapter

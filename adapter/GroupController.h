@@ -1,0 +1,192 @@
+#pragma once
+
+// One group controlled by this server (docs/design.md, "A controlled
+// group"): its members and their liveness, the generation, who holds which
+// partition, the committed offsets, and the writes that make changes
+// durable.
+//
+// Membership changes (joins, leaves, evictions, rewinds, a generation move
+// for a topic change) are batched: what arrives while a transaction is in
+// flight, or within one batch interval, goes out in the next transaction,
+// which also moves the generation (the group znode's version). Commits go
+// in transactions of their own, beside the membership ones.
+//
+// The group's phase (GroupPhase.h) says what is in flight; requests are
+// answered from memory whatever the phase, except while loading.
+//
+// Threads: requests come from I/O threads, ZooKeeper answers on the
+// completion thread, tick() from the ticker. Lock: mu_ guards everything
+// below it. It is taken after the coordinator's table and registry locks
+// are released, and it is the only lock held while a ZooKeeper operation is
+// issued (the client never calls back inline). Answers are queued in a
+// LockedOutbox and run after mu_ is released.
+//
+// GroupController.cpp holds requests, liveness and the phase changes;
+// GroupWrites.cpp the ZooKeeper reads and transactions.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapter/Clock.h"
+#include "adapter/GroupOps.h"
+#include "adapter/GroupPhase.h"
+#include "adapter/OffsetStore.h"
+#include "adapter/OpQueue.h"
+#include "adapter/Outbox.h"
+#include "adapter/Ownership.h"
+#include "adapter/SessionEpoch.h"
+#include "adapter/TopicWatcher.h"
+#include "common/Layout.h"
+#include "common/Sync.h"
+#include "protocol/Handler.h"
+#include "zk/Client.h"
+
+namespace groupcoord::adapter {
+
+struct GroupConfig {
+  // Membership changes of one group go to ZooKeeper at most once per
+  // interval; what arrives meanwhile joins the next transaction.
+  Millis batchInterval{10};
+  // Upper bound of membership changes in one ZooKeeper transaction.
+  size_t maxChangesPerTransaction = 1000;
+};
+
+// What every controlled group shares: the session, the other parts, and
+// the way back to the coordinator.
+struct GroupContext {
+  zk::Client& zk;
+  const layout::Layout& layout;
+  GroupConfig config;
+  const TimeSource& time;
+  const SessionEpoch& epoch;
+  const std::atomic<bool>& connected;
+  TopicWatcher& topics;
+  OffsetStore& offsets;
+  // The group's znode is gone (or it was deleted here): the coordinator
+  // forgets the group. Called without the group's lock.
+  std::function<void(const std::string& group, protocol::ErrorCode answer, const char* why)> vanished;
+  // A fresh member id for a registration without one.
+  std::function<std::string(const std::optional<std::string>& clientId)> newMemberId;
+};
+
+class GroupController : public std::enable_shared_from_this<GroupController> {
+ public:
+  GroupController(GroupContext& ctx, std::string name);
+
+  const std::string& name() const { return name_; }
+
+  // Just claimed: reads the group from ZooKeeper, then serves it.
+  void load() EXCLUDES(mu_);
+
+  // ---- Requests (docs/protocol.md) ----
+  // Answered at once, from memory; never reaches ZooKeeper.
+  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r) EXCLUDES(mu_);
+  void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
+                      protocol::ResponseCallback done) EXCLUDES(mu_);
+  void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
+  void deleteGroup(const protocol::DeleteGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
+  void commit(const protocol::CommitOffsetsRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
+  void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
+
+  // ---- From the coordinator ----
+  // Evicts silent members, deletes an abandoned ephemeral group, sends
+  // what waits.
+  void tick(TimePoint now) EXCLUDES(mu_);
+  // A subscribed topic's partition count changed: move the generation.
+  void topicChanged(const std::string& topic) EXCLUDES(mu_);
+  // ZooKeeper is away: commits not sent yet are refused (their members
+  // would otherwise wait as long as the outage). Returns how many.
+  size_t refuseQueuedCommits() EXCLUDES(mu_);
+  // Answers everything waiting with `answer` (stopping: the group stays).
+  void answerAllWaiting(protocol::ErrorCode answer) EXCLUDES(mu_);
+  // No longer controlled here: answers everything waiting with `answer`,
+  // forgets the members; later ZooKeeper answers for it do nothing.
+  void drop(protocol::ErrorCode answer, const char* why) EXCLUDES(mu_);
+
+  // ---- Introspection ----
+  int64_t generation() const EXCLUDES(mu_);
+  std::vector<std::string> memberIds() const EXCLUDES(mu_);
+  size_t memberCount() const EXCLUDES(mu_);
+  GroupPhase phase() const EXCLUDES(mu_);
+
+ private:
+  struct Member {
+    std::string clientId;
+    TimePoint lastSeen;
+  };
+  using Ptr = std::shared_ptr<GroupController>;
+
+  // GroupController.cpp
+  protocol::RegisterConsumerResponse registration(const std::string& member) REQUIRES(mu_);
+  bool hasPendingWrites() const REQUIRES(mu_);
+  bool leaving(const std::string& member) const REQUIRES(mu_);
+  protocol::ErrorCode writeRefusal() const REQUIRES(mu_);
+  OffsetWrite checkOffsets(const std::vector<protocol::PartitionOffset>& offsets, const std::string* owner) const
+      REQUIRES(mu_);
+  void scanLiveness(TimePoint now) REQUIRES(mu_);
+  void retarget() REQUIRES(mu_);
+  void answerEverything(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
+  void answerDeletions(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
+
+  // GroupWrites.cpp
+  // The continuations return why the group is gone (it is then dropped,
+  // after the lock), or nullptr.
+  void reload() REQUIRES(mu_);
+  const char* onReloaded(zk::GetResult group, zk::ChildrenResult members, Outbox& out) REQUIRES(mu_);
+  void flush(Outbox& out) REQUIRES(mu_);
+  void writeBatch() REQUIRES(mu_);
+  const char* onBatchDone(size_t opCount, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
+  void onBatchApplied(const zk::MultiResult& r, size_t changes, Outbox& out) REQUIRES(mu_);
+  void removeSubtree() REQUIRES(mu_);
+  const char* onSubtreeListed(OffsetsListing listing, Outbox& out) REQUIRES(mu_);
+  const char* onSubtreeRemoved(size_t opCount, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
+  void loadOffsets() REQUIRES(mu_);
+  const char* onOffsetsLoaded(OffsetsRead r, Outbox& out) REQUIRES(mu_);
+  void flushCommits() REQUIRES(mu_);
+  const char* onCommitsDone(zk::MultiResult r, Outbox& out) REQUIRES(mu_);
+  // A completion for a ZooKeeper operation of this group: bound to the
+  // session, it runs `continuation(result, out)` under the lock unless the
+  // group was dropped meanwhile, then drops the group if it says so.
+  template <class Result, class Continuation>
+  std::function<void(Result)> completion(Continuation continuation);
+
+  GroupContext& ctx_;
+  const std::string name_;
+
+  mutable Mutex mu_;
+  GroupPhaseMachine phase_ GUARDED_BY(mu_);
+  layout::GroupSettings settings_ GUARDED_BY(mu_);
+  std::string settingsData_ GUARDED_BY(mu_);  // the group znode's data, rewritten as is to move the version
+  int32_t version_ GUARDED_BY(mu_) = -1;       // the generation
+  std::map<std::string, Member> members_ GUARDED_BY(mu_);  // sorted: a registration lists them in order
+  // No member can time out before this: the liveness scan skips the group
+  // until then (heartbeats only move lastSeen later; members join with
+  // lastSeen = now), or until the member count changes.
+  TimePoint nextLivenessScan_ GUARDED_BY(mu_);
+  size_t membersAtScan_ GUARDED_BY(mu_) = 0;
+  TimePoint emptySince_ GUARDED_BY(mu_);
+  bool hadMembers_ GUARDED_BY(mu_) = false;  // a member joined since this server took the group
+  TimePoint lastBatchAt_ GUARDED_BY(mu_);
+  int failedBatches_ GUARDED_BY(mu_) = 0;
+
+  // Waiting for the next membership transaction, and in flight in it.
+  OpQueue<std::map<std::string, Join>> joins_ GUARDED_BY(mu_);
+  OpQueue<std::map<std::string, Removal>> removals_ GUARDED_BY(mu_);
+  OpQueue<std::vector<Rejoin>> rejoins_ GUARDED_BY(mu_);
+  OpQueue<std::vector<OffsetWrite>> rewinds_ GUARDED_BY(mu_);
+  PendingFlag bump_ GUARDED_BY(mu_);  // move the generation (a subscribed topic changed)
+  std::vector<Deletion> deletions_ GUARDED_BY(mu_);
+  // Commits: their own transactions, one in flight at a time.
+  OpQueue<std::vector<OffsetWrite>> commits_ GUARDED_BY(mu_);
+
+  Ownership ownership_ GUARDED_BY(mu_);
+  CommittedOffsets committed_ GUARDED_BY(mu_);
+  int32_t rewoundAt_ GUARDED_BY(mu_) = -1;  // generation of the last rewind: older commits are fenced
+};
+
+}  // namespace groupcoord::adapter

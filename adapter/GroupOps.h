@@ -1,0 +1,71 @@
+#pragma once
+
+// The operations a controlled group queues (OpQueue.h), each with the
+// answer it gets when it fails as a whole.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "adapter/Outbox.h"
+#include "protocol/Handler.h"
+
+namespace groupcoord::adapter {
+
+// A RegisterConsumer of a member not in the group yet: its member znode is
+// to be created.
+struct Join {
+  std::string memberId;
+  std::string clientId;
+  std::vector<protocol::ResponseCallback> waiters;
+
+  void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
+  void absorb(Join&& older) {
+    clientId = std::move(older.clientId);
+    for (auto& w : older.waiters) waiters.push_back(std::move(w));
+  }
+};
+
+// A LeaveGroup, or an eviction (no waiter): the member znode is to be removed.
+struct Removal {
+  std::string memberId;
+  bool evicted = false;
+  int64_t silentMs = 0;
+  std::vector<protocol::ResponseCallback> waiters;
+
+  void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
+  void absorb(Removal&& older) {
+    for (auto& w : older.waiters) waiters.push_back(std::move(w));
+  }
+};
+
+// A RegisterConsumer of a member already in the group, answered once
+// nothing is pending (with the generation that write produces).
+struct Rejoin {
+  std::string memberId;
+  protocol::ResponseCallback done;
+
+  void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
+};
+
+// A CommitOffsets or RewindConsumer waiting for its offsets to be durable.
+struct OffsetWrite {
+  enum class Kind { Commit, Rewind };
+  Kind kind = Kind::Commit;
+  std::vector<protocol::PartitionOffset> accepted;  // to write
+  std::vector<protocol::PartitionError> results;    // one per offset asked for
+  protocol::ResponseCallback done;
+
+  void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
+  // Durable: each offset gets its own result.
+  void succeed(Outbox& out);
+};
+
+// A DeleteGroup waiting for the group's subtree to be removed.
+struct Deletion {
+  protocol::ResponseCallback done;
+
+  void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
+};
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,61 @@
+#pragma once
+
+// Topic metadata: how many partitions each subscribed topic has, from
+// Kafka's layout at <topics-path>/<topic> (docs/design.md). A topic is
+// watched from the first time a group controlled here subscribes to it;
+// when its partition count changes, `changed(topic)` is told, without
+// locks held, on the completion thread.
+//
+// Lock: mu_ guards the topic table only; it is never held while calling
+// out or while taking another lock.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapter/SessionEpoch.h"
+#include "common/Layout.h"
+#include "common/Sync.h"
+#include "zk/Client.h"
+
+namespace groupcoord::adapter {
+
+class TopicWatcher {
+ public:
+  using Changed = std::function<void(const std::string& topic)>;
+
+  TopicWatcher(zk::Client& zk, std::string topicsPath, const SessionEpoch& epoch, Changed changed)
+      : zk_(zk), topicsPath_(std::move(topicsPath)), epoch_(epoch), changed_(std::move(changed)) {}
+
+  // Starts watching the topic unless already watched.
+  void watch(const std::string& topic) EXCLUDES(mu_);
+  // Watches again the topics whose watch failed. Called by the tick while
+  // ZooKeeper is connected.
+  void rewatch() EXCLUDES(mu_);
+  // The session ended: its watches are gone.
+  void clear() EXCLUDES(mu_);
+
+  // Partitions of each of the group's topics, 0 for a topic not (yet) known.
+  std::map<std::string, int32_t> partitionCounts(const layout::GroupSettings& s) const EXCLUDES(mu_);
+  // The group subscribes to the partition's topic and the partition exists.
+  bool partitionExists(const layout::GroupSettings& s, const protocol::TopicPartition& p) const EXCLUDES(mu_);
+
+ private:
+  struct Topic {
+    int32_t partitions = 0;  // 0 while the topic does not exist
+    bool watching = false;
+  };
+  void onCount(const std::string& topic, int32_t partitions) EXCLUDES(mu_);
+  void unwatched(const std::string& topic) EXCLUDES(mu_);
+
+  zk::Client& zk_;
+  const std::string topicsPath_;
+  const SessionEpoch& epoch_;
+  const Changed changed_;
+
+  mutable Mutex mu_;
+  std::map<std::string, Topic> topics_ GUARDED_BY(mu_);
+};
+
+}  // namespace groupcoord::adapter

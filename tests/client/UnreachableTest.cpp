@@ -1,0 +1,244 @@
+// Status::unreachable(): set when no connection to a server could be made
+// (a closed port on 127.0.0.1), never when a server answered, be it with an
+// error code, a refused Authenticate or a frame that cannot be trusted.
+// A fake server on 127.0.0.1 stands in for groupcoordd; no ensemble needed.
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/Admin.h"
+#include "client/Connection.h"
+#include "client/Consumer.h"
+#include "client/Status.h"
+#include "protocol/Codec.h"
+
+namespace groupcoord::client {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+
+// A port nothing listens on: bound, then closed again.
+uint16_t closedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Accepts connections on 127.0.0.1 and answers every request with the bytes
+// `answer` makes of it (a whole frame, Size included).
+class FakeServer {
+ public:
+  using Answer = std::function<std::vector<uint8_t>(const protocol::DecodedRequest&)>;
+
+  explicit FakeServer(Answer answer) : answer_(std::move(answer)) {
+    listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+    EXPECT_EQ(::listen(listenFd_, 16), 0) << std::strerror(errno);
+    socklen_t len = sizeof addr;
+    ::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(listenFd_);
+  }
+
+  uint16_t port() const { return port_; }
+
+  // The whole frame of `response` to the request.
+  static std::vector<uint8_t> frame(const protocol::DecodedRequest& request, const protocol::Response& response) {
+    std::vector<uint8_t> out;
+    protocol::encodeResponse({protocol::kProtocolVersion, request.header.correlationId}, response, out);
+    return out;
+  }
+
+ private:
+  bool wait(int fd) {
+    while (!stop_) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) return true;
+    }
+    return false;
+  }
+
+  bool readAll(int fd, uint8_t* data, size_t size) {
+    size_t done = 0;
+    while (done < size) {
+      if (!wait(fd)) return false;
+      const ssize_t n = ::recv(fd, data + done, size - done, 0);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void serve(int fd) {
+    for (;;) {
+      uint8_t size[4];
+      if (!readAll(fd, size, 4)) return;
+      const uint32_t n = uint32_t{size[0]} << 24 | uint32_t{size[1]} << 16 | uint32_t{size[2]} << 8 | size[3];
+      if (n > (1u << 20)) return;
+      std::vector<uint8_t> body(n);
+      if (!readAll(fd, body.data(), body.size())) return;
+      const std::vector<uint8_t> out = answer_(protocol::decodeRequest(body));
+      if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return;
+    }
+  }
+
+  void run() {
+    while (wait(listenFd_)) {
+      const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      serve(fd);  // one connection at a time is enough here
+      ::close(fd);
+    }
+  }
+
+  Answer answer_;
+  int listenFd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Every request answered with its API's response carrying `code`.
+FakeServer::Answer answerAll(ErrorCode code) {
+  return [code](const protocol::DecodedRequest& r) {
+    return FakeServer::frame(r, protocol::errorResponse(r.request, code));
+  };
+}
+
+AdminOptions quickAdmin() {
+  AdminOptions o;
+  o.requestTimeout = 1000ms;
+  o.retryBudget = 200ms;
+  return o;
+}
+
+TEST(Unreachable, StatusKinds) {
+  EXPECT_FALSE(Status::success().unreachable());
+  EXPECT_FALSE(Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "group g has no controller yet").unreachable());
+  const Status s = Status::unreachableError("cannot connect to 127.0.0.1:1: Connection refused");
+  EXPECT_TRUE(s.unreachable());
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(s.toString(), "CONTROLLER_NOT_AVAILABLE: cannot connect to 127.0.0.1:1: Connection refused");
+}
+
+TEST(Unreachable, ConnectionToClosedPort) {
+  Connection c;
+  EXPECT_FALSE(c.connect("127.0.0.1", closedPort(), 2000ms));
+  EXPECT_TRUE(c.unreachable()) << c.lastError();
+  EXPECT_FALSE(c.authRefused());
+  EXPECT_NE(c.lastError().find("connect to 127.0.0.1:"), std::string::npos) << c.lastError();
+}
+
+TEST(Unreachable, ConnectionThatSucceedsIsNot) {
+  FakeServer server(answerAll(ErrorCode::NONE));
+  Connection c;
+  // A failed connect first: its flag must not outlive the next, successful one.
+  EXPECT_FALSE(c.connect("127.0.0.1", closedPort(), 2000ms));
+  ASSERT_TRUE(c.connect("127.0.0.1", server.port(), 2000ms)) << c.lastError();
+  EXPECT_FALSE(c.unreachable());
+}
+
+TEST(Unreachable, RefusedAuthenticateIsNot) {
+  FakeServer server(answerAll(ErrorCode::NOT_AUTHORIZED));
+  Connection c;
+  SecurityOptions security;
+  security.user = "ops";
+  security.secret = "wrong";
+  c.setSecurity(security);
+  EXPECT_FALSE(c.connect("127.0.0.1", server.port(), 2000ms));
+  EXPECT_TRUE(c.authRefused()) << c.lastError();
+  EXPECT_FALSE(c.unreachable());
+}
+
+TEST(Unreachable, AdminWithNoServerListening) {
+  const uint16_t port = closedPort();
+  Admin admin({{"127.0.0.1", port}}, quickAdmin());
+  auto r = admin.listGroups();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status.unreachable()) << r.status.toString();
+  EXPECT_EQ(r.status.code, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  // The message is what it always was.
+  EXPECT_EQ(r.status.message.rfind("cannot connect to 127.0.0.1:" + std::to_string(port) + ": ", 0), 0u)
+      << r.status.message;
+}
+
+TEST(Unreachable, AdminProtocolErrorIsNot) {
+  FakeServer server(answerAll(ErrorCode::UNKNOWN_GROUP));
+  Admin admin({{"127.0.0.1", server.port()}}, quickAdmin());
+  auto r = admin.fetchOffsets("orders");
+  EXPECT_EQ(r.status.code, ErrorCode::UNKNOWN_GROUP) << r.status.toString();
+  EXPECT_FALSE(r.status.unreachable());
+}
+
+TEST(Unreachable, AdminControllerNotAvailableAnswerIsNot) {
+  // The same code as an unreachable server, but answered by one.
+  FakeServer server(answerAll(ErrorCode::CONTROLLER_NOT_AVAILABLE));
+  Admin admin({{"127.0.0.1", server.port()}}, quickAdmin());
+  auto r = admin.fetchOffsets("orders");
+  EXPECT_EQ(r.status.code, ErrorCode::CONTROLLER_NOT_AVAILABLE) << r.status.toString();
+  EXPECT_FALSE(r.status.unreachable());
+}
+
+TEST(Unreachable, AdminUntrustworthyFrameIsNot) {
+  // A response frame of Size 2, below any response header.
+  FakeServer server([](const protocol::DecodedRequest&) { return std::vector<uint8_t>{0, 0, 0, 2, 0, 0}; });
+  Admin admin({{"127.0.0.1", server.port()}}, quickAdmin());
+  auto r = admin.listGroups();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status.code, ErrorCode::CONTROLLER_NOT_AVAILABLE) << r.status.toString();
+  EXPECT_FALSE(r.status.unreachable()) << r.status.toString();
+}
+
+TEST(Unreachable, AdminRefusedAuthenticateIsNot) {
+  FakeServer server(answerAll(ErrorCode::NOT_AUTHORIZED));
+  AdminOptions options = quickAdmin();
+  options.security.user = "ops";
+  options.security.secret = "wrong";
+  Admin admin({{"127.0.0.1", server.port()}}, options);
+  auto r = admin.listGroups();
+  EXPECT_EQ(r.status.code, ErrorCode::NOT_AUTHORIZED) << r.status.toString();
+  EXPECT_FALSE(r.status.unreachable());
+}
+
+TEST(Unreachable, ConsumerWithNoServerListening) {
+  ConsumerConfig config;
+  config.bootstrap = {{"127.0.0.1", closedPort()}};
+  config.group = "orders";
+  config.requestTimeout = 1000ms;
+  Consumer consumer(config, {});
+  const Status s = consumer.poll(100ms);
+  EXPECT_EQ(s.code, ErrorCode::CONTROLLER_NOT_AVAILABLE) << s.toString();
+  EXPECT_TRUE(s.unreachable()) << s.toString();
+}
+
+}  // namespace
+}  // namespace groupcoord::client
