@@ -1,9 +1,9 @@
 #pragma once
 
-// Partition assignment of a group (DESIGN.md rule 5), as a pure function: the
-// controller calls it with the members of a generation, the partition count
-// of each subscribed topic and what every member held before, and sends each
-// member its part. Nothing here touches ZooKeeper, the clock or randomness, so
+// Partition assignment of a group (docs/design.md, "Assignment"), as a pure
+// function: the controller calls it with the members of a generation, the
+// partition count of each subscribed topic and what every member held before,
+// and sends each member its part. Nothing here touches ZooKeeper, the clock or randomness, so
 // two controllers (or a client computing its own share from GroupMembers)
 // given the same inputs compute the same assignment.
 //

@@ -309,7 +309,6 @@ void Coordinator::route(const protocol::RequestHeader&, protocol::CreateGroupReq
   // Answered once: by the controller's arrival (or the wait's end), or by
   // the failure here.
   zk_.multi(std::move(ops), [this, group = r.group, s, done = std::move(done)](zk::MultiResult res) mutable {
-    auto fail = [&](ErrorCode e) { done(protocol::CreateGroupResponse{group, e, protocol::Broker{}}); };
     if (res.error == zk::Error::Ok) {
       spdlog::info("group {}: created (session timeout {} ms, topics [{}]{})", group, s.sessionTimeoutMs,
                    fmt::join(s.topics, ","), s.ephemeral ? ", ephemeral" : "");
@@ -317,7 +316,7 @@ void Coordinator::route(const protocol::RequestHeader&, protocol::CreateGroupReq
     }
     if (res.error != zk::Error::NodeExists || res.failedOp != 0) {
       spdlog::warn("group {}: creating it failed: {}", group, res.error);
-      return fail(fromZk(res.error));
+      return done(protocol::CreateGroupResponse{group, fromZk(res.error), protocol::Broker{}});
     }
     zk_.get(layout_.groupPath(group), [this, group, s, done = std::move(done)](zk::GetResult g) mutable {
       if (g.error != zk::Error::Ok) return done(protocol::CreateGroupResponse{group, fromZk(g.error), {}});

@@ -167,7 +167,7 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
   LockedOutbox lk(mu_);
   const GroupPhase phase = phase_.get();
   std::string id = r.consumerId.empty() ? ctx_.newMemberId(h.clientId) : r.consumerId;
-  auto refuse = [&](ErrorCode e) { Rejoin{r.consumerId, std::move(done)}.answer(e, name_, lk.out); };
+  auto refuse = [&, &out = lk.out](ErrorCode e) { Rejoin{r.consumerId, std::move(done)}.answer(e, name_, out); };
   // What the member says it holds: releases what it no longer reports and,
   // after a takeover, tells this controller who holds what.
   if (isServing(phase)) ownership_.reportOwned(id, r.owned);
@@ -203,7 +203,9 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
 
 void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallback done) {
   LockedOutbox lk(mu_);
-  auto answer = [&](ErrorCode e) { lk.out.push([done = std::move(done), e] { done(protocol::LeaveGroupResponse{e}); }); };
+  auto answer = [&out = lk.out, &done](ErrorCode e) {
+    out.push([done = std::move(done), e] { done(protocol::LeaveGroupResponse{e}); });
+  };
   const GroupPhase phase = phase_.get();
   if (phase == GroupPhase::Deleting) return answer(ErrorCode::UNKNOWN_GROUP);
   if (!isServing(phase)) return answer(ErrorCode::CONTROLLER_NOT_AVAILABLE);

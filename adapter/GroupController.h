@@ -136,8 +136,12 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // GroupWrites.cpp
   // The continuations return why the group is gone (it is then dropped,
   // after the lock), or nullptr.
+  struct Loaded {
+    zk::GetResult group;
+    zk::ChildrenResult members;
+  };
   void reload() REQUIRES(mu_);
-  const char* onReloaded(zk::GetResult group, zk::ChildrenResult members, Outbox& out) REQUIRES(mu_);
+  const char* onReloaded(Loaded read, Outbox& out) REQUIRES(mu_);
   void flush(Outbox& out) REQUIRES(mu_);
   void writeBatch() REQUIRES(mu_);
   const char* onBatchDone(size_t opCount, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
@@ -150,10 +154,15 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void flushCommits() REQUIRES(mu_);
   const char* onCommitsDone(zk::MultiResult r, Outbox& out) REQUIRES(mu_);
   // A completion for a ZooKeeper operation of this group: bound to the
-  // session, it runs `continuation(result, out)` under the lock unless the
-  // group was dropped meanwhile, then drops the group if it says so.
-  template <class Result, class Continuation>
-  std::function<void(Result)> completion(Continuation continuation);
+  // session, it runs `(this->*continuation)(result, out)` under the lock
+  // unless the group was dropped meanwhile, then drops the group if it
+  // says so. (A member pointer, not a lambda: the analysis of a lambda's
+  // body cannot see the lock its caller holds.)
+  template <class Result>
+  std::function<void(Result)> completion(const char* (GroupController::*continuation)(Result, Outbox&));
+  template <class Result>
+  std::function<void(Result)> completion(const char* (GroupController::*continuation)(size_t, Result, Outbox&),
+                                         size_t opCount);
 
   GroupContext& ctx_;
   const std::string name_;

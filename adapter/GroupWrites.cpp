@@ -16,14 +16,29 @@ namespace groupcoord::adapter {
 using protocol::ErrorCode;
 using protocol::PartitionOffset;
 
-template <class Result, class Continuation>
-std::function<void(Result)> GroupController::completion(Continuation continuation) {
-  return ctx_.epoch.bind([self = shared_from_this(), continuation](Result r) mutable {
+template <class Result>
+std::function<void(Result)> GroupController::completion(const char* (GroupController::*continuation)(Result,
+                                                                                                     Outbox&)) {
+  return ctx_.epoch.bind([self = shared_from_this(), continuation](Result r) {
     const char* gone = nullptr;
     {
       LockedOutbox lk(self->mu_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
-      gone = continuation(*self, std::move(r), lk.out);
+      gone = (self.get()->*continuation)(std::move(r), lk.out);
+    }
+    if (gone) self->ctx_.vanished(self->name_, ErrorCode::UNKNOWN_GROUP, gone);
+  });
+}
+
+template <class Result>
+std::function<void(Result)> GroupController::completion(
+    const char* (GroupController::*continuation)(size_t, Result, Outbox&), size_t opCount) {
+  return ctx_.epoch.bind([self = shared_from_this(), continuation, opCount](Result r) {
+    const char* gone = nullptr;
+    {
+      LockedOutbox lk(self->mu_);
+      if (self->phase_.get() == GroupPhase::Dropped) return;
+      gone = (self.get()->*continuation)(opCount, std::move(r), lk.out);
     }
     if (gone) self->ctx_.vanished(self->name_, ErrorCode::UNKNOWN_GROUP, gone);
   });
@@ -37,35 +52,33 @@ void GroupController::reload() {
   const GroupPhase phase = phase_.get();
   if (isBusy(phase) || !ctx_.connected) return;
   phase_.to(phase == GroupPhase::Claimed ? GroupPhase::Loading : GroupPhase::Reloading);
-  struct Reads {
-    zk::GetResult group;
-    zk::ChildrenResult members;
-  };
-  auto done = completion<Reads>([](GroupController& g, Reads r, Outbox& out) REQUIRES(g.mu_) {
-    return g.onReloaded(std::move(r.group), std::move(r.members), out);
-  });
-  auto reads = Fanout<Reads>::start(std::move(done));
+  auto reads = Fanout<Loaded>::start(completion<Loaded>(&GroupController::onReloaded));
   ctx_.zk.get(ctx_.layout.groupPath(name_),
-              reads->collect<zk::GetResult>([](Reads& s, zk::GetResult r) { s.group = std::move(r); }));
-  ctx_.zk.getChildren(ctx_.layout.membersPath(name_),
-                      reads->collect<zk::ChildrenResult>([](Reads& s, zk::ChildrenResult r) { s.members = std::move(r); }));
+              reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.group = std::move(r); }));
+  ctx_.zk.getChildren(ctx_.layout.membersPath(name_), reads->collect<zk::ChildrenResult>([](Loaded& s,
+                                                                                             zk::ChildrenResult r) {
+    s.members = std::move(r);
+  }));
   reads->release();
 }
 
-const char* GroupController::onReloaded(zk::GetResult group, zk::ChildrenResult members, Outbox& out) {
+const char* GroupController::onReloaded(Loaded read, Outbox& out) {
+  zk::GetResult& group = read.group;
+  zk::ChildrenResult& members = read.members;
   const bool first = phase_.get() == GroupPhase::Loading;
   if (group.error == zk::Error::NoNode) return "its znode is gone";
-  auto failed = [&] { phase_.to(first ? GroupPhase::Claimed : GroupPhase::Stale); };
+  // Until a read succeeds, memory still has to be re-read.
+  const GroupPhase failed = first ? GroupPhase::Claimed : GroupPhase::Stale;
   if (zk::Error e = group.error != zk::Error::Ok ? group.error : members.error; e != zk::Error::Ok) {
     spdlog::warn("group {}: reading it from ZooKeeper failed: {}; will retry", name_, e);
-    failed();
+    phase_.to(failed);
     return nullptr;
   }
   auto s = layout::decodeSettings(group.data);
   if (!s) {
     spdlog::error("group {}: its znode holds data this server cannot read ({} bytes); not serving it", name_,
                   group.data.size());
-    failed();
+    phase_.to(failed);
     return nullptr;
   }
   settings_ = *s;
@@ -181,9 +194,7 @@ void GroupController::writeBatch() {
   phase_.to(GroupPhase::Writing);
   metrics::coordination().transactionChanges.observe(ctx_.config.maxChangesPerTransaction - budget);
   const size_t opCount = ops.size();
-  ctx_.zk.multi(std::move(ops),
-                completion<zk::MultiResult>([opCount](GroupController& g, zk::MultiResult r, Outbox& out)
-                                                REQUIRES(g.mu_) { return g.onBatchDone(opCount, std::move(r), out); }));
+  ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onBatchDone, opCount));
 }
 
 const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outbox& out) {
@@ -296,8 +307,7 @@ void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, O
 void GroupController::removeSubtree() {
   if (isBusy(phase_.get()) || !ctx_.connected) return;
   phase_.to(GroupPhase::Deleting);
-  ctx_.offsets.list(name_, completion<OffsetsListing>([](GroupController& g, OffsetsListing l, Outbox& out)
-                                                          REQUIRES(g.mu_) { return g.onSubtreeListed(std::move(l), out); }));
+  ctx_.offsets.list(name_, completion<OffsetsListing>(&GroupController::onSubtreeListed));
 }
 
 const char* GroupController::onSubtreeListed(OffsetsListing listing, Outbox& out) {
@@ -318,9 +328,7 @@ const char* GroupController::onSubtreeListed(OffsetsListing listing, Outbox& out
   ops.push_back(zk::makeRemove(ctx_.layout.controllerPath(name_)));
   ops.push_back(zk::makeRemove(ctx_.layout.groupPath(name_), version_));
   const size_t opCount = ops.size();
-  ctx_.zk.multi(std::move(ops),
-                completion<zk::MultiResult>([opCount](GroupController& g, zk::MultiResult r, Outbox& o)
-                                                REQUIRES(g.mu_) { return g.onSubtreeRemoved(opCount, std::move(r), o); }));
+  ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onSubtreeRemoved, opCount));
   return nullptr;
 }
 
@@ -350,8 +358,7 @@ const char* GroupController::onSubtreeRemoved(size_t opCount, zk::MultiResult r,
 void GroupController::loadOffsets() {
   if (phase_.get() != GroupPhase::Idle || !ctx_.connected) return;
   phase_.to(GroupPhase::ReadingOffsets);
-  ctx_.offsets.read(name_, {}, completion<OffsetsRead>([](GroupController& g, OffsetsRead r, Outbox& out)
-                                                           REQUIRES(g.mu_) { return g.onOffsetsLoaded(std::move(r), out); }));
+  ctx_.offsets.read(name_, {}, completion<OffsetsRead>(&GroupController::onOffsetsLoaded));
 }
 
 const char* GroupController::onOffsetsLoaded(OffsetsRead r, Outbox& out) {
@@ -376,8 +383,7 @@ void GroupController::flushCommits() {
   std::vector<zk::Op> ops;
   ctx_.offsets.writeOps(name_, committed_, all, ops);
   commits_.launch();
-  ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>([](GroupController& g, zk::MultiResult r, Outbox& out)
-                                                                REQUIRES(g.mu_) { return g.onCommitsDone(std::move(r), out); }));
+  ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onCommitsDone));
 }
 
 const char* GroupController::onCommitsDone(zk::MultiResult r, Outbox& out) {

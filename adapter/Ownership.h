@@ -1,7 +1,7 @@
 #pragma once
 
 // Exclusive partition ownership for one group, as its controller sees it
-// (PROTOCOL.md, "Ownership"): at no instant may two members hold the same
+// (docs/design.md, "Ownership"): at no instant may two members hold the same
 // partition. The controller grants a partition only once its previous
 // holder released it: by a heartbeat at a generation whose assignment no
 // longer gives it that partition, by registering without it in

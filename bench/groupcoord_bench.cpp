@@ -789,7 +789,7 @@ SideFigures directZk(const EnsembleProbe& zk, size_t n, double steadySeconds) {
   std::vector<std::thread> closers;
   const size_t lanes = 32;
   for (size_t l = 0; l < lanes; ++l) {
-    closers.emplace_back([&ms, l, lanes] {
+    closers.emplace_back([&ms, l] {
       for (size_t i = l; i < ms.size(); i += lanes) ms[i]->session.reset();
     });
   }
