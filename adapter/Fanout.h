@@ -8,14 +8,17 @@
 // starter holds one count until it has issued every first read, so the
 // continuation cannot run before the fan-out is complete:
 //
-//   auto reads = Fanout<Reads>::start([](Reads r) { ... });
+//   auto reads = Fanout<Reads>::start(zk, [](Reads r) { ... });
 //   zk.get(a, reads->collect<zk::GetResult>([](Reads& s, zk::GetResult r) { s.a = std::move(r); }));
 //   zk.getChildren(b, reads->collect<zk::ChildrenResult>(...));
 //   reads->release();
 //
 // A collector runs under the Fanout's lock (answers arrive on the
 // completion thread, but a starter may still be issuing reads); it may
-// issue further reads with collect(). `done` runs without that lock.
+// issue further reads with collect(). `done` runs without that lock, and
+// never inside the starter's release(): when every answer came before it,
+// `done` is posted to the completion thread instead. So, as with a single
+// zk::Client call, the starter may hold a lock that `done` takes.
 
 #include <atomic>
 #include <functional>
@@ -23,6 +26,7 @@
 #include <utility>
 
 #include "common/Sync.h"
+#include "zk/Client.h"
 
 namespace groupcoord::adapter {
 
@@ -30,9 +34,14 @@ template <class State>
 class Fanout : public std::enable_shared_from_this<Fanout<State>> {
  public:
   using Done = std::function<void(State)>;
+  // Runs a task later on the completion thread (zk::Client::post).
+  using Post = std::function<void(std::function<void()>)>;
 
-  static std::shared_ptr<Fanout> start(Done done) {
-    return std::shared_ptr<Fanout>(new Fanout(std::move(done)));
+  static std::shared_ptr<Fanout> start(zk::Client& zk, Done done) {
+    return start([&zk](std::function<void()> task) { zk.post(std::move(task)); }, std::move(done));
+  }
+  static std::shared_ptr<Fanout> start(Post post, Done done) {
+    return std::shared_ptr<Fanout>(new Fanout(std::move(post), std::move(done)));
   }
 
   // A completion for one more read: `f(State&, Result)` under the lock.
@@ -44,7 +53,7 @@ class Fanout : public std::enable_shared_from_this<Fanout<State>> {
         MutexLock lock(self->mu_);
         f(self->state_, std::move(r));
       }
-      self->release();
+      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->finish();
     };
   }
 
@@ -58,6 +67,13 @@ class Fanout : public std::enable_shared_from_this<Fanout<State>> {
   // The starter's count: call once, after issuing the first reads.
   void release() {
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    post_([self = this->shared_from_this()] { self->finish(); });
+  }
+
+ private:
+  Fanout(Post post, Done done) : post_(std::move(post)), done_(std::move(done)) {}
+
+  void finish() {
     State s;
     {
       MutexLock lock(mu_);
@@ -66,12 +82,10 @@ class Fanout : public std::enable_shared_from_this<Fanout<State>> {
     done_(std::move(s));
   }
 
- private:
-  explicit Fanout(Done done) : done_(std::move(done)) {}
-
   Mutex mu_;
   State state_ GUARDED_BY(mu_);
   std::atomic<int> pending_{1};
+  Post post_;
   Done done_;
 };
 

@@ -195,6 +195,10 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
 
   Ownership ownership_ GUARDED_BY(mu_);
   CommittedOffsets committed_ GUARDED_BY(mu_);
+  // After a failed read of the committed offsets, none is tried again
+  // before this (the delay doubles while reads keep failing).
+  TimePoint offsetsRetryAt_ GUARDED_BY(mu_);
+  Millis offsetsRetryDelay_ GUARDED_BY(mu_){0};
   int32_t rewoundAt_ GUARDED_BY(mu_) = -1;  // generation of the last rewind: older commits are fenced
 };
 

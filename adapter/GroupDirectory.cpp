@@ -36,7 +36,7 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
     std::vector<protocol::GroupInfo> infos;
     ErrorCode error = ErrorCode::NONE;
   };
-  auto reads = Fanout<Listing>::start([done = std::move(done)](Listing l) {
+  auto reads = Fanout<Listing>::start(zk_, [done = std::move(done)](Listing l) {
     protocol::ListGroupsResponse resp;
     resp.error = l.error;
     if (resp.error == ErrorCode::NONE) resp.groups = std::move(l.infos);

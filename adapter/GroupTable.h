@@ -41,8 +41,10 @@ class GroupTable {
   }
   // Removes and returns every group.
   std::vector<Ptr> removeAll() EXCLUDES(mu_) {
-    std::vector<Ptr> all = snapshot();
     WriterLock lock(mu_);
+    std::vector<Ptr> all;
+    all.reserve(groups_.size());
+    for (auto& [_, g] : groups_) all.push_back(std::move(g));
     groups_.clear();
     return all;
   }

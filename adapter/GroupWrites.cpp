@@ -2,6 +2,7 @@
 // batched membership transaction, offsets, and deletion. Requests and
 // liveness are in GroupController.cpp.
 
+#include <algorithm>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -52,7 +53,7 @@ void GroupController::reload() {
   const GroupPhase phase = phase_.get();
   if (isBusy(phase) || !ctx_.connected) return;
   phase_.to(phase == GroupPhase::Claimed ? GroupPhase::Loading : GroupPhase::Reloading);
-  auto reads = Fanout<Loaded>::start(completion<Loaded>(&GroupController::onReloaded));
+  auto reads = Fanout<Loaded>::start(ctx_.zk, completion<Loaded>(&GroupController::onReloaded));
   ctx_.zk.get(ctx_.layout.groupPath(name_),
               reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.group = std::move(r); }));
   ctx_.zk.getChildren(ctx_.layout.membersPath(name_), reads->collect<zk::ChildrenResult>([](Loaded& s,
@@ -355,8 +356,13 @@ const char* GroupController::onSubtreeRemoved(size_t opCount, zk::MultiResult r,
 // Offsets: read once before the first registration or write needs them;
 // commits go in transactions of their own, one in flight at a time.
 
+// Between failed reads: from kOffsetsRetryFirst, doubling up to kOffsetsRetryMax.
+constexpr Millis kOffsetsRetryFirst{100};
+constexpr Millis kOffsetsRetryMax{5000};
+
 void GroupController::loadOffsets() {
   if (phase_.get() != GroupPhase::Idle || !ctx_.connected) return;
+  if (ctx_.time.now() < offsetsRetryAt_) return;  // the tick tries again when it is time
   phase_.to(GroupPhase::ReadingOffsets);
   ctx_.offsets.read(name_, {}, completion<OffsetsRead>(&GroupController::onOffsetsLoaded));
 }
@@ -367,8 +373,12 @@ const char* GroupController::onOffsetsLoaded(OffsetsRead r, Outbox& out) {
     committed_.offsets = std::move(r.offsets);
     committed_.topics = std::move(r.topics);
     committed_.loaded = true;
+    offsetsRetryDelay_ = Millis(0);
   } else {
-    spdlog::warn("group {}: reading its committed offsets failed: {}; retrying", name_, r.error);
+    offsetsRetryDelay_ = std::clamp(offsetsRetryDelay_ * 2, kOffsetsRetryFirst, kOffsetsRetryMax);
+    offsetsRetryAt_ = ctx_.time.now() + offsetsRetryDelay_;
+    spdlog::warn("group {}: reading its committed offsets failed: {}; registrations and commits wait, "
+                 "next try in {} ms", name_, r.error, offsetsRetryDelay_.count());
   }
   flush(out);
   flushCommits();

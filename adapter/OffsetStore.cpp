@@ -40,7 +40,7 @@ std::optional<int32_t> parsePartition(std::string_view text) { return parseNonNe
 
 void OffsetStore::read(const std::string& group, const std::vector<std::string>& topics,
                        std::function<void(OffsetsRead)> done) {
-  auto reads = Fanout<OffsetsRead>::start(std::move(done));
+  auto reads = Fanout<OffsetsRead>::start(zk_, std::move(done));
   auto noteError = [](OffsetsRead& s, zk::Error e) {
     if (s.error == zk::Error::Ok) s.error = e;
   };
@@ -79,7 +79,7 @@ void OffsetStore::read(const std::string& group, const std::vector<std::string>&
 }
 
 void OffsetStore::list(const std::string& group, std::function<void(OffsetsListing)> done) {
-  auto reads = Fanout<OffsetsListing>::start(std::move(done));
+  auto reads = Fanout<OffsetsListing>::start(zk_, std::move(done));
   std::string base = layout_.offsetsPath(group);
   zk_.getChildren(base, reads->collect<zk::ChildrenResult>([this, reads, base](OffsetsListing& s,
                                                                                 zk::ChildrenResult r) {

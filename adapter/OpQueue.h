@@ -117,7 +117,11 @@ class PendingFlag {
   bool inFlight() const { return inFlight_; }
   void launch() { inFlight_ = std::exchange(pending_, false); }
   void complete() { inFlight_ = false; }
-  void requeue() { pending_ = pending_ || inFlight_; }
+  // The flight failed: what was in it is pending again, nothing is in flight.
+  void requeue() {
+    pending_ = pending_ || inFlight_;
+    inFlight_ = false;
+  }
 
  private:
   bool pending_ = false;

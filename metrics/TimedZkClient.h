@@ -38,6 +38,7 @@ class TimedZkClient final : public zk::Client, private zk::SessionListener {
   // passes it on to `listener`.
   void setListener(zk::SessionListener* listener) override;
   void renew() override { inner_.renew(); }
+  void post(std::function<void()> task) override { inner_.post(std::move(task)); }
 
  private:
   void onSessionState(zk::SessionState state) override;

@@ -71,6 +71,12 @@ class Client {
   // The session timeout the ensemble granted (or the one asked for, before that).
   virtual std::chrono::milliseconds sessionTimeout() const = 0;
 
+  // Runs `task` on the completion thread, after what is already queued
+  // there: for work that must not run in the caller's stack (the caller may
+  // hold a lock the task takes). Dropped, like any completion, once the
+  // client is closed.
+  virtual void post(std::function<void()> task) = 0;
+
   // Only one listener; set it before the session can change state you care about.
   virtual void setListener(SessionListener* listener) = 0;
 

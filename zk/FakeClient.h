@@ -168,6 +168,7 @@ class FakeClient final : public Client {
   int64_t sessionId() const override EXCLUDES(ensemble_.mutex_);
   std::chrono::milliseconds sessionTimeout() const override;
   void setListener(SessionListener* listener) override;
+  void post(std::function<void()> task) override { queue_->post(std::move(task)); }
   void renew() override EXCLUDES(ensemble_.mutex_);
 
   // --- test controls; each tells the listener of the change it makes ---
@@ -211,7 +212,6 @@ class FakeClient final : public Client {
   void fireWatchLocked(uint64_t id, const WatchEvent& event) REQUIRES(ensemble_.mutex_);
   void endWatchesLocked(SessionState finalState) REQUIRES(ensemble_.mutex_);
   void setStateLocked(SessionState next) REQUIRES(ensemble_.mutex_);
-  void post(std::function<void()> task) { queue_->post(std::move(task)); }
 
   FakeEnsemble& ensemble_;
   const FakeClientOptions options_;

@@ -122,6 +122,7 @@ class Session final : public Client {
   // The listener must outlive the session, or be replaced (nullptr) before
   // it goes; a notification already running is not waited for.
   void setListener(SessionListener* listener) override;
+  void post(std::function<void()> task) override { queue_.post(std::move(task)); }
   // After Expired or AuthFailed: closes the old handle (its leftovers get
   // Closing) and opens a new one; the listener sees Connecting, then
   // Connected with a new sessionId(). If the new handle cannot even be

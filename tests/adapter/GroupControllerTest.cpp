@@ -1,0 +1,507 @@
+// One controlled group driven alone on the in-memory ZooKeeper, with a
+// hand-built GroupContext and a hand-driven clock: loading, registration,
+// heartbeats, eviction, drop, and a group deleted behind its back.
+//
+// Every call into the controller from the test thread is made while the
+// fake's completion thread is held (CompletionGate): the answers to what the
+// call issues are then delivered after it returns, as with a real ensemble's
+// latency. (AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGroup below
+// covers the other order: answers that come before the call returns.)
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "adapter/GroupController.h"
+#include "tests/adapter/FakeZkTestSupport.h"
+
+namespace groupcoord::adapter {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+using testsupport::Answer;
+using testsupport::CompletionGate;
+
+constexpr const char* kRoot = "/gc";
+constexpr const char* kGroup = "g";
+
+struct Vanished {
+  std::string group;
+  ErrorCode answer;
+  std::string why;
+};
+
+class GroupControllerTest : public ::testing::Test {
+ protected:
+  GroupControllerTest()
+      : admin_(ensemble_),
+        zk_(std::make_unique<zk::FakeClient>(ensemble_, zk::FakeClientOptions{10000ms, true, "controller"})),
+        topics_(*zk_, "/brokers/topics", epoch_, [](const std::string&) {}),
+        offsets_(*zk_, layout_),
+        ctx_{*zk_,
+             layout_,
+             GroupConfig{Millis(0), 1000},
+             time_,
+             epoch_,
+             connected_,
+             topics_,
+             offsets_,
+             [this](const std::string& g, ErrorCode answer, const char* why) {
+               std::lock_guard<std::mutex> lock(mu_);
+               vanished_.push_back({g, answer, why});
+             },
+             [this](const std::optional<std::string>&) { return "member-" + std::to_string(++nextMember_); }} {
+    testsupport::quietLogs();
+    EXPECT_EQ(admin_.ensurePathSync(layout_.groupsPath()), zk::Error::Ok);
+  }
+
+  ~GroupControllerTest() override {
+    // The session goes first: its last answers still reach the controller.
+    zk_->close();
+    settle();
+    controller_.reset();
+  }
+
+  // The group's znodes as CreateGroup writes them, and the controller znode
+  // as the claim writes it (in the controller's session).
+  void createGroup(int64_t sessionTimeoutMs = 2000, std::vector<std::string> topics = {}) {
+    layout::GroupSettings s;
+    s.sessionTimeoutMs = sessionTimeoutMs;
+    s.topics = std::move(topics);
+    auto r = admin_.multiSync({zk::makeCreate(layout_.groupPath(kGroup), layout::encodeSettings(s)),
+                               zk::makeCreate(layout_.membersPath(kGroup), ""),
+                               zk::makeCreate(layout_.offsetsPath(kGroup), "")});
+    ASSERT_EQ(r.error, zk::Error::Ok);
+    ASSERT_EQ(zk_->createSync(layout_.controllerPath(kGroup), "1", zk::CreateMode::Ephemeral).error, zk::Error::Ok);
+    controller_ = std::make_shared<GroupController>(ctx_, kGroup);
+  }
+  // Deletes the group's subtree with another session.
+  void deleteBehindItsBack() {
+    for (auto& m : ensemble_.children(layout_.membersPath(kGroup)))
+      ASSERT_EQ(admin_.removeSync(layout_.memberPath(kGroup, m)), zk::Error::Ok);
+    ASSERT_EQ(admin_.removeSync(layout_.membersPath(kGroup)), zk::Error::Ok);
+    ASSERT_EQ(admin_.removeSync(layout_.offsetsPath(kGroup)), zk::Error::Ok);
+    ASSERT_EQ(admin_.removeSync(layout_.controllerPath(kGroup)), zk::Error::Ok);
+    ASSERT_EQ(admin_.removeSync(layout_.groupPath(kGroup)), zk::Error::Ok);
+  }
+
+  void settle() { testsupport::settle(ensemble_); }
+
+  // Runs f with the completion thread held, then lets everything run out.
+  template <class F>
+  void drive(F f) {
+    {
+      CompletionGate hold(*zk_);
+      f();
+    }
+    settle();
+  }
+  void load() {
+    drive([&] { controller_->load(); });
+  }
+  void tickAfter(std::chrono::milliseconds d) {
+    time_.advance(d);
+    drive([&] { controller_->tick(time_.now()); });
+  }
+  protocol::RegisterConsumerResponse join(const std::string& id = "") {
+    Answer<protocol::Response> a;
+    drive([&] { controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, id, {}}, a.callback()); });
+    EXPECT_TRUE(a.ready()) << "no answer to the registration of '" << id << "'";
+    if (!a.ready()) return {};
+    return std::get<protocol::RegisterConsumerResponse>(a.get());
+  }
+  protocol::HeartbeatResponse heartbeat(const std::string& id, int64_t generation) {
+    return controller_->heartbeat(protocol::HeartbeatRequest{kGroup, id, generation});
+  }
+  static protocol::RequestHeader header() {
+    protocol::RequestHeader h;
+    h.apiKey = protocol::ApiKey::RegisterConsumer;
+    h.clientId = "svc";
+    return h;
+  }
+  int32_t zkVersion() {
+    auto s = ensemble_.stat(layout_.groupPath(kGroup));
+    return s ? s->version : -100;
+  }
+  std::vector<Vanished> vanished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return vanished_;
+  }
+
+  zk::FakeEnsemble ensemble_;
+  zk::FakeClient admin_;
+  std::unique_ptr<zk::FakeClient> zk_;
+  layout::Layout layout_{kRoot};
+  ManualTimeSource time_;
+  SessionEpoch epoch_;
+  std::atomic<bool> connected_{true};
+  TopicWatcher topics_;
+  OffsetStore offsets_;
+  std::mutex mu_;
+  std::vector<Vanished> vanished_;
+  std::atomic<int> nextMember_{0};
+  GroupContext ctx_;
+  std::shared_ptr<GroupController> controller_;
+};
+
+TEST_F(GroupControllerTest, LoadGoesFromClaimedToIdle) {
+  createGroup();
+  EXPECT_EQ(controller_->phase(), GroupPhase::Claimed);
+  EXPECT_EQ(heartbeat("x", 0).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  {
+    CompletionGate hold(*zk_);
+    controller_->load();
+    EXPECT_EQ(controller_->phase(), GroupPhase::Loading);
+    EXPECT_EQ(heartbeat("x", 0).error, ErrorCode::CONTROLLER_NOT_AVAILABLE) << "not served while loading";
+  }
+  settle();
+  EXPECT_EQ(controller_->phase(), GroupPhase::Idle);
+  EXPECT_EQ(controller_->generation(), 0);
+  EXPECT_EQ(controller_->memberCount(), 0u);
+  EXPECT_TRUE(vanished().empty());
+}
+
+TEST_F(GroupControllerTest, LoadFindsTheMembersAndGenerationInZooKeeper) {
+  createGroup();
+  ASSERT_EQ(admin_.createSync(layout_.memberPath(kGroup, "b"), layout::encodeMember("c"), zk::CreateMode::Persistent)
+                .error,
+            zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync(layout_.memberPath(kGroup, "a"), layout::encodeMember("c"), zk::CreateMode::Persistent)
+                .error,
+            zk::Error::Ok);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(admin_.setSync(layout_.groupPath(kGroup), "{\"session_timeout_ms\":2000}").error, zk::Error::Ok);
+  load();
+  EXPECT_EQ(controller_->phase(), GroupPhase::Idle);
+  EXPECT_EQ(controller_->generation(), 3);
+  EXPECT_EQ(controller_->memberIds(), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(GroupControllerTest, RegisterMemberAnswersGenerationOneAndTheMember) {
+  createGroup();
+  load();
+  auto r = join();
+  EXPECT_EQ(r.error, ErrorCode::NONE);
+  EXPECT_EQ(r.group, kGroup);
+  EXPECT_EQ(r.consumerId, "member-1");
+  EXPECT_EQ(r.generation, 1);
+  EXPECT_EQ(r.members, (std::vector<std::string>{"member-1"}));
+  EXPECT_EQ(controller_->generation(), 1);
+  EXPECT_EQ(controller_->phase(), GroupPhase::Idle);
+  EXPECT_EQ(zkVersion(), 1);
+  auto stat = ensemble_.stat(layout_.memberPath(kGroup, "member-1"));
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_EQ(stat->ephemeralOwner, zk_->sessionId());
+}
+
+TEST_F(GroupControllerTest, ASecondMemberMovesTheGenerationAndRegisteringAgainDoesNot) {
+  createGroup();
+  load();
+  auto a = join("a");
+  auto b = join("b");
+  EXPECT_EQ(a.generation, 1);
+  EXPECT_EQ(b.generation, 2);
+  EXPECT_EQ(b.members, (std::vector<std::string>{"a", "b"}));
+  zk_->resetCounters();
+  auto again = join("a");
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(again.generation, 2);
+  EXPECT_EQ(zk_->counters().writes, 0u) << "a member registering again needs no write";
+}
+
+TEST_F(GroupControllerTest, HeartbeatAtTheGenerationAnswersNone) {
+  createGroup();
+  load();
+  auto r = join("a");
+  ASSERT_EQ(r.generation, 1);
+  zk_->resetCounters();
+  auto hb = heartbeat("a", 1);
+  EXPECT_EQ(hb.error, ErrorCode::NONE);
+  EXPECT_EQ(hb.generation, 1);
+  EXPECT_EQ(heartbeat("a", 0).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(heartbeat("stranger", 1).error, ErrorCode::UNKNOWN_CONSUMER);
+  settle();
+  EXPECT_EQ(zk_->counters().calls, 0u) << "heartbeats never reach ZooKeeper";
+}
+
+TEST_F(GroupControllerTest, ASilentMemberIsEvictedByTheTickAfterTheSessionTimeout) {
+  createGroup(2000);
+  load();
+  ASSERT_EQ(join("a").generation, 1);
+  tickAfter(1000ms);
+  EXPECT_EQ(controller_->memberIds(), (std::vector<std::string>{"a"}));
+  tickAfter(1000ms);
+  EXPECT_EQ(controller_->memberIds(), (std::vector<std::string>{"a"})) << "exactly the timeout is not past it";
+  tickAfter(1ms);
+  EXPECT_TRUE(controller_->memberIds().empty());
+  EXPECT_EQ(controller_->generation(), 2);
+  EXPECT_EQ(zkVersion(), 2);
+  EXPECT_FALSE(ensemble_.exists(layout_.memberPath(kGroup, "a")));
+  EXPECT_EQ(heartbeat("a", 1).error, ErrorCode::UNKNOWN_CONSUMER);
+  EXPECT_EQ(controller_->phase(), GroupPhase::Idle);
+}
+
+TEST_F(GroupControllerTest, HeartbeatsKeepAMemberWhileTheSilentOneIsEvicted) {
+  createGroup(2000);
+  load();
+  join("a");
+  auto b = join("b");
+  ASSERT_EQ(b.generation, 2);
+  for (int i = 0; i < 5; ++i) {
+    tickAfter(500ms);
+    EXPECT_NE(heartbeat("a", controller_->generation()).error, ErrorCode::UNKNOWN_CONSUMER);
+  }
+  EXPECT_EQ(controller_->memberIds(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(controller_->generation(), 3);
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::REBALANCE_NEEDED) << "the generation moved";
+  EXPECT_EQ(heartbeat("a", 3).error, ErrorCode::NONE);
+}
+
+TEST_F(GroupControllerTest, LeaveRemovesTheMemberAndMovesTheGeneration) {
+  createGroup();
+  load();
+  join("a");
+  join("b");
+  Answer<protocol::Response> left;
+  drive([&] { controller_->leave(protocol::LeaveGroupRequest{kGroup, "a"}, left.callback()); });
+  ASSERT_TRUE(left.ready());
+  EXPECT_EQ(std::get<protocol::LeaveGroupResponse>(left.get()).error, ErrorCode::NONE);
+  EXPECT_EQ(controller_->memberIds(), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(controller_->generation(), 3);
+  EXPECT_FALSE(ensemble_.exists(layout_.memberPath(kGroup, "a")));
+}
+
+TEST_F(GroupControllerTest, DropAnswersAWaitingRequestAndLaterAnswersDoNothing) {
+  createGroup();
+  load();
+  int answers = 0;
+  ErrorCode error = ErrorCode::NONE;
+  {
+    CompletionGate hold(*zk_);
+    controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "m", {}},
+                                [&](protocol::Response r) {
+                                  ++answers;
+                                  error = std::get<protocol::RegisterConsumerResponse>(r).error;
+                                });
+    EXPECT_EQ(answers, 0) << "waiting for ZooKeeper";
+    controller_->drop(ErrorCode::NOT_CONTROLLER, "test");
+    EXPECT_EQ(answers, 1);
+    EXPECT_EQ(error, ErrorCode::NOT_CONTROLLER);
+    EXPECT_EQ(controller_->phase(), GroupPhase::Dropped);
+    zk_->resetCounters();
+  }
+  settle();
+  tickAfter(10s);
+  EXPECT_EQ(answers, 1) << "answered exactly once";
+  EXPECT_EQ(controller_->phase(), GroupPhase::Dropped);
+  EXPECT_EQ(zk_->counters().writes, 0u) << "no transaction after the drop";
+  EXPECT_FALSE(ensemble_.exists(layout_.memberPath(kGroup, "m")));
+  EXPECT_TRUE(controller_->memberIds().empty());
+  EXPECT_EQ(heartbeat("m", 0).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_TRUE(vanished().empty());
+  controller_->drop(ErrorCode::NOT_CONTROLLER, "again");  // harmless
+  EXPECT_EQ(answers, 1);
+}
+
+TEST_F(GroupControllerTest, ATransactionAnsweredAfterTheDropChangesNothing) {
+  createGroup();
+  load();
+  join("a");  // offsets are loaded: the next registration goes straight out
+  int answers = 0;
+  ErrorCode error = ErrorCode::NONE;
+  {
+    CompletionGate hold(*zk_);
+    controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "b", {}},
+                                [&](protocol::Response r) {
+                                  ++answers;
+                                  error = std::get<protocol::RegisterConsumerResponse>(r).error;
+                                });
+    ASSERT_EQ(controller_->phase(), GroupPhase::Writing);
+    controller_->drop(ErrorCode::NOT_CONTROLLER, "test");
+  }
+  settle();
+  EXPECT_EQ(answers, 1);
+  EXPECT_EQ(error, ErrorCode::NOT_CONTROLLER);
+  EXPECT_EQ(controller_->phase(), GroupPhase::Dropped);
+  EXPECT_EQ(controller_->generation(), 1) << "the transaction's answer was ignored";
+  EXPECT_TRUE(controller_->memberIds().empty());
+}
+
+TEST_F(GroupControllerTest, AnswersOfAnEndedSessionDoNothing) {
+  createGroup();
+  load();
+  int answers = 0;
+  {
+    CompletionGate hold(*zk_);
+    controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "m", {}},
+                                [&](protocol::Response) { ++answers; });
+    epoch_.advance();
+  }
+  settle();
+  EXPECT_EQ(answers, 0) << "left waiting for whoever handles the session's end";
+  EXPECT_EQ(controller_->phase(), GroupPhase::ReadingOffsets);
+  controller_->drop(ErrorCode::CONTROLLER_NOT_AVAILABLE, "session ended");
+  EXPECT_EQ(answers, 1);
+}
+
+TEST_F(GroupControllerTest, AGroupDeletedBehindItsBackCallsVanishedOnItsNextWrite) {
+  createGroup(2000, {"t"});
+  load();
+  deleteBehindItsBack();
+  settle();
+  drive([&] { controller_->topicChanged("t"); });  // moves the generation: a write
+  auto v = vanished();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].group, kGroup);
+  EXPECT_EQ(v[0].answer, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(GroupControllerTest, AGroupDeletedBehindItsBackCallsVanishedWhenReReadAfterARefusedWrite) {
+  createGroup(2000);
+  load();
+  join("a");
+  deleteBehindItsBack();
+  settle();
+  tickAfter(2001ms);  // evicts a: the transaction is refused, the group re-read
+  auto v = vanished();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].group, kGroup);
+  EXPECT_EQ(v[0].answer, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(GroupControllerTest, AGroupGoneBeforeItsLoadCallsVanished) {
+  createGroup();
+  deleteBehindItsBack();
+  load();
+  ASSERT_EQ(vanished().size(), 1u);
+  EXPECT_EQ(vanished()[0].answer, ErrorCode::UNKNOWN_GROUP);
+}
+
+TEST_F(GroupControllerTest, DeleteGroupOfAnEmptyGroupRemovesItsSubtree) {
+  createGroup();
+  load();
+  ASSERT_EQ(admin_.createSync("/gc/groups/g/offsets/t", "", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/gc/groups/g/offsets/t/0", "5", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  Answer<protocol::Response> deleted;
+  drive([&] { controller_->deleteGroup(protocol::DeleteGroupRequest{kGroup}, deleted.callback()); });
+  ASSERT_TRUE(deleted.ready());
+  EXPECT_EQ(std::get<protocol::DeleteGroupResponse>(deleted.get()).error, ErrorCode::NONE);
+  EXPECT_FALSE(ensemble_.exists(layout_.groupPath(kGroup)));
+  ASSERT_EQ(vanished().size(), 1u) << "the coordinator is told to forget it";
+}
+
+TEST_F(GroupControllerTest, DeleteGroupWithMembersIsRefused) {
+  createGroup();
+  load();
+  join("a");
+  Answer<protocol::Response> refused;
+  drive([&] { controller_->deleteGroup(protocol::DeleteGroupRequest{kGroup}, refused.callback()); });
+  ASSERT_TRUE(refused.ready());
+  EXPECT_EQ(std::get<protocol::DeleteGroupResponse>(refused.get()).error, ErrorCode::GROUP_NOT_EMPTY);
+  EXPECT_TRUE(ensemble_.exists(layout_.groupPath(kGroup)));
+}
+
+TEST_F(GroupControllerTest, AFailedOffsetsReadIsRetriedAfterABackoffNotAtOnce) {
+  createGroup();
+  load();
+  // The offsets znode is gone (removed by hand): reading what is committed
+  // fails with NoNode until it is back.
+  ASSERT_EQ(admin_.removeSync(layout_.offsetsPath(kGroup)), zk::Error::Ok);
+  Answer<protocol::Response> joined;
+  drive([&] { controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "", {}}, joined.callback()); });
+  EXPECT_FALSE(joined.ready()) << "a registration carries committed offsets: it waits for them";
+  const uint64_t readsAfterFailure = zk_->counters().reads;
+  for (int i = 0; i < 5; ++i) drive([&] { controller_->tick(time_.now()); });
+  EXPECT_EQ(zk_->counters().reads, readsAfterFailure) << "no new read before the backoff has passed";
+  tickAfter(100ms);
+  const uint64_t readsAfterRetry = zk_->counters().reads;
+  EXPECT_GT(readsAfterRetry, readsAfterFailure) << "retried once the backoff passed";
+  tickAfter(100ms);
+  EXPECT_EQ(zk_->counters().reads, readsAfterRetry) << "the second backoff is longer (200 ms)";
+  EXPECT_FALSE(joined.ready());
+  ASSERT_EQ(admin_.createSync(layout_.offsetsPath(kGroup), "", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  tickAfter(100ms);
+  tickAfter(10ms);
+  ASSERT_TRUE(joined.ready());
+  EXPECT_EQ(std::get<protocol::RegisterConsumerResponse>(joined.get()).error, ErrorCode::NONE);
+}
+
+// ---- Answers that come before the call returns ----
+
+// A zk::Client whose answers to reads come before the call returns (still on
+// the completion thread, as the Client contract requires): what a real
+// ensemble does when the caller's thread is descheduled right after sending.
+class AnswersBeforeReturning final : public zk::Client {
+ public:
+  explicit AnswersBeforeReturning(zk::FakeClient& inner) : inner_(inner) {}
+  // Off: a plain pass-through.
+  std::atomic<bool> eager{false};
+  void create(const std::string& p, std::string d, zk::CreateMode m, zk::Callback<zk::CreateResult> cb) override {
+    inner_.create(p, std::move(d), m, std::move(cb));
+  }
+  void remove(const std::string& p, int32_t v, zk::Callback<zk::Error> cb) override { inner_.remove(p, v, std::move(cb)); }
+  void get(const std::string& p, zk::Callback<zk::GetResult> cb, zk::WatchCallback w) override {
+    inner_.get(p, delivered(std::move(cb)), std::move(w));
+    wait();
+  }
+  void set(const std::string& p, std::string d, int32_t v, zk::Callback<zk::SetResult> cb) override {
+    inner_.set(p, std::move(d), v, std::move(cb));
+  }
+  void exists(const std::string& p, zk::Callback<zk::ExistsResult> cb, zk::WatchCallback w) override {
+    inner_.exists(p, std::move(cb), std::move(w));
+  }
+  void getChildren(const std::string& p, zk::Callback<zk::ChildrenResult> cb, zk::WatchCallback w) override {
+    inner_.getChildren(p, delivered(std::move(cb)), std::move(w));
+    wait();
+  }
+  void multi(std::vector<zk::Op> ops, zk::Callback<zk::MultiResult> cb) override { inner_.multi(std::move(ops), std::move(cb)); }
+  zk::SessionState state() const override { return inner_.state(); }
+  int64_t sessionId() const override { return inner_.sessionId(); }
+  std::chrono::milliseconds sessionTimeout() const override { return inner_.sessionTimeout(); }
+  void setListener(zk::SessionListener* l) override { inner_.setListener(l); }
+  void renew() override { inner_.renew(); }
+  void post(std::function<void()> task) override { inner_.post(std::move(task)); }
+
+ private:
+  template <class R>
+  zk::Callback<R> delivered(zk::Callback<R> cb) {
+    auto p = std::make_shared<std::promise<void>>();
+    done_ = p->get_future();
+    return [cb = std::move(cb), p](R r) {
+      cb(std::move(r));
+      p->set_value();
+    };
+  }
+  void wait() {
+    if (eager) done_.wait();
+  }
+
+  zk::FakeClient& inner_;
+  std::future<void> done_;
+};
+
+// GroupController::removeSubtree() (under the group's lock) calls
+// OffsetStore::list(); when the listing is answered before the starter's
+// release(), the continuation (which takes the group's lock) must still not
+// run on the starter's thread.
+TEST_F(GroupControllerTest, AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGroup) {
+  createGroup();
+  AnswersBeforeReturning client(*zk_);
+  OffsetStore eagerOffsets(client, layout_);
+  GroupContext eagerCtx{client,     layout_, ctx_.config,  time_,         epoch_,
+                        connected_, topics_, eagerOffsets, ctx_.vanished, ctx_.newMemberId};
+  auto g = std::make_shared<GroupController>(eagerCtx, kGroup);
+  drive([&] { g->load(); });
+  ASSERT_EQ(g->phase(), GroupPhase::Idle);
+  client.eager = true;
+  Answer<protocol::Response> deleted;
+  g->deleteGroup(protocol::DeleteGroupRequest{kGroup}, deleted.callback());
+  settle();
+  EXPECT_TRUE(deleted.ready());
+}
+
+}  // namespace
+}  // namespace groupcoord::adapter
