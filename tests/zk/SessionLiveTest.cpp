@@ -321,7 +321,10 @@ TEST_F(SessionLive, AListenerMayRenewFromItsCallback) {
   int64_t oldId = owner->sessionId();
   ASSERT_EQ(expireSession(*owner), Error::Ok);
   ASSERT_TRUE(listener.states.waitFor(SessionState::Expired));
-  size_t mark = listener.states.size();
+  // The listener renews inside the Expired callback, so the new session's
+  // Connecting and Connected may already be recorded: look after Expired.
+  auto seen = listener.states.history();
+  size_t mark = static_cast<size_t>(std::find(seen.begin(), seen.end(), SessionState::Expired) - seen.begin()) + 1;
   ASSERT_TRUE(listener.states.waitFor(SessionState::Connected, kWait, mark))
       << describe(listener.states.history());
   EXPECT_NE(owner->sessionId(), oldId);
