@@ -31,7 +31,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       layout_(config_.root),
       time_(time),
       servers_(zk_, layout_, time_, epoch_,
-               ServerRegistry::Events{[this] { claims_.reconsider(); }, [this] { claims_.reconsider(); }}),
+               ServerRegistry::Events{[this] { serversChanged(); }, [this] { claims_.reconsider(); }},
+               config_.handoverSettleDelay),
       topics_(zk_, config_.topicsPath, epoch_,
               [this](const std::string& topic) { groups_.forEach([&](GroupController& g) { g.topicChanged(topic); }); }),
       offsets_(zk_, layout_),
@@ -53,7 +54,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                     topics_,
                     offsets_,
                     [this](const std::string& g, ErrorCode answer, const char* why) { dropGroup(g, answer, why); },
-                    [this](const std::optional<std::string>& clientId) { return memberIds_.next(clientId); }} {
+                    [this](const std::optional<std::string>& clientId) { return memberIds_.next(clientId); }},
+      handovers_(servers_, groups_, time_, HandoverConfig{config_.handoverMaxInFlight}) {
   servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort});
   zk_.setListener(this);
 }
@@ -77,7 +79,7 @@ void Coordinator::setAdvertised(std::string host, uint16_t port) {
 }
 
 zk::Error Coordinator::start(Millis wait) {
-  for (const auto& p : {layout_.serversPath(), layout_.groupsPath()}) {
+  for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath()}) {
     zk::Error e = zk_.ensurePathSync(p, wait);
     if (e != zk::Error::Ok) {
       spdlog::error("cannot create {} in ZooKeeper: {}", p, e);
@@ -139,6 +141,7 @@ void Coordinator::tick() {
     topics_.rewatch();
   }
   groups_.forEach([now](GroupController& g) { g.tick(now); });
+  if (connected_ && servers_.registered() && !stall_.stalled(now)) handovers_.tick(now);
 }
 
 // ---------------------------------------------------------------------------
@@ -209,7 +212,14 @@ void Coordinator::onSessionLost(zk::SessionState state) {
 // ---------------------------------------------------------------------------
 // Groups controlled here
 
-bool Coordinator::mayClaim() const { return servers_.registered() && connected_ && !stopped_; }
+bool Coordinator::mayClaim() const {
+  return servers_.registered() && connected_ && !stopped_ && servers_.mayTakeGroups();
+}
+
+void Coordinator::serversChanged() {
+  claims_.reconsider();
+  handovers_.recheckSoon();
+}
 
 void Coordinator::onClaimed(const std::string& group) {
   auto g = std::make_shared<GroupController>(groupContext_, group);
@@ -291,6 +301,15 @@ void Coordinator::route(const protocol::RequestHeader&, protocol::AuthenticateRe
   // The server's authentication gate answers these; none reaches the
   // coordinator in a correct server.
   done(protocol::errorResponse(protocol::Request(std::move(r)), ErrorCode::UNKNOWN_SERVER_ERROR));
+}
+
+void Coordinator::route(const protocol::RequestHeader&, protocol::DrainServerRequest r, ResponseCallback& done) {
+  // Only the marker is written here; every server watches the markers and
+  // moves groups by them. Without ZooKeeper the write could not be
+  // confirmed, so the caller is told to retry rather than left waiting.
+  if (!connected_) return done(protocol::DrainServerResponse{ErrorCode::CONTROLLER_NOT_AVAILABLE});
+  servers_.requestDrain(r.serverId, r.drain,
+                        [done = std::move(done)](ErrorCode e) { done(protocol::DrainServerResponse{e}); });
 }
 
 void Coordinator::route(const protocol::RequestHeader&, protocol::CreateGroupRequest r, ResponseCallback& done) {

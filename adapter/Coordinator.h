@@ -16,6 +16,8 @@
 //   TopicWatcher      partition counts of subscribed topics
 //   GroupDirectory    ListGroups and FetchOffsets, read from ZooKeeper
 //   StallGuard        the stall rule
+//   Handovers         groups handed over to the server that should
+//                     control them, a few at a time
 //
 // The coordinator itself routes requests (one overload per request type),
 // follows the ZooKeeper session, runs the ticker and creates groups.
@@ -40,6 +42,7 @@
 #include "adapter/GroupController.h"
 #include "adapter/GroupDirectory.h"
 #include "adapter/GroupTable.h"
+#include "adapter/Handovers.h"
 #include "adapter/MemberIds.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/ServerRegistry.h"
@@ -76,6 +79,11 @@ struct CoordinatorConfig {
   Millis claimFallback{3000};
   // Upper bound of membership changes in one ZooKeeper transaction.
   size_t maxChangesPerTransaction = 1000;
+  // A server is preferred for groups (and receives them by handover) only
+  // once it has been live this long.
+  Millis handoverSettleDelay{10000};
+  // Groups this server hands over at once.
+  size_t handoverMaxInFlight = 8;
 };
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {
@@ -127,6 +135,8 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   int64_t generationOf(const std::string& group) const;
   std::vector<std::string> membersOf(const std::string& group) const;
   std::vector<int32_t> liveServers() const { return servers_.liveServers(); }
+  // Groups being handed over by this server now.
+  size_t handoversInFlight() const { return handovers_.inFlight(); }
 
  private:
   // zk::SessionListener
@@ -138,6 +148,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   void onClaimed(const std::string& group);
   void dropGroup(const std::string& group, protocol::ErrorCode answer, const char* why);
   bool mayClaim() const;
+  void serversChanged();
 
   // One route per request type: a new request type that has none does not
   // compile.
@@ -152,6 +163,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   void route(const protocol::RequestHeader& h, protocol::FetchOffsetsRequest r, protocol::ResponseCallback& done);
   void route(const protocol::RequestHeader& h, protocol::RewindConsumerRequest r, protocol::ResponseCallback& done);
   void route(const protocol::RequestHeader& h, protocol::AuthenticateRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::RequestHeader& h, protocol::DrainServerRequest r, protocol::ResponseCallback& done);
   // A controller-only request: f(GroupController&) when the group is
   // controlled here, else the error saying where to go.
   template <class Request, class F>
@@ -179,6 +191,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   MemberIds memberIds_;
   GroupContext groupContext_;
   GroupTable groups_;
+  Handovers handovers_;
 
   Mutex tickerMu_;
   std::condition_variable_any tickerCv_;

@@ -59,7 +59,7 @@ bool GroupController::leaving(const std::string& member) const {
 // Why a write to the group cannot proceed now (NONE when it can).
 ErrorCode GroupController::writeRefusal() const {
   if (phase_.get() == GroupPhase::Deleting) return ErrorCode::UNKNOWN_GROUP;
-  if (!isServing(phase_.get()) || !ctx_.connected) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  if (!isServing(phase_.get()) || !ctx_.connected || handover_) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
   return ErrorCode::NONE;
 }
 
@@ -86,23 +86,35 @@ OffsetWrite GroupController::checkOffsets(const std::vector<PartitionOffset>& of
   return w;
 }
 
-// The assignment of the generation just reached.
-void GroupController::retarget() {
+// What each member holds now, sorted: stickiness is about that, not about
+// what an earlier target promised (a partition nobody holds costs nothing
+// to move).
+Assignment GroupController::heldNow() const {
+  Assignment held;
+  for (auto& [id, _] : members_) {
+    auto& ps = held[id] = ownership_.heldBy(id);
+    std::sort(ps.begin(), ps.end());
+  }
+  return held;
+}
+
+// The assignment of the generation just reached, sticky to `held`.
+Assignment GroupController::computeTarget(const Assignment& held) const {
   std::vector<std::string> ids;
-  ids.reserve(members_.size());
-  for (auto& [id, _] : members_) ids.push_back(id);
-  // Stickiness is about what members hold now, not about what an earlier
-  // target promised: a partition nobody holds costs nothing to move.
-  Assignment previous;
-  for (auto& id : ids) previous[id] = ownership_.heldBy(id);
-  for (auto& [_, ps] : previous) std::sort(ps.begin(), ps.end());
-  auto target = assignPartitions(ids, ctx_.topics.partitionCounts(settings_), previous);
-  size_t moved = countMoves(previous, target);
+  ids.reserve(held.size());
+  for (auto& [id, _] : held) ids.push_back(id);
+  return assignPartitions(ids, ctx_.topics.partitionCounts(settings_), held);
+}
+
+void GroupController::retarget() {
+  const Assignment held = heldNow();
+  auto target = computeTarget(held);
+  size_t moved = countMoves(held, target);
   size_t total = 0;
   for (auto& [_, ps] : target) total += ps.size();
   if (!ownership_.target().empty() || total > 0) {
     spdlog::info("group {}: generation {} assigns {} partitions over {} members ({} change owner)", name_, version_,
-                 total, ids.size(), moved);
+                 total, held.size(), moved);
   }
   ownership_.setTarget(std::move(target));
 }
@@ -168,6 +180,9 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
   const GroupPhase phase = phase_.get();
   std::string id = r.consumerId.empty() ? ctx_.newMemberId(h.clientId) : r.consumerId;
   auto refuse = [&, &out = lk.out](ErrorCode e) { Rejoin{r.consumerId, std::move(done)}.answer(e, name_, out); };
+  // Being handed over: the next controller registers it (this one grants
+  // nothing more, so the handover record stays true).
+  if (handover_) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
   // What the member says it holds: releases what it no longer reports and,
   // after a takeover, tells this controller who holds what.
   if (isServing(phase)) ownership_.reportOwned(id, r.owned);
@@ -208,7 +223,7 @@ void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallba
   };
   const GroupPhase phase = phase_.get();
   if (phase == GroupPhase::Deleting) return answer(ErrorCode::UNKNOWN_GROUP);
-  if (!isServing(phase)) return answer(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  if (!isServing(phase) || handover_) return answer(ErrorCode::CONTROLLER_NOT_AVAILABLE);
   if (auto j = joins_.pending().find(r.consumerId); j != joins_.pending().end()) {
     // Left before its registration was written: nothing to write.
     j->second.answer(ErrorCode::UNKNOWN_CONSUMER, name_, lk.out);
@@ -231,7 +246,8 @@ void GroupController::deleteGroup(const protocol::DeleteGroupRequest& r, Respons
   LockedOutbox lk(mu_);
   const GroupPhase phase = phase_.get();
   ErrorCode e = ErrorCode::NONE;
-  if (isLoading(phase) || phase == GroupPhase::Dropped || !ctx_.connected) {
+  if (isLoading(phase) || phase == GroupPhase::Dropped || phase == GroupPhase::HandingOver || !ctx_.connected ||
+      handover_) {
     e = ErrorCode::CONTROLLER_NOT_AVAILABLE;
   } else if (!members_.empty() || !joins_.empty()) {
     e = ErrorCode::GROUP_NOT_EMPTY;
@@ -329,6 +345,7 @@ void GroupController::tick(TimePoint now) {
   } else {
     flush(lk.out);
     flushCommits();
+    maybeHandOver(now, lk.out);
   }
 }
 
@@ -336,6 +353,17 @@ void GroupController::topicChanged(const std::string& topic) {
   LockedOutbox lk(mu_);
   auto& ts = settings_.topics;
   if (!isServing(phase_.get()) || std::find(ts.begin(), ts.end(), topic) == ts.end()) return;
+  // The count this server first reads (after a handover, whose assignment
+  // was kept) may give the same assignment: nothing to tell the members.
+  Assignment now = computeTarget(heldNow());
+  Assignment current = ownership_.target();
+  for (auto* a : {&now, &current}) {
+    for (auto it = a->begin(); it != a->end();) {
+      std::sort(it->second.begin(), it->second.end());
+      it = it->second.empty() ? a->erase(it) : std::next(it);
+    }
+  }
+  if (now == current) return;
   spdlog::info("group {}: subscribed topic {} changed: rebalancing", name_, topic);
   bump_.request();
   flush(lk.out);
@@ -357,6 +385,7 @@ void GroupController::drop(ErrorCode answer, const char* why) {
   LockedOutbox lk(mu_);
   if (phase_.get() == GroupPhase::Dropped) return;
   answerEverything(answer, lk.out);
+  endHandover(false, why, lk.out);
   spdlog::info("group {}: no longer controlled here ({}); {} members dropped", name_, why, members_.size());
   members_.clear();
   phase_.to(GroupPhase::Dropped);

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "adapter/Assignment.h"
 #include "adapter/Clock.h"
 #include "adapter/GroupOps.h"
 #include "adapter/GroupPhase.h"
@@ -108,6 +109,25 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // forgets the members; later ZooKeeper answers for it do nothing.
   void drop(protocol::ErrorCode answer, const char* why) EXCLUDES(mu_);
 
+  // ---- Handover to another server (docs/design.md, "Handover") ----
+  struct HandoverResult {
+    bool ok = false;  // the group is now the other server's to claim
+    int32_t to = -1;
+    Millis took{0};   // from handOver() to the end
+    std::string why;  // when not ok
+  };
+  using HandoverDone = std::function<void(HandoverResult)>;
+  // Starts handing the group over to server `to`: new registrations, leaves,
+  // commits, rewinds and deletions answer CONTROLLER_NOT_AVAILABLE (the
+  // member retries, and finds the next controller), heartbeats are still
+  // answered, and what was accepted before is written first. Then one
+  // transaction records who holds which partition (so the next controller
+  // grants the rest at once) and removes this server's controller znode.
+  // `done` runs once, without the lock. False, and `done` never runs, when
+  // the group is not serving or is already being handed over.
+  bool handOver(int32_t self, int32_t to, HandoverDone done) EXCLUDES(mu_);
+  bool handingOver() const EXCLUDES(mu_);
+
   // ---- Introspection ----
   int64_t generation() const EXCLUDES(mu_);
   std::vector<std::string> memberIds() const EXCLUDES(mu_);
@@ -129,6 +149,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   OffsetWrite checkOffsets(const std::vector<protocol::PartitionOffset>& offsets, const std::string* owner) const
       REQUIRES(mu_);
   void scanLiveness(TimePoint now) REQUIRES(mu_);
+  Assignment heldNow() const REQUIRES(mu_);
+  Assignment computeTarget(const Assignment& held) const REQUIRES(mu_);
   void retarget() REQUIRES(mu_);
   void answerEverything(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
   void answerDeletions(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
@@ -139,6 +161,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   struct Loaded {
     zk::GetResult group;
     zk::ChildrenResult members;
+    zk::GetResult handover;        // the members znode's data: read by the first load only
+    zk::ExistsResult controller;   // read while a handover's outcome is unknown
   };
   void reload() REQUIRES(mu_);
   const char* onReloaded(Loaded read, Outbox& out) REQUIRES(mu_);
@@ -152,6 +176,17 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void loadOffsets() REQUIRES(mu_);
   const char* onOffsetsLoaded(OffsetsRead r, Outbox& out) REQUIRES(mu_);
   void flushCommits() REQUIRES(mu_);
+  struct TakenOver {
+    std::vector<std::string> adopt;  // member znodes to create again
+    bool targetKept = false;         // the generation's assignment came with the handover
+  };
+  TakenOver takeOver(const zk::GetResult& group, const zk::GetResult& handover, TimePoint now) REQUIRES(mu_);
+  void adoptMembers(const std::vector<std::string>& ids) REQUIRES(mu_);
+  const char* onAdopted(size_t count, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
+  void maybeHandOver(TimePoint now, Outbox& out) REQUIRES(mu_);
+  const char* onHandedOver(size_t opCount, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
+  const char* checkHandedOver(const zk::ExistsResult& controller, Outbox& out) REQUIRES(mu_);
+  void endHandover(bool ok, std::string why, Outbox& out) REQUIRES(mu_);
   const char* onCommitsDone(zk::MultiResult r, Outbox& out) REQUIRES(mu_);
   // A completion for a ZooKeeper operation of this group: bound to the
   // session, it runs `(this->*continuation)(result, out)` under the lock
@@ -200,6 +235,22 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   TimePoint offsetsRetryAt_ GUARDED_BY(mu_);
   Millis offsetsRetryDelay_ GUARDED_BY(mu_){0};
   int32_t rewoundAt_ GUARDED_BY(mu_) = -1;  // generation of the last rewind: older commits are fenced
+
+  // The group znode's child version as last read (see layout::HandoverRecord).
+  int32_t groupCversion_ GUARDED_BY(mu_) = -1;
+  struct PendingHandover {
+    int32_t from = -1;
+    int32_t to = -1;
+    TimePoint since;
+    HandoverDone done;
+    // The transaction's answer was lost: until a re-read says whether the
+    // controller znode is still ours, nothing is granted.
+    bool verifying = false;
+  };
+  std::optional<PendingHandover> handover_ GUARDED_BY(mu_);
+  // What waiting requests are answered when a continuation says the group
+  // is gone.
+  protocol::ErrorCode goneAnswer_ GUARDED_BY(mu_) = protocol::ErrorCode::UNKNOWN_GROUP;
 };
 
 }  // namespace groupcoord::adapter

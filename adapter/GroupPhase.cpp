@@ -14,6 +14,7 @@ std::string_view toString(GroupPhase p) {
     case GroupPhase::Stale: return "Stale";
     case GroupPhase::Reloading: return "Reloading";
     case GroupPhase::Deleting: return "Deleting";
+    case GroupPhase::HandingOver: return "HandingOver";
     case GroupPhase::Dropped: return "Dropped";
   }
   return "?";
@@ -27,12 +28,13 @@ bool isLegalTransition(GroupPhase from, GroupPhase to) {
   switch (from) {
     case P::Claimed: return to == P::Loading;
     case P::Loading: return to == P::Claimed || to == P::Idle;
-    case P::Idle: return to == P::Writing || to == P::ReadingOffsets || to == P::Deleting;
+    case P::Idle: return to == P::Writing || to == P::ReadingOffsets || to == P::Deleting || to == P::HandingOver;
     case P::Writing: return to == P::Idle || to == P::Stale;
     case P::ReadingOffsets: return to == P::Idle;
     case P::Stale: return to == P::Reloading || to == P::Deleting;
     case P::Reloading: return to == P::Idle || to == P::Stale;
     case P::Deleting: return to == P::Stale;
+    case P::HandingOver: return to == P::Stale;
     case P::Dropped: return false;
   }
   return false;

@@ -9,6 +9,8 @@
 //      └───────────┘          │ ──> Deleting ──> Stale (deletion refused)
 //                             v          ^
 //                   Writing ──> Stale ──> Reloading ──> Idle
+//                                 ^
+//                   Idle ──> HandingOver                (to another server)
 //
 // and from any phase to Dropped, which is final. A transition not in the
 // table is a bug: GroupPhaseMachine::to() throws std::logic_error for it.
@@ -28,6 +30,7 @@ enum class GroupPhase {
   Stale,           // serving, memory must be re-read before the next write
   Reloading,       // serving, that re-read is in flight
   Deleting,        // its subtree is being removed
+  HandingOver,     // the handover transaction is in flight: heartbeats only
   Dropped,         // no longer controlled here
 };
 
@@ -43,7 +46,7 @@ constexpr bool isServing(GroupPhase p) {
 // A ZooKeeper operation of the group's own (not a commit) is in flight.
 constexpr bool isBusy(GroupPhase p) {
   return p == GroupPhase::Loading || p == GroupPhase::Writing || p == GroupPhase::ReadingOffsets ||
-         p == GroupPhase::Reloading || p == GroupPhase::Deleting;
+         p == GroupPhase::Reloading || p == GroupPhase::Deleting || p == GroupPhase::HandingOver;
 }
 // Memory is not known to match ZooKeeper.
 constexpr bool needsReload(GroupPhase p) {

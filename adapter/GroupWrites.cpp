@@ -22,12 +22,14 @@ std::function<void(Result)> GroupController::completion(const char* (GroupContro
                                                                                                      Outbox&)) {
   return ctx_.epoch.bind([self = shared_from_this(), continuation](Result r) {
     const char* gone = nullptr;
+    ErrorCode answer;
     {
       LockedOutbox lk(self->mu_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
       gone = (self.get()->*continuation)(std::move(r), lk.out);
+      answer = self->goneAnswer_;
     }
-    if (gone) self->ctx_.vanished(self->name_, ErrorCode::UNKNOWN_GROUP, gone);
+    if (gone) self->ctx_.vanished(self->name_, answer, gone);
   });
 }
 
@@ -36,12 +38,14 @@ std::function<void(Result)> GroupController::completion(
     const char* (GroupController::*continuation)(size_t, Result, Outbox&), size_t opCount) {
   return ctx_.epoch.bind([self = shared_from_this(), continuation, opCount](Result r) {
     const char* gone = nullptr;
+    ErrorCode answer;
     {
       LockedOutbox lk(self->mu_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
       gone = (self.get()->*continuation)(opCount, std::move(r), lk.out);
+      answer = self->goneAnswer_;
     }
-    if (gone) self->ctx_.vanished(self->name_, ErrorCode::UNKNOWN_GROUP, gone);
+    if (gone) self->ctx_.vanished(self->name_, answer, gone);
   });
 }
 
@@ -52,10 +56,21 @@ std::function<void(Result)> GroupController::completion(
 void GroupController::reload() {
   const GroupPhase phase = phase_.get();
   if (isBusy(phase) || !ctx_.connected) return;
-  phase_.to(phase == GroupPhase::Claimed ? GroupPhase::Loading : GroupPhase::Reloading);
+  const bool first = phase == GroupPhase::Claimed;
+  phase_.to(first ? GroupPhase::Loading : GroupPhase::Reloading);
   auto reads = Fanout<Loaded>::start(ctx_.zk, completion<Loaded>(&GroupController::onReloaded));
   ctx_.zk.get(ctx_.layout.groupPath(name_),
               reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.group = std::move(r); }));
+  if (first) {
+    ctx_.zk.get(ctx_.layout.membersPath(name_),
+                reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.handover = std::move(r); }));
+  }
+  if (handover_ && handover_->verifying) {
+    ctx_.zk.exists(ctx_.layout.controllerPath(name_), reads->collect<zk::ExistsResult>([](Loaded& s,
+                                                                                          zk::ExistsResult r) {
+      s.controller = std::move(r);
+    }));
+  }
   ctx_.zk.getChildren(ctx_.layout.membersPath(name_), reads->collect<zk::ChildrenResult>([](Loaded& s,
                                                                                              zk::ChildrenResult r) {
     s.members = std::move(r);
@@ -75,6 +90,13 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
     phase_.to(failed);
     return nullptr;
   }
+  if (handover_ && handover_->verifying) {
+    if (const char* gone = checkHandedOver(read.controller, out)) return gone;
+    if (handover_ && handover_->verifying) {
+      phase_.to(failed);
+      return nullptr;
+    }
+  }
   auto s = layout::decodeSettings(group.data);
   if (!s) {
     spdlog::error("group {}: its znode holds data this server cannot read ({} bytes); not serving it", name_,
@@ -86,6 +108,7 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   settingsData_ = std::move(group.data);
   const int32_t before = version_;
   version_ = group.stat.version;
+  groupCversion_ = group.stat.cversion;
   const TimePoint now = ctx_.time.now();
   std::set<std::string> inZk(members.children.begin(), members.children.end());
   for (auto it = members_.begin(); it != members_.end();) {
@@ -123,21 +146,16 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
     it = removals.erase(it);
   }
   phase_.to(GroupPhase::Idle);
+  TakenOver taken;
   if (first) {
-    // Members may still hold partitions granted by the previous controller:
-    // nothing nobody reports is granted for one session timeout. A group at
-    // generation 0 never had a member.
-    ownership_.clear();
-    if (version_ > 0) ownership_.holdUnclaimedUntil(now + Millis(settings_.sessionTimeoutMs));
-    spdlog::info("group {}: serving at generation {} with {} members (session timeout {} ms{}{})", name_, version_,
-                 members_.size(), settings_.sessionTimeoutMs, settings_.ephemeral ? ", ephemeral" : "",
-                 version_ > 0 ? "; partitions nobody reports wait one session timeout" : "");
+    taken = takeOver(group, read.handover, now);
     for (auto& t : settings_.topics) ctx_.topics.watch(t);
   } else if (before != version_) {
     spdlog::info("group {}: generation {} -> {} found in ZooKeeper", name_, before, version_);
   }
   if (members_.empty()) emptySince_ = now;
-  retarget();
+  if (!taken.targetKept) retarget();
+  if (!taken.adopt.empty()) return adoptMembers(taken.adopt), nullptr;
   flush(out);
   return nullptr;
 }

@@ -1,11 +1,13 @@
 #pragma once
 
-// The two small hashes of the adapter: rendezvous scores (ServerRegistry)
-// and member ids (MemberIds). Stable across versions: every server of a
-// fleet must compute the same preferred controller for a group.
+// The small hashes of the adapter: rendezvous scores and the choice they
+// make (ServerRegistry), and member ids (MemberIds). Stable across
+// versions: every server of a fleet must compute the same preferred
+// controller for a group.
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace groupcoord::adapter {
 
@@ -22,6 +24,32 @@ inline uint64_t fnv1a(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
+}
+
+// Rendezvous hashing: server `id`'s score for the group whose name hashes
+// to `groupHash` (fnv1a). The highest score wins, the lower id on a tie.
+inline uint64_t rendezvousScore(uint64_t groupHash, int32_t id) {
+  return mix64(groupHash ^ mix64(static_cast<uint64_t>(id)));
+}
+
+// Keeps the best candidate offered so far by rendezvous score.
+struct RendezvousChoice {
+  int32_t id = -1;  // -1 until a candidate is offered
+  uint64_t score = 0;
+  void offer(int32_t candidate, uint64_t s) {
+    if (id < 0 || s > score || (s == score && candidate < id)) {
+      id = candidate;
+      score = s;
+    }
+  }
+};
+
+// The candidate rendezvous hashing picks for `group`; -1 when none.
+inline int32_t rendezvousPick(std::string_view group, const std::vector<int32_t>& candidates) {
+  const uint64_t h = fnv1a(group);
+  RendezvousChoice best;
+  for (int32_t id : candidates) best.offer(id, rendezvousScore(h, id));
+  return best.id;
 }
 
 }  // namespace groupcoord::adapter

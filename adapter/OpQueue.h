@@ -117,6 +117,8 @@ class PendingFlag {
   bool inFlight() const { return inFlight_; }
   void launch() { inFlight_ = std::exchange(pending_, false); }
   void complete() { inFlight_ = false; }
+  // Withdraws the request (not what is in flight).
+  void cancel() { pending_ = false; }
   // The flight failed: what was in it is pending again, nothing is in flight.
   void requeue() {
     pending_ = pending_ || inFlight_;

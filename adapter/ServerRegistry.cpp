@@ -6,12 +6,24 @@
 #include <spdlog/spdlog.h>
 
 #include "adapter/Hash.h"
+#include "adapter/ZkErrors.h"
 
 namespace groupcoord::adapter {
 
 ServerRegistry::ServerRegistry(zk::Client& zk, const layout::Layout& layout, const TimeSource& time,
-                               const SessionEpoch& epoch, Events events)
-    : zk_(zk), layout_(layout), time_(time), epoch_(epoch), events_(std::move(events)) {}
+                               const SessionEpoch& epoch, Events events, Millis settleDelay)
+    : zk_(zk), layout_(layout), time_(time), epoch_(epoch), events_(std::move(events)), settleDelay_(settleDelay) {}
+
+namespace {
+
+std::optional<int32_t> parseId(const std::string& c) {
+  int32_t v = 0;
+  auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+  if (ec != std::errc() || end != c.data() + c.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
 
 void ServerRegistry::retryRegistrationLater() {
   MutexLock lock(mu_);
@@ -21,6 +33,12 @@ void ServerRegistry::retryRegistrationLater() {
 
 void ServerRegistry::registerSelf() {
   if (registered_ || registering_.exchange(true)) return;
+  {
+    // Sent before any other server can see it: this server counts itself
+    // settled no later than they do.
+    MutexLock lock(mu_);
+    selfSince_ = time_.now();
+  }
   std::string path = layout_.serverPath(self_.id);
   zk_.create(
       path, layout::encodeServer(self_.host, self_.port), zk::CreateMode::Ephemeral,
@@ -69,18 +87,57 @@ void ServerRegistry::watch() {
       epoch_.bind([this](const zk::WatchEvent& ev) {
         if (ev.type != zk::WatchEvent::Type::Session) watch();
       }));
+  watchDraining();
+}
+
+void ServerRegistry::watchDraining() {
+  zk_.getChildren(
+      layout_.drainingPath(),
+      epoch_.bind([this](zk::ChildrenResult r) {
+        if (r.error == zk::Error::NoNode) return onDrainingListed({});  // the watch tells when it appears
+        if (r.error != zk::Error::Ok) {
+          spdlog::warn("listing drained servers failed: {}", r.error);
+          MutexLock lock(mu_);
+          rewatchNeeded_ = true;
+          return;
+        }
+        onDrainingListed(std::move(r.children));
+      }),
+      epoch_.bind([this](const zk::WatchEvent& ev) {
+        if (ev.type != zk::WatchEvent::Type::Session) watchDraining();
+      }));
+}
+
+void ServerRegistry::onDrainingListed(std::vector<std::string> children) {
+  std::set<int32_t> ids;
+  for (auto& c : children)
+    if (auto id = parseId(c)) ids.insert(*id);
+  {
+    MutexLock lock(mu_);
+    if (ids == draining_) return;
+    for (int32_t id : ids)
+      if (!draining_.count(id)) spdlog::info("server {} is drained: it takes no group", id);
+    for (int32_t id : draining_)
+      if (!ids.count(id)) spdlog::info("server {} is no longer drained", id);
+    draining_ = std::move(ids);
+  }
+  events_.changed();
 }
 
 void ServerRegistry::onListed(std::vector<std::string> children) {
   std::set<int32_t> ids;
-  for (auto& c : children) {
-    int32_t v = 0;
-    auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
-    if (ec == std::errc() && end == c.data() + c.size()) ids.insert(v);
-  }
+  for (auto& c : children)
+    if (auto id = parseId(c)) ids.insert(*id);
   std::vector<int32_t> unknown;
+  const TimePoint now = time_.now();
   {
     MutexLock lock(mu_);
+    // The servers already there when this one (re)started have been live
+    // for as long as anybody can tell: settled, as the others see them. A
+    // server that finds nobody else is the fleet: settled itself.
+    const bool first = std::exchange(firstListing_, false);
+    const TimePoint seen = first ? TimePoint{} : now;
+    if (first && (ids.empty() || (ids.size() == 1 && ids.count(self_.id)))) selfSince_ = TimePoint{};
     for (auto it = servers_.begin(); it != servers_.end();) {
       if (!ids.count(it->first)) {
         spdlog::info("server {} left", it->first);
@@ -90,7 +147,9 @@ void ServerRegistry::onListed(std::vector<std::string> children) {
       }
     }
     for (int32_t id : ids) {
-      if (servers_.try_emplace(id, protocol::Broker{id, "", 0}).second) unknown.push_back(id);
+      if (servers_.try_emplace(id, Known{protocol::Broker{id, "", 0}, id == self_.id ? now : seen}).second) {
+        unknown.push_back(id);
+      }
     }
   }
   for (int32_t id : unknown) {
@@ -103,7 +162,7 @@ void ServerRegistry::onListed(std::vector<std::string> children) {
       }
       spdlog::info("server {} is live at {}:{}", id, b->host, b->port);
       MutexLock lock(mu_);
-      if (auto it = servers_.find(id); it != servers_.end()) it->second = *b;
+      if (auto it = servers_.find(id); it != servers_.end()) it->second.broker = *b;
     }));
   }
   // The set of live servers decides who should claim what.
@@ -131,31 +190,62 @@ void ServerRegistry::reset() {
   registering_ = false;
   MutexLock lock(mu_);
   servers_.clear();
+  draining_.clear();
+  firstListing_ = true;
 }
 
 int32_t ServerRegistry::preferredServer(const std::string& group) const {
-  // Rendezvous hashing: each group goes to the live server with the highest
-  // score; when a server leaves, only its groups move.
-  uint64_t h = fnv1a(group);
-  int32_t best = self_.id;
-  uint64_t bestScore = mix64(h ^ mix64(static_cast<uint64_t>(self_.id)));
-  MutexLock lock(mu_);
-  for (auto& [id, _] : servers_) {
-    uint64_t s = mix64(h ^ mix64(static_cast<uint64_t>(id)));
-    if (s > bestScore || (s == bestScore && id < best)) {
-      best = id;
-      bestScore = s;
+  // Rendezvous hashing: each group goes to the candidate with the highest
+  // score; when a server leaves, only its groups move, and when one joins
+  // (and settles), only the groups it now scores highest for.
+  const uint64_t h = fnv1a(group);
+  const TimePoint now = time_.now();
+  RendezvousChoice settled, undrained, any;
+  struct Candidate {
+    int32_t id;
+    TimePoint since;
+    bool drained;
+  };
+  std::vector<Candidate> candidates;
+  {
+    MutexLock lock(mu_);
+    candidates.reserve(servers_.size() + 1);
+    candidates.push_back({self_.id, selfSince_, draining_.count(self_.id) > 0});
+    for (auto& [id, known] : servers_) {
+      if (id != self_.id) candidates.push_back({id, known.since, draining_.count(id) > 0});
     }
   }
-  return best;
+  for (const Candidate& c : candidates) {
+    const uint64_t s = rendezvousScore(h, c.id);
+    any.offer(c.id, s);
+    if (c.drained) continue;
+    undrained.offer(c.id, s);
+    if (now - c.since >= settleDelay_) settled.offer(c.id, s);
+  }
+  if (settled.id >= 0) return settled.id;
+  if (undrained.id >= 0) return undrained.id;
+  return any.id;
+}
+
+bool ServerRegistry::mayTakeGroups() const {
+  MutexLock lock(mu_);
+  if (!draining_.count(self_.id)) return true;
+  for (auto& [id, _] : servers_)
+    if (!draining_.count(id)) return false;
+  return true;
+}
+
+bool ServerRegistry::draining(int32_t serverId) const {
+  MutexLock lock(mu_);
+  return draining_.count(serverId) > 0;
 }
 
 protocol::Broker ServerRegistry::brokerOf(int32_t serverId) const {
   if (serverId == self_.id) return protocol::Broker{serverId, self_.host, self_.port};
   MutexLock lock(mu_);
   auto it = servers_.find(serverId);
-  if (it == servers_.end() || it->second.host.empty()) return protocol::Broker{};
-  return it->second;
+  if (it == servers_.end() || it->second.broker.host.empty()) return protocol::Broker{};
+  return it->second.broker;
 }
 
 std::vector<int32_t> ServerRegistry::liveServers() const {
@@ -163,6 +253,25 @@ std::vector<int32_t> ServerRegistry::liveServers() const {
   std::vector<int32_t> ids;
   for (auto& [id, _] : servers_) ids.push_back(id);
   return ids;
+}
+
+void ServerRegistry::requestDrain(int32_t serverId, bool drain, std::function<void(protocol::ErrorCode)> done) {
+  const std::string path = layout_.drainingPath(serverId);
+  // Not bound to the session: the caller is answered whatever happens to it.
+  auto answer = [serverId, drain, done = std::move(done)](zk::Error e) {
+    if (e == zk::Error::Ok || e == (drain ? zk::Error::NodeExists : zk::Error::NoNode)) {
+      spdlog::info("server {} {}", serverId, drain ? "marked drained: it hands over its groups and takes no new ones"
+                                                   : "no longer drained: it takes groups again");
+      return done(protocol::ErrorCode::NONE);
+    }
+    spdlog::warn("{} server {} failed: {}", drain ? "draining" : "undraining", serverId, e);
+    done(fromZk(e));
+  };
+  if (drain) {
+    zk_.create(path, "", zk::CreateMode::Persistent, [answer](zk::CreateResult r) { answer(r.error); });
+  } else {
+    zk_.remove(path, zk::kAnyVersion, answer);
+  }
 }
 
 }  // namespace groupcoord::adapter

@@ -2,8 +2,12 @@
 
 // The live groupcoordd servers: this server's own registration
 // (<root>/servers/<id>, ephemeral), the watched list of the others with
-// where clients reach them, and rendezvous hashing over them, which names
-// each group's preferred controller (docs/design.md, "Claims").
+// where clients reach them, the watched drain markers
+// (<root>/draining/<id>), and rendezvous hashing over them, which names
+// each group's preferred controller (docs/design.md, "Claims" and
+// "Handover"). A server is preferred only once it has been live for the
+// settle delay, so a server that comes and goes draws no group; a drained
+// server is never preferred.
 //
 // Threads: called from the ticker, I/O threads (brokerOf) and ZooKeeper
 // completions. Lock: mu_ guards the server table; it is never held while
@@ -13,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,8 +43,10 @@ class ServerRegistry {
     std::function<void()> registeredNow;  // this server's registration was written
   };
 
+  // settleDelay: how long a server must have been live (as this server saw
+  // it) before it is preferred for any group.
   ServerRegistry(zk::Client& zk, const layout::Layout& layout, const TimeSource& time, const SessionEpoch& epoch,
-                 Events events);
+                 Events events, Millis settleDelay = Millis(0));
 
   // Before start only: where clients reach this server.
   void setIdentity(ServerIdentity self) { self_ = std::move(self); }
@@ -47,7 +54,7 @@ class ServerRegistry {
 
   // Writes this server's registration unless written or being written.
   void registerSelf() EXCLUDES(mu_);
-  // Lists the servers and watches the list.
+  // Lists the servers and the drain markers, and watches both.
   void watch() EXCLUDES(mu_);
   // Retries a failed registration, lists again after a failed watch.
   // Called by the tick while ZooKeeper is connected.
@@ -59,16 +66,28 @@ class ServerRegistry {
   void reset() EXCLUDES(mu_);
 
   bool registered() const { return registered_.load(); }
-  // The live server rendezvous hashing prefers for the group (this server
-  // when it knows no other).
+  // The server that should control the group: among the live servers
+  // (this one included) that are not drained, those live for the settle
+  // delay, the one rendezvous hashing scores highest. When no candidate has
+  // settled, any undrained one; when every server is drained, any.
   int32_t preferredServer(const std::string& group) const EXCLUDES(mu_);
+  // True unless this server is drained while another live server is not.
+  bool mayTakeGroups() const EXCLUDES(mu_);
+  bool draining(int32_t serverId) const EXCLUDES(mu_);
   // Where clients reach a server; an empty Broker when not known.
   protocol::Broker brokerOf(int32_t serverId) const EXCLUDES(mu_);
   std::vector<int32_t> liveServers() const EXCLUDES(mu_);
 
+  // Marks a server drained (or not) in ZooKeeper: the persistent marker
+  // <root>/draining/<id>, which every server watches. Idempotent; `done`
+  // gets NONE, or the error of the write (on the completion thread).
+  void requestDrain(int32_t serverId, bool drain, std::function<void(protocol::ErrorCode)> done);
+
  private:
   void retryRegistrationLater() EXCLUDES(mu_);
   void onListed(std::vector<std::string> children) EXCLUDES(mu_);
+  void watchDraining() EXCLUDES(mu_);
+  void onDrainingListed(std::vector<std::string> children) EXCLUDES(mu_);
 
   zk::Client& zk_;
   const layout::Layout& layout_;
@@ -80,8 +99,17 @@ class ServerRegistry {
   std::atomic<bool> registered_{false};
   std::atomic<bool> registering_{false};
 
+  const Millis settleDelay_;
+
+  struct Known {
+    protocol::Broker broker;
+    TimePoint since;  // first seen live
+  };
   mutable Mutex mu_;
-  std::map<int32_t, protocol::Broker> servers_ GUARDED_BY(mu_);
+  std::map<int32_t, Known> servers_ GUARDED_BY(mu_);
+  TimePoint selfSince_ GUARDED_BY(mu_);  // this server's registration was sent
+  std::set<int32_t> draining_ GUARDED_BY(mu_);
+  bool firstListing_ GUARDED_BY(mu_) = true;
   TimePoint nextRegisterAttempt_ GUARDED_BY(mu_);
   bool rewatchNeeded_ GUARDED_BY(mu_) = false;
 };

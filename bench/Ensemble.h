@@ -35,5 +35,8 @@ std::string fourLetter(uint16_t port, const std::string& word);
 int64_t rssKiB(int pid);
 // CPU seconds (user + system) of a process; -1 if gone.
 double cpuSeconds(int pid);
+// A groupcoordd's /metrics on 127.0.0.1:httpPort, one entry per sample line
+// keyed by its series text ("name{label=\"v\"}"); empty when unreachable.
+std::map<std::string, double> scrapeMetrics(uint16_t httpPort);
 
 }  // namespace groupcoord::bench

@@ -75,16 +75,20 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
              });
 }
 
-void Fleet::heartbeat(size_t i, std::function<void(ErrorCode, uint64_t)> done) {
+void Fleet::heartbeat(size_t i, std::function<void(ErrorCode, uint64_t)> done) { heartbeatTry(i, 0, std::move(done)); }
+
+void Fleet::heartbeatTry(size_t i, int attempt, std::function<void(ErrorCode, uint64_t)> done) {
   Member& m = members_[i];
   const int conn = connFor(i);
+  const uint16_t port = m.port;
   loop_.sendFrame(
       conn, m.heartbeatFrame, protocol::ApiKey::Heartbeat,
-      [this, i, done = std::move(done)](const protocol::Response* r, uint64_t latency) {
+      [this, i, port, attempt, done = std::move(done)](const protocol::Response* r, uint64_t latency) {
         Member& mm = members_[i];
         const auto* resp = r ? std::get_if<protocol::HeartbeatResponse>(r) : nullptr;
         ErrorCode e = resp ? resp->error : (r ? protocol::responseError(*r) : ErrorCode::UNKNOWN_SERVER_ERROR);
         ++stats_.heartbeats;
+        if (onHeartbeatAnswer) onHeartbeatAnswer(i, port, e, r == nullptr);
         if (r == nullptr) {
           ++stats_.errors["CONNECTION"];
           mm.inSync = false;
@@ -109,6 +113,16 @@ void Fleet::heartbeat(size_t i, std::function<void(ErrorCode, uint64_t)> done) {
             return;
           case ErrorCode::NOT_CONTROLLER:
           case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+            if (followWithoutRegistering) {
+              // The group may have moved: find its controller, then beat
+              // again there after a backoff, as the same member.
+              relocate(i, [this, i, attempt, done, e, latency] {
+                if (attempt + 1 >= 5) return done(e, latency);
+                loop_.after((50ull << attempt) * 1'000'000ull,
+                            [this, i, attempt, done] { heartbeatTry(i, attempt + 1, done); });
+              });
+              return;
+            }
             relocate(i, [this, i, done, e, latency] {
               registerMember(i, [done, e, latency](bool) { done(e, latency); });
             });

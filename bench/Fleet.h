@@ -78,9 +78,22 @@ class Fleet {
 
   // Called after each successful registration: (member, generation).
   std::function<void(size_t, int64_t)> onRegistered;
+  // Called with every heartbeat's answer (retries included): the member,
+  // the server it was sent to, and the answer (UNKNOWN_SERVER_ERROR with
+  // connectionFailed when the connection failed).
+  std::function<void(size_t member, uint16_t port, protocol::ErrorCode e, bool connectionFailed)> onHeartbeatAnswer;
+  // How a member follows its group to another controller. false (the
+  // default): NOT_CONTROLLER or CONTROLLER_NOT_AVAILABLE to a heartbeat
+  // sends it to ListGroups and then to RegisterConsumer. true: as the
+  // client library does (client/Consumer.cpp), it finds the controller and
+  // heartbeats again after a backoff (50 ms, doubling, at most 5 tries),
+  // keeping its id, generation and partitions; it registers only when told
+  // (REBALANCE_NEEDED, UNKNOWN_CONSUMER) or when the connection fails.
+  bool followWithoutRegistering = false;
 
  private:
   void relocate(size_t i, std::function<void()> done, int attempt = 0);
+  void heartbeatTry(size_t i, int attempt, std::function<void(protocol::ErrorCode, uint64_t)> done);
   void encodeHeartbeat(Member& m);
   void beatOne(size_t i, uint64_t intervalNs, uint64_t epoch, Histogram* latency);
   void countError(protocol::ErrorCode e);

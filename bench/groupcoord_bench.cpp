@@ -8,6 +8,7 @@
 //   groupcoord-bench join-storm --ports P [--members 1000] [--partitions 1000]
 //   groupcoord-bench direct     --ports P [--members 100]
 //   groupcoord-bench failover   --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]
+//   groupcoord-bench fleet      --server-bin GROUPCOORDD [--work-dir DIR] [--members 30000] [--groups 300]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -15,25 +16,33 @@
 // standard error. Every scenario is bounded in time and exits non-zero when
 // it could not complete (not when a target is missed: the table says that).
 
+#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "adapter/Hash.h"
 #include "common/Layout.h"
 #include "bench/Ensemble.h"
 #include "bench/Fleet.h"
@@ -914,6 +923,638 @@ void direct(const Args& args) {
           fmt(g.leave.learnMs, 1));
 }
 
+// ---------------------------------------------------------------------------
+// 6. A fleet of servers through a rolling restart.
+//
+// This scenario starts its groupcoordd servers itself (it has to restart
+// them), each on the same ports every time, with --handover-settle-ms
+// short enough for a benchmark. The members follow their groups between
+// servers as the client library does (Fleet::followWithoutRegistering).
+
+std::vector<pid_t> gFleetChildren;  // what the exit paths must not leave behind
+
+void killFleetChildren() {
+  for (pid_t p : gFleetChildren) {
+    if (p > 0) ::kill(p, SIGKILL);
+  }
+}
+
+void onFleetAlarm(int) {
+  static const char msg[] = "[bench] FAILED: the fleet scenario ran past its time limit\n";
+  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  killFleetChildren();
+  ::_exit(1);
+}
+
+struct FleetServer {
+  int32_t id = 0;
+  pid_t pid = -1;
+  uint16_t port = 0;
+  uint16_t http = 0;
+  int incarnation = 0;
+  std::vector<std::string> logs;  // one per incarnation
+};
+
+class ServerFarm {
+ public:
+  ServerFarm(std::string bin, std::string dir, std::vector<std::string> common)
+      : bin_(std::move(bin)), dir_(std::move(dir)), common_(std::move(common)) {}
+
+  FleetServer& at(int32_t id) { return servers_[id]; }
+
+  // Starts server `id` (on its earlier ports when it ran before) and waits
+  // until it listens.
+  void start(int32_t id) {
+    FleetServer& s = servers_[id];
+    s.id = id;
+    ++s.incarnation;
+    const std::string stem = dir_ + "/fleet-server" + std::to_string(id) + "-" + std::to_string(s.incarnation);
+    const std::string portFile = stem + ".port", httpFile = stem + ".http-port", log = stem + ".log";
+    ::unlink(portFile.c_str());
+    ::unlink(httpFile.c_str());
+    s.logs.push_back(log);
+    std::vector<std::string> argv{bin_,
+                                  "--server-id=" + std::to_string(id),
+                                  "--listen-address=127.0.0.1",
+                                  "--listen-port=" + std::to_string(s.port),
+                                  "--port-file=" + portFile,
+                                  "--http-address=127.0.0.1",
+                                  "--http-port=" + std::to_string(s.http),
+                                  "--http-port-file=" + httpFile,
+                                  "--log-file=" + log};
+    argv.insert(argv.end(), common_.begin(), common_.end());
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) fail("fork failed");
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      const int fd = ::open((stem + ".stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::close(fd);
+      }
+      std::vector<char*> cargs;
+      for (auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
+      cargs.push_back(nullptr);
+      ::execv(cargs[0], cargs.data());
+      ::_exit(127);
+    }
+    s.pid = pid;
+    gFleetChildren.push_back(pid);
+    const uint64_t deadline = nowNs() + 20 * kSec;
+    while (nowNs() < deadline) {
+      int p = 0, h = 0;
+      std::ifstream pf(portFile), hf(httpFile);
+      if ((pf >> p) && (hf >> h) && p > 0 && h > 0) {
+        s.port = static_cast<uint16_t>(p);
+        s.http = static_cast<uint16_t>(h);
+        return;
+      }
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        s.pid = -1;
+        std::ifstream err(stem + ".stderr");
+        std::stringstream text;
+        text << err.rdbuf();
+        fail("groupcoordd " + std::to_string(id) + " exited at start: " + text.str());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    fail("groupcoordd " + std::to_string(id) + " did not listen within 20 s (log: " + log + ")");
+  }
+
+  void terminate(int32_t id) {
+    if (servers_[id].pid > 0) ::kill(servers_[id].pid, SIGTERM);
+  }
+
+  // True once the process has exited (it is reaped).
+  bool reaped(int32_t id) {
+    FleetServer& s = servers_[id];
+    if (s.pid <= 0) return true;
+    int status = 0;
+    if (::waitpid(s.pid, &status, WNOHANG) != s.pid) return false;
+    std::replace(gFleetChildren.begin(), gFleetChildren.end(), s.pid, pid_t{-1});
+    s.pid = -1;
+    return true;
+  }
+
+  void stopAll() {
+    for (auto& [id, s] : servers_) terminate(id);
+    const uint64_t deadline = nowNs() + 15 * kSec;
+    for (auto& [id, s] : servers_) {
+      while (!reaped(id) && nowNs() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    killFleetChildren();
+    for (auto& [id, s] : servers_) reaped(id);
+  }
+
+  std::map<int32_t, FleetServer>& all() { return servers_; }
+
+ private:
+  std::string bin_, dir_;
+  std::vector<std::string> common_;
+  std::map<int32_t, FleetServer> servers_;
+};
+
+// Watches, on a thread of its own, whether the fleet is balanced: every
+// group's controller znode names the server rendezvous hashing (the
+// servers' own function, adapter/Hash.h) picks among the expected
+// candidates, and each of them reports that many groups in
+// groupcoord_groups_controlled.
+class BalanceWatch {
+ public:
+  BalanceWatch(zk::Session& zk, layout::Layout layout, std::vector<std::string> groups)
+      : zk_(zk), layout_(std::move(layout)), groups_(std::move(groups)), thread_([this] { run(); }) {}
+  ~BalanceWatch() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  // From now on balanced means: over `candidates`, whose HTTP ports these are.
+  void expect(std::vector<int32_t> candidates, std::vector<uint16_t> httpPorts) {
+    std::lock_guard lock(mu_);
+    candidates_ = std::move(candidates);
+    httpPorts_ = std::move(httpPorts);
+    ++epoch_;
+    balancedAt_ = 0;
+  }
+  // When it was first seen balanced since the last expect(); 0 until then.
+  uint64_t balancedAt() const {
+    std::lock_guard lock(mu_);
+    return balancedAt_;
+  }
+  std::map<int32_t, int> spread() const {
+    std::lock_guard lock(mu_);
+    return spread_;
+  }
+
+ private:
+  void run() {
+    while (!stop_) {
+      uint64_t epoch;
+      std::vector<int32_t> candidates;
+      std::vector<uint16_t> https;
+      {
+        std::lock_guard lock(mu_);
+        epoch = epoch_;
+        candidates = candidates_;
+        https = httpPorts_;
+      }
+      const uint64_t observed = nowNs();
+      std::map<int32_t, int> counts;
+      bool ok = !candidates.empty() && read(candidates, counts);
+      for (size_t i = 0; ok && i < candidates.size(); ++i) {
+        auto m = scrapeMetrics(https[i]);
+        auto it = m.find("groupcoord_groups_controlled");
+        ok = it != m.end() && static_cast<int>(it->second) == counts[candidates[i]];
+      }
+      {
+        std::lock_guard lock(mu_);
+        if (epoch == epoch_) {
+          spread_ = counts;
+          if (ok && balancedAt_ == 0) balancedAt_ = observed;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // Reads every controller znode; true when all name the expected server.
+  bool read(const std::vector<int32_t>& candidates, std::map<int32_t, int>& counts) {
+    struct Shared {
+      std::mutex mu;
+      std::condition_variable cv;
+      size_t left = 0;
+      std::map<std::string, int32_t> ids;
+    };
+    auto sh = std::make_shared<Shared>();
+    sh->left = groups_.size();
+    for (const auto& g : groups_) {
+      zk_.get(layout_.controllerPath(g), [sh, g](zk::GetResult r) {
+        int32_t id = -1;
+        if (r.error == zk::Error::Ok) id = static_cast<int32_t>(std::strtol(r.data.c_str(), nullptr, 10));
+        std::lock_guard lock(sh->mu);
+        sh->ids[g] = id;
+        if (--sh->left == 0) sh->cv.notify_all();
+      });
+    }
+    std::unique_lock lock(sh->mu);
+    if (!sh->cv.wait_for(lock, std::chrono::seconds(10), [&] { return sh->left == 0; })) return false;
+    bool ok = true;
+    for (const auto& [g, id] : sh->ids) {
+      ++counts[id];
+      if (id != adapter::rendezvousPick(g, candidates)) ok = false;
+    }
+    return ok;
+  }
+
+  zk::Session& zk_;
+  const layout::Layout layout_;
+  const std::vector<std::string> groups_;
+  mutable std::mutex mu_;
+  std::vector<int32_t> candidates_;
+  std::vector<uint16_t> httpPorts_;
+  uint64_t epoch_ = 0;
+  uint64_t balancedAt_ = 0;
+  std::map<int32_t, int> spread_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Heartbeat answers in a window, by answer and by who gave it.
+struct Tally {
+  uint64_t answered = 0;
+  uint64_t notNone = 0;
+  std::map<std::string, uint64_t> kinds;
+  uint64_t registrations = 0;  // RegisterConsumer calls (set at the window's end)
+
+  std::string text() const {
+    std::string out = count(static_cast<double>(answered)) + " / " + count(static_cast<double>(notNone)) + " (" +
+                      fmt(answered ? 100.0 * static_cast<double>(notNone) / static_cast<double>(answered) : 0, 2) +
+                      "%)";
+    if (!kinds.empty()) {
+      out += ":";
+      bool first = true;
+      for (const auto& [k, v] : kinds) {
+        out += std::string(first ? " " : ", ") + k + " " + count(static_cast<double>(v));
+        first = false;
+      }
+    }
+    return out;
+  }
+};
+
+// Cumulative histogram buckets (upper bound in seconds -> count), summed
+// over scrapes of different processes.
+using Buckets = std::map<double, double>;
+
+void addHistogram(Buckets& into, const std::map<std::string, double>& scrape, const std::string& name) {
+  const std::string prefix = name + "_bucket{le=\"";
+  for (const auto& [series, v] : scrape) {
+    if (series.rfind(prefix, 0) != 0) continue;
+    const std::string le = series.substr(prefix.size(), series.size() - prefix.size() - 2);
+    into[le == "+Inf" ? HUGE_VAL : std::strtod(le.c_str(), nullptr)] += v;
+  }
+}
+
+// "<= X ms" for the bucket holding quantile q.
+std::string bucketQuantile(const Buckets& b, double q) {
+  if (b.empty()) return "-";
+  const double total = b.rbegin()->second;
+  if (total <= 0) return "-";
+  for (const auto& [le, c] : b) {
+    if (c < q * total) continue;
+    if (!std::isinf(le)) return "<= " + fmt(le * 1000);
+    return b.size() > 1 ? "> " + fmt(std::prev(b.end(), 2)->first * 1000) : std::string("+Inf");
+  }
+  return "-";
+}
+
+// One handover seen in the servers' logs: when the giving server decided,
+// when its transaction was done, and when the next controller served.
+struct LoggedHandover {
+  double decided = 0, handedOver = 0, serving = 0;  // ms since the epoch; 0: not seen
+};
+
+double logTimeMs(const std::string& line) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(line.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &ms) != 7) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) * 1000.0 + ms;
+}
+
+std::vector<LoggedHandover> handoversInLogs(const std::vector<std::string>& files) {
+  // group -> times of each kind of line
+  std::map<std::string, std::vector<double>> decided, done, serving;
+  auto groupOf = [](const std::string& line, size_t at) {
+    const size_t colon = line.find(':', at);
+    return line.substr(at, colon - at);
+  };
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      const size_t g = line.find("] group ");
+      if (g == std::string::npos) continue;
+      const size_t at = g + 8;
+      const double t = logTimeMs(line);
+      if (line.find(": handing it over to server ", at) != std::string::npos) {
+        decided[groupOf(line, at)].push_back(t);
+      } else if (line.find(": handed over at generation ", at) != std::string::npos) {
+        done[groupOf(line, at)].push_back(t);
+      } else if (line.find(": handed over by server ", at) != std::string::npos) {
+        serving[groupOf(line, at)].push_back(t);
+      }
+    }
+  }
+  std::vector<LoggedHandover> out;
+  for (auto& [group, starts] : decided) {
+    std::sort(starts.begin(), starts.end());
+    auto& d = done[group];
+    auto& s = serving[group];
+    std::sort(d.begin(), d.end());
+    std::sort(s.begin(), s.end());
+    for (double t : starts) {
+      LoggedHandover h;
+      h.decided = t;
+      auto di = std::lower_bound(d.begin(), d.end(), t);
+      if (di != d.end()) h.handedOver = *di;
+      auto si = std::lower_bound(s.begin(), s.end(), t);
+      if (si != s.end()) h.serving = *si;
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
+std::string p50Max(std::vector<double> v) {
+  if (v.empty()) return "-";
+  std::sort(v.begin(), v.end());
+  return fmt(v[v.size() / 2]) + " / " + fmt(v.back());
+}
+
+void fleetScenario(const Args& args) {
+  const std::string bin = args.get("server-bin");
+  const std::string dir = args.get("work-dir", "/tmp");
+  const int servers = static_cast<int>(args.num("servers", 3));
+  const size_t n = static_cast<size_t>(args.num("members", 30000));
+  const size_t groups = static_cast<size_t>(args.num("groups", 300));
+  const int32_t partitions = static_cast<int32_t>(args.num("partitions", 200));
+  const size_t conns = static_cast<size_t>(args.num("conns", 100));
+  const uint64_t interval = static_cast<uint64_t>(args.num("heartbeat-ms", 3000)) * kMs;
+  const int64_t memberSessionMs = args.num("member-session-ms", 10000);
+  const int64_t zkSessionMs = args.num("zk-session-ms", 4000);
+  const int64_t settleMs = args.num("settle-ms", 2000);
+  const long maxSeconds = args.num("max-seconds", 540);
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+  if (bin.empty()) fail("fleet needs --server-bin (the groupcoordd binary; it starts and restarts the servers)");
+  if (servers < 2) fail("fleet needs --servers 2 or more");
+
+  // However it ends, no server is left behind, and it ends in time.
+  std::atexit(killFleetChildren);
+  ::signal(SIGALRM, onFleetAlarm);
+  ::alarm(static_cast<unsigned>(maxSeconds));
+  const uint64_t t00 = nowNs();
+
+  const std::string base = "fl-" + stamp();
+  const std::string root = "/bench-" + base;
+  const std::string topicsPath = args.get("topics-path", "/brokers/topics");
+  const std::string topic = base + "-t";
+  createTopic(zk, topicsPath, topic, partitions);
+  ServerFarm farm(bin, dir,
+                  {"--zk-connect=" + zk.connectString(), "--zk-root=" + root, "--zk-topics-path=" + topicsPath,
+                   "--zk-session-timeout-ms=" + std::to_string(zkSessionMs),
+                   "--handover-settle-ms=" + std::to_string(settleMs)});
+  std::vector<int32_t> ids;
+  for (int32_t id = 1; id <= servers; ++id) {
+    farm.start(id);
+    ids.push_back(id);
+  }
+  auto portsOf = [&](const std::vector<int32_t>& which, bool http) {
+    std::vector<uint16_t> out;
+    for (int32_t id : which) out.push_back(http ? farm.at(id).http : farm.at(id).port);
+    return out;
+  };
+  const std::vector<uint16_t> ports = portsOf(ids, false);
+  log("fleet: %d servers on ports %u..., ZooKeeper root %s, settle delay %lld ms", servers, ports[0], root.c_str(),
+      static_cast<long long>(settleMs));
+
+  zk::SessionConfig cfg;
+  cfg.connect = zk.connectString();
+  zk::Session observer(cfg);
+  observer.start();
+  if (observer.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper");
+  const layout::Layout layout(root);
+  for (int i = 0; i < 200; ++i) {
+    auto r = observer.getChildrenSync(layout.serversPath());
+    if (r.error == zk::Error::Ok && static_cast<int>(r.children.size()) == servers) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Every server has seen the others for the settle delay: groups are
+  // claimed where they belong.
+  std::this_thread::sleep_for(std::chrono::milliseconds(settleMs + 500));
+
+  Loop loop;
+  std::vector<std::string> names;
+  std::map<std::string, uint16_t> controllerPort;
+  for (size_t g = 0; g < groups; ++g) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "-g%03zu", g);
+    names.push_back(base + buf);
+    protocol::Broker controller;
+    if (auto e = createGroup(loop, ports[g % ports.size()], names.back(), memberSessionMs, {topic}, &controller);
+        e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+    controllerPort[names.back()] = controller.isNone() ? ports[0] : controller.port;
+  }
+  BalanceWatch watch(observer, layout, names);
+  watch.expect(ids, portsOf(ids, true));
+
+  Fleet fleet(loop, ports, conns);
+  fleet.followWithoutRegistering = true;
+  for (size_t i = 0; i < n; ++i) fleet.add(names[i % groups], controllerPort[names[i % groups]]);
+  log("fleet: %zu members joining %zu groups (%d partitions each) over %zu connections per server", n, groups,
+      partitions, conns);
+  const uint64_t j0 = nowNs();
+  if (!fleet.joinAll(240 * kSec)) fail("members could not join (errors: " + errorsText(fleet.stats()) + ")");
+  std::map<std::string, std::vector<protocol::TopicPartition>> expected;
+  for (const auto& g : names) expected[g] = partitionsOf(topic, partitions);
+  settle(loop, fleet, 1000 * kMs, 240 * kSec, expected);
+  const double joinSeconds = static_cast<double>(nowNs() - j0) / kSec;
+  log("fleet: all members in sync after %.1f s", joinSeconds);
+  if (!loop.runUntil([&] { return watch.balancedAt() != 0; }, 60 * kSec)) fail("the fleet did not balance at start");
+
+  // Every member, in sync, since `since`: its last heartbeat (sent after
+  // `since`) answered NONE, and each group's partitions are held exactly once.
+  std::string why;
+  auto steadySince = [&](uint64_t since) {
+    std::map<std::string, std::set<protocol::TopicPartition>> held;
+    for (const auto& m : fleet.members()) {
+      if (!m.inSync || m.lastAckedHeartbeatSentNs < since) {
+        why = "member " + m.id + " of " + m.group + " has not heartbeated NONE since";
+        return false;
+      }
+      for (const auto& tp : m.owned) {
+        if (!held[m.group].insert(tp).second) {
+          why = m.group + ": a partition held twice";
+          return false;
+        }
+      }
+    }
+    for (const auto& g : names) {
+      if (held[g].size() != static_cast<size_t>(partitions)) {
+        why = g + ": " + std::to_string(held[g].size()) + " of " + std::to_string(partitions) + " partitions held";
+        return false;
+      }
+    }
+    return true;
+  };
+
+  Tally* tally = nullptr;
+  uint16_t returningPort = 0;  // the port of the server stopped or returning in this window
+  fleet.onHeartbeatAnswer = [&](size_t, uint16_t port, ErrorCode e, bool connectionFailed) {
+    if (tally == nullptr) return;
+    ++tally->answered;
+    if (e == ErrorCode::NONE && !connectionFailed) return;
+    ++tally->notNone;
+    const std::string what = connectionFailed ? "connection failed" : std::string(protocol::errorName(e));
+    ++tally->kinds[what + (port == returningPort ? " (the restarted server)" : " (another server)")];
+  };
+  fleet.startBeating(interval);
+  loop.runFor(interval + 1 * kSec);
+
+  struct Restart {
+    int32_t id = 0;
+    int groupsBefore = 0;
+    double claimedMs = -1, stopSyncMs = -1;
+    Tally stopped;
+    double balancedMs = -1, backSyncMs = -1;
+    Tally window;
+    std::map<int32_t, int> spread;
+  };
+  std::vector<Restart> restarts;
+  Buckets histogram;
+  const std::string histName = "groupcoord_handover_duration_seconds";
+  for (int32_t id : ids) {
+    Restart r;
+    r.id = id;
+    r.groupsBefore = watch.spread()[id];
+    returningPort = farm.at(id).port;
+    std::vector<int32_t> others;
+    for (int32_t o : ids)
+      if (o != id) others.push_back(o);
+
+    // Stopped: its groups are claimed afresh by the others (SIGTERM hands
+    // nothing over), and their members register with them.
+    addHistogram(histogram, scrapeMetrics(farm.at(id).http), histName);
+    log("fleet: SIGTERM to server %d (%d groups)", id, r.groupsBefore);
+    uint64_t regs0 = fleet.stats().registrations;
+    tally = &r.stopped;
+    const uint64_t t0 = nowNs();
+    watch.expect(others, portsOf(others, true));
+    farm.terminate(id);
+    uint64_t lastCheck = 0, claimedAt = 0, syncAt = 0;
+    loop.runUntil(
+        [&] {
+          const uint64_t now = nowNs();
+          if (now - lastCheck < 100 * kMs) return false;
+          lastCheck = now;
+          if (!farm.reaped(id)) return false;
+          if (!claimedAt) claimedAt = watch.balancedAt();
+          if (claimedAt && steadySince(claimedAt)) syncAt = now;
+          return syncAt != 0;
+        },
+        120 * kSec);
+    if (!syncAt) fail("server " + std::to_string(id) + " stopped: the fleet did not settle within 120 s (" + why + ")");
+    r.claimedMs = static_cast<double>(claimedAt - t0) / kMs;
+    r.stopSyncMs = static_cast<double>(syncAt - t0) / kMs;
+    loop.runFor(1 * kSec);
+    tally = nullptr;
+    r.stopped.registrations = fleet.stats().registrations - regs0;
+
+    // Back: once settled, the others hand it its share.
+    farm.start(id);
+    const uint64_t back = nowNs();
+    log("fleet: server %d is back", id);
+    watch.expect(ids, portsOf(ids, true));
+    loop.after(static_cast<uint64_t>(settleMs) * kMs, [&] {
+      tally = &r.window;
+      regs0 = fleet.stats().registrations;
+    });
+    uint64_t balancedAt = 0;
+    syncAt = 0;
+    lastCheck = 0;
+    loop.runUntil(
+        [&] {
+          const uint64_t now = nowNs();
+          if (now - lastCheck < 100 * kMs) return false;
+          lastCheck = now;
+          if (!balancedAt) balancedAt = watch.balancedAt();
+          if (balancedAt && steadySince(balancedAt)) syncAt = now;
+          return syncAt != 0;
+        },
+        120 * kSec);
+    if (!balancedAt) fail("server " + std::to_string(id) + " returned: the fleet did not balance within 120 s");
+    if (!syncAt) fail("server " + std::to_string(id) + " returned: members not in sync within 120 s (" + why + ")");
+    r.balancedMs = static_cast<double>(balancedAt - back) / kMs;
+    r.backSyncMs = static_cast<double>(syncAt - back) / kMs;
+    r.spread = watch.spread();
+    // The window ends one heartbeat interval and a second after the fleet
+    // balanced: every member has heartbeated since the last handover.
+    const uint64_t windowEnd =
+        std::max({nowNs(), balancedAt + interval + 1 * kSec, back + static_cast<uint64_t>(settleMs) * kMs + kMs});
+    loop.runFor(windowEnd - nowNs());
+    tally = nullptr;
+    r.window.registrations = fleet.stats().registrations - regs0;
+    log("fleet: server %d: balanced %.0f ms after its return; heartbeats in the handover window %s", id,
+        r.balancedMs, r.window.text().c_str());
+    restarts.push_back(r);
+  }
+  fleet.stopBeating();
+  loop.runFor(500 * kMs);
+  std::vector<std::string> logs;
+  for (auto& [id, s] : farm.all()) {
+    addHistogram(histogram, scrapeMetrics(s.http), histName);
+    logs.insert(logs.end(), s.logs.begin(), s.logs.end());
+  }
+  farm.stopAll();
+  const auto logged = handoversInLogs(logs);
+  std::vector<double> toHandedOver, toServing;
+  size_t incomplete = 0;
+  for (const auto& h : logged) {
+    if (h.handedOver > 0) toHandedOver.push_back(h.handedOver - h.decided);
+    if (h.serving > 0) {
+      toServing.push_back(h.serving - h.decided);
+    } else {
+      ++incomplete;
+    }
+  }
+
+  const std::string sc = "6 fleet";
+  const std::string setup = std::to_string(servers) + " servers, " + count(static_cast<double>(n)) + " members in " +
+                            count(static_cast<double>(groups)) + " groups";
+  row(sc, setup + " (" + std::to_string(partitions) + " partitions each) over " + std::to_string(conns) +
+              " connections per server, heartbeat every " + std::to_string(interval / kMs) +
+              " ms: all in sync after joining (s)",
+      fmt(joinSeconds, 1));
+  for (const auto& r : restarts) {
+    const std::string s = "server " + std::to_string(r.id);
+    row(sc, s + " stopped (SIGTERM): its " + std::to_string(r.groupsBefore) +
+                " groups claimed by the others / all members in sync again (ms)",
+        fmt(r.claimedMs) + " / " + fmt(r.stopSyncMs));
+    row(sc, s + " stopped: heartbeats answered / not NONE until 1 s after in sync; RegisterConsumer calls",
+        r.stopped.text() + "; " + count(static_cast<double>(r.stopped.registrations)));
+    std::string spread;
+    for (const auto& [sid, c] : r.spread) spread += (spread.empty() ? "" : ", ") + std::to_string(c);
+    row(sc, s + " back: balanced (every group at its rendezvous server) / all members in sync, ms after its return "
+                "(settle delay " + std::to_string(settleMs) + " ms); groups per server after",
+        fmt(r.balancedMs) + " / " + fmt(r.backSyncMs) + "; " + spread);
+    row(sc, s + " back: handover window (settle delay elapsed until a heartbeat interval + 1 s after balanced): "
+                "heartbeats answered / not NONE (share)",
+        r.window.text());
+    row(sc, s + " back: RegisterConsumer calls in the handover window", count(static_cast<double>(r.window.registrations)),
+        "0");
+  }
+  const double histCount = histogram.empty() ? 0 : histogram.rbegin()->second;
+  row(sc, "handover duration p50 / max, servers' " + histName + " (ms, bucket bounds; " +
+              count(histCount) + " handovers)",
+      bucketQuantile(histogram, 0.5) + " / " + bucketQuantile(histogram, 1.0));
+  row(sc, "handover duration p50 / max from the servers' logs (ms): decision to handed over; decision to the next "
+          "controller serving (" + count(static_cast<double>(logged.size())) + " handovers" +
+          (incomplete ? ", " + std::to_string(incomplete) + " not seen served" : "") + ")",
+      p50Max(toHandedOver) + "; " + p50Max(toServing));
+  ::alarm(0);
+  log("fleet: done in %.0f s (logs: %s/fleet-server*.log)", static_cast<double>(nowNs() - t00) / kSec, dir.c_str());
+}
+
 int usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: groupcoord-bench SCENARIO [--key=value ...]\n"
@@ -925,6 +1566,10 @@ int usage(int code) {
                "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
                "  failover    --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]\n"
                "              [--member-session-ms 2000] [--heartbeat-ms 200]\n"
+               "  fleet       --server-bin GROUPCOORDD [--work-dir DIR] [--servers 3] [--members 30000] [--groups 300]\n"
+               "              [--partitions 200] [--conns 100] [--heartbeat-ms 3000] [--member-session-ms 10000]\n"
+               "              [--zk-session-ms 4000] [--settle-ms 2000] [--max-seconds 540]\n"
+               "              (starts and restarts its own servers: a rolling restart under load)\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics)\n"
                "Prints Markdown rows: | scenario | figure | value | target |. bench/run.sh runs them all.\n");
   return code;
@@ -975,6 +1620,8 @@ int main(int argc, char** argv) {
       direct(args);
     } else if (scenario == "failover") {
       failover(args);
+    } else if (scenario == "fleet") {
+      fleetScenario(args);
     } else {
       return usage(2);
     }

@@ -3,14 +3,15 @@
 #
 #   bench/run.sh [SCENARIO...]
 #
-# SCENARIO: throughput, members, join-storm, direct, failover (default: all,
-# in that order). It builds groupcoordd, groupcoord-bench and groupcoord-echo
-# in build-bench/ (with scripts/dev.sh's build type), starts its own
-# three-node ZooKeeper ensemble on 127.0.0.1 (base port 23800: clients on
-# 23801-23803), starts groupcoordd servers as each scenario needs them (fresh
-# ones, so that memory figures start from an empty server), and stops
-# everything it started on exit. Everything stays on 127.0.0.1; each
-# scenario is bounded in time.
+# SCENARIO: throughput, members, join-storm, direct, failover, fleet
+# (default: all, in that order; fleet starts and restarts its own three
+# servers: a rolling restart under 30,000 members). It builds groupcoordd,
+# groupcoord-bench and groupcoord-echo in build-bench/ (with scripts/dev.sh's
+# build type), starts its own three-node ZooKeeper ensemble on 127.0.0.1
+# (base port 23800: clients on 23801-23803), starts groupcoordd servers as
+# each scenario needs them (fresh ones, so that memory figures start from an
+# empty server), and stops everything it started on exit. Everything stays
+# on 127.0.0.1; each scenario is bounded in time.
 #
 # Environment: BUILD_DIR (default build-bench), BUILD_TYPE (RelWithDebInfo),
 # GROUPCOORD_BENCH_ZK_BASE_PORT (23800), JOBS (cores), BENCH_OUT (also write
@@ -24,7 +25,7 @@ base=${GROUPCOORD_BENCH_ZK_BASE_PORT:-23800}
 jobs=${JOBS:-$(nproc)}
 zk_session_ms=4000
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(throughput members join-storm direct failover)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(throughput members join-storm direct failover fleet)
 
 log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
@@ -137,8 +138,12 @@ for s in "${scenarios[@]}"; do
       stop_server "$pid1"
       stop_server "$pid2"
       ;;
+    fleet)
+      # It starts its servers itself (it restarts them), with their logs in $work.
+      run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms
+      ;;
     *)
-      log "unknown scenario '$s' (throughput, members, join-storm, direct, failover)"
+      log "unknown scenario '$s' (throughput, members, join-storm, direct, failover, fleet)"
       exit 2
       ;;
   esac

@@ -41,6 +41,22 @@ std::string groupOf(const protocol::Request& request) {
       request);
 }
 
+// DrainServer names a server, not a group: its refusals say so.
+std::string describeDrainError(ErrorCode code, const protocol::DrainServerRequest& r, const Endpoint& server) {
+  const std::string what = std::string(r.drain ? "draining" : "undraining") + " server " + std::to_string(r.serverId);
+  const std::string where = server.first + ":" + std::to_string(server.second);
+  switch (code) {
+    case ErrorCode::INVALID_REQUEST:
+      return what + " refused by " + where + ": server ids are 0 or more";
+    case ErrorCode::NOT_AUTHORIZED:
+      return what + " refused by " + where + ": only an admin may drain or undrain servers";
+    case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+      return what + ": the server at " + where + " could not write the marker to ZooKeeper; retry";
+    default:
+      return what + " at " + where + ": " + std::string(protocol::errorMessage(code));
+  }
+}
+
 // Sleeps the next step of a bounded exponential backoff; false when the
 // budget would be exceeded.
 bool backoff(std::chrono::milliseconds& step, Clock::time_point deadline) {
@@ -86,8 +102,12 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
   }
   out.value = std::move(r.response);
   ErrorCode code = responseErrorOf(out.value);
-  if (code != ErrorCode::NONE)
-    out.status = Status::error(code, describeError(code, protocol::apiName(protocol::apiKeyOf(request)), server, group));
+  if (code != ErrorCode::NONE) {
+    const auto* drain = std::get_if<protocol::DrainServerRequest>(&request);
+    out.status = Status::error(code, drain ? describeDrainError(code, *drain, server)
+                                           : describeError(code, protocol::apiName(protocol::apiKeyOf(request)),
+                                                           server, group));
+  }
   return out;
 }
 
@@ -192,6 +212,12 @@ Result<std::vector<protocol::PartitionError>> Admin::rewind(const std::string& g
   out.status = r.status;
   if (auto* resp = std::get_if<protocol::RewindConsumerResponse>(&r.value)) out.value = std::move(resp->results);
   return out;
+}
+
+Status Admin::drainServer(int32_t serverId, bool drain) {
+  // Any server writes the marker; writing it again is a success, so the
+  // retries of callAny are safe.
+  return callAny(protocol::DrainServerRequest{serverId, drain}).status;
 }
 
 }  // namespace groupcoord::client

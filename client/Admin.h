@@ -1,10 +1,10 @@
 #pragma once
 
 // Administrative calls against a groupcoord cluster: create, list, delete
-// groups, read and rewind committed offsets. Each call finds a server that
-// answers among the bootstrap servers, and the group's controller (through
-// ListGroups) for the calls only the controller serves. Blocking; one thread
-// at a time per Admin.
+// groups, read and rewind committed offsets, drain and undrain servers. Each
+// call finds a server that answers among the bootstrap servers, and the
+// group's controller (through ListGroups) for the calls only the controller
+// serves. Blocking; one thread at a time per Admin.
 
 #include <chrono>
 #include <cstdint>
@@ -54,6 +54,12 @@ class Admin {
   // Per-partition results; the Status is the top-level ErrorCode.
   Result<std::vector<protocol::PartitionError>> rewind(const std::string& group,
                                                        const std::vector<protocol::PartitionOffset>& offsets);
+  // Marks server `serverId` drained (drain true: it hands over every group it
+  // controls and takes no new one) or undrained. Any server answers; OK once
+  // the marker is written (or removed), before any group has moved. Doing it
+  // twice succeeds. Needs an admin when the servers authenticate
+  // (NOT_AUTHORIZED otherwise); a negative id is INVALID_REQUEST.
+  Status drainServer(int32_t serverId, bool drain = true);
 
  private:
   // Sends to any bootstrap server, trying the next one when one cannot be

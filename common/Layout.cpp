@@ -1,5 +1,7 @@
 #include "common/Layout.h"
 
+#include <climits>
+
 #include <nlohmann/json.hpp>
 
 namespace groupcoord::layout {
@@ -35,6 +37,69 @@ std::optional<GroupSettings> decodeSettings(std::string_view data) {
     s.ephemeral = eph->get<bool>();
   }
   return s;
+}
+
+// {"handover":1,"from":1,"to":2,"generation":7,"cversion":12,"moved_members":true,
+//  "members":{"m-1":{"client_id":"svc","held":[["orders",0]],"target":[["orders",0],["orders",3]]},...}}
+std::string encodeHandover(const HandoverRecord& r) {
+  json j;
+  j["handover"] = 1;
+  j["from"] = r.from;
+  j["to"] = r.to;
+  j["generation"] = r.generation;
+  j["cversion"] = r.cversion;
+  j["moved_members"] = r.movedMembers;
+  json members = json::object();
+  auto list = [](const std::vector<protocol::TopicPartition>& parts) {
+    json out = json::array();
+    for (const auto& p : parts) out.push_back(json::array({p.topic, p.partition}));
+    return out;
+  };
+  for (const auto& [id, m] : r.members) {
+    members[id] = json{{"client_id", m.clientId}, {"held", list(m.held)}, {"target", list(m.target)}};
+  }
+  j["members"] = std::move(members);
+  return j.dump();
+}
+
+std::optional<HandoverRecord> decodeHandover(std::string_view data) {
+  if (data.empty()) return std::nullopt;
+  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  auto version = j.find("handover");
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1) return std::nullopt;
+  HandoverRecord r;
+  for (auto [key, field] : {std::pair{"from", &r.from}, std::pair{"to", &r.to}, std::pair{"generation", &r.generation},
+                            std::pair{"cversion", &r.cversion}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    int64_t v = it->get<int64_t>();
+    if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+    *field = static_cast<int32_t>(v);
+  }
+  auto moved = j.find("moved_members");
+  if (moved == j.end() || !moved->is_boolean()) return std::nullopt;
+  r.movedMembers = moved->get<bool>();
+  auto members = j.find("members");
+  if (members == j.end() || !members->is_object()) return std::nullopt;
+  for (const auto& [id, m] : members->items()) {
+    if (!m.is_object()) return std::nullopt;
+    auto client = m.find("client_id");
+    if (client == m.end() || !client->is_string()) return std::nullopt;
+    HandedMember& out = r.members[id];
+    out.clientId = client->get<std::string>();
+    for (auto [key, parts] : {std::pair{"held", &out.held}, std::pair{"target", &out.target}}) {
+      auto list = m.find(key);
+      if (list == m.end() || !list->is_array()) return std::nullopt;
+      for (const auto& p : *list) {
+        if (!p.is_array() || p.size() != 2 || !p[0].is_string() || !p[1].is_number_integer()) return std::nullopt;
+        int64_t n = p[1].get<int64_t>();
+        if (n < 0 || n > INT32_MAX) return std::nullopt;
+        parts->push_back(protocol::TopicPartition{p[0].get<std::string>(), static_cast<int32_t>(n)});
+      }
+    }
+  }
+  return r;
 }
 
 std::string encodeServer(const std::string& host, uint16_t port) {

@@ -12,6 +12,7 @@
 // hold no '/', so they cannot escape their parent.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,10 @@ class Layout {
   const std::string& root() const { return root_; }
   std::string serversPath() const { return root_ + "/servers"; }
   std::string serverPath(int32_t id) const { return serversPath() + "/" + std::to_string(id); }
+  // Persistent markers of drained servers: a server with a marker takes no
+  // group and hands over those it controls (`groupctl drain`).
+  std::string drainingPath() const { return root_ + "/draining"; }
+  std::string drainingPath(int32_t id) const { return drainingPath() + "/" + std::to_string(id); }
   std::string groupsPath() const { return root_ + "/groups"; }
   std::string groupPath(std::string_view group) const { return groupsPath() + "/" + std::string(group); }
   std::string controllerPath(std::string_view group) const { return groupPath(group) + "/controller"; }
@@ -57,6 +62,41 @@ std::string encodeServer(const std::string& host, uint16_t port);
 std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data);
 
 std::string encodeMember(std::string_view clientId);
+
+// What a controller handing a group over knew about its members and who
+// holds which partition (docs/design.md, "Handover"), kept in the data of
+// the group's members znode. The next controller trusts it only if it is
+// the first to claim the group after it: the group znode's child version
+// (cversion) is then `cversion + 1` (the handover removed the controller
+// znode, leaving `cversion`; the claim created it again) and the generation
+// is unchanged.
+struct HandedMember {
+  std::string clientId;
+  std::vector<protocol::TopicPartition> held;
+  // Its partitions in the generation's assignment: the next controller
+  // keeps that assignment (members heartbeating at this generation release
+  // what it does not give them).
+  std::vector<protocol::TopicPartition> target;
+  bool operator==(const HandedMember&) const = default;
+};
+struct HandoverRecord {
+  int32_t from = -1;        // the server that handed the group over
+  int32_t to = -1;          // the server it was meant for
+  int32_t generation = -1;  // the group znode's version at the handover
+  int32_t cversion = -1;    // the group znode's cversion just after it
+  // The handover removed the member znodes (they belonged to the old
+  // controller's session): the next controller creates them again. False
+  // for a group too large to move in one transaction: its member znodes
+  // stayed.
+  bool movedMembers = false;
+  std::map<std::string, HandedMember> members;
+  bool operator==(const HandoverRecord&) const = default;
+};
+
+std::string encodeHandover(const HandoverRecord& r);
+// nullopt for anything else (the empty data CreateGroup writes, or data of
+// a format this version does not know).
+std::optional<HandoverRecord> decodeHandover(std::string_view data);
 
 // Kafka's topic metadata, {"version":1,"partitions":{"0":[..],"1":[..]}}:
 // the number of partitions, or nullopt when the data is not that.

@@ -27,6 +27,14 @@ std::string_view zkStateName(ZkState state) {
   return "unknown";
 }
 
+std::string_view handoverReasonName(HandoverReason reason) {
+  switch (reason) {
+    case HandoverReason::Rebalance: return "rebalance";
+    case HandoverReason::Drain: return "drain";
+  }
+  return "unknown";
+}
+
 CoordinationMetrics::CoordinationMetrics() {
   for (auto& h : zkLatency) h = std::make_unique<Histogram>(zookeeperLatencyBoundsNs());
 }
@@ -53,6 +61,21 @@ void registerCoordinationMetrics(Registry& r) {
   r.addHistogram("groupcoord_zookeeper_transaction_changes",
                  "Membership changes (joins, leaves, evictions) per batched ZooKeeper transaction sent",
                  m.transactionChanges);
+  r.add("groupcoord_handovers_total",
+        "Groups this server handed over to another server, by reason: rebalance (a server that should control them "
+        "joined) or drain (this server was drained)",
+        Type::Counter, [&m](FamilyWriter& w) {
+          for (size_t i = 0; i < kHandoverReasonCount; ++i) {
+            w.value({{"reason", std::string(handoverReasonName(static_cast<HandoverReason>(i)))}},
+                    static_cast<double>(m.handovers[i].value()));
+          }
+        });
+  r.addCounter("groupcoord_handover_failures_total",
+               "Handovers that failed; the group stayed here and is tried again", m.handoverFailures);
+  r.addHistogram("groupcoord_handover_duration_seconds",
+                 "Handovers of groups controlled here, from the decision until the group was the next server's to "
+                 "claim",
+                 m.handoverDuration, 1e9);
   r.add("groupcoord_zookeeper_session_state",
         "The ZooKeeper session's state: 1 for the current state, 0 for the others", Type::Gauge,
         [&m](FamilyWriter& w) {

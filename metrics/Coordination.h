@@ -26,6 +26,11 @@ enum class ZkState : size_t { Connecting, Connected, Reconnecting, Expired, Auth
 inline constexpr size_t kZkStateCount = 6;
 std::string_view zkStateName(ZkState state);
 
+// Why a group controlled here was handed over to another server.
+enum class HandoverReason : size_t { Rebalance, Drain };
+inline constexpr size_t kHandoverReasonCount = 2;
+std::string_view handoverReasonName(HandoverReason reason);
+
 struct CoordinationMetrics {
   Counter generationMoves;  // membership transactions that moved a generation
   Counter evictions;        // members evicted for silence
@@ -34,6 +39,9 @@ struct CoordinationMetrics {
   Counter zkReconnects;     // connection restored with the same session
   Counter zkExpiries;       // sessions that expired (or failed authentication)
   std::atomic<size_t> zkState{static_cast<size_t>(ZkState::Connecting)};
+  std::array<Counter, kHandoverReasonCount> handovers;  // groups handed over, by reason
+  Counter handoverFailures;                              // handovers that failed (the group stayed)
+  Histogram handoverDuration{handoverDurationBoundsNs()};  // nanoseconds, from the decision to the end
 
   CoordinationMetrics();
   CoordinationMetrics(const CoordinationMetrics&) = delete;
@@ -49,7 +57,7 @@ struct CoordinationMetrics {
 CoordinationMetrics& coordination();
 
 // Adds groupcoord_generation_moves_total, groupcoord_evictions_total,
-// groupcoord_zookeeper_* to the registry. Start-up.
+// groupcoord_handover*, groupcoord_zookeeper_* to the registry. Start-up.
 void registerCoordinationMetrics(Registry& registry);
 
 }  // namespace groupcoord::metrics

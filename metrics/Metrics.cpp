@@ -61,4 +61,10 @@ std::vector<uint64_t> zookeeperLatencyBoundsNs() {
 
 std::vector<uint64_t> transactionSizeBounds() { return {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}; }
 
+std::vector<uint64_t> handoverDurationBoundsNs() {
+  constexpr uint64_t ms = 1000000;
+  return {10 * ms,   25 * ms,   50 * ms,    100 * ms,   250 * ms,   500 * ms,
+          1000 * ms, 2500 * ms, 5000 * ms, 10000 * ms, 30000 * ms, 60000 * ms};
+}
+
 }  // namespace groupcoord::metrics

@@ -91,5 +91,6 @@ class Histogram {
 std::vector<uint64_t> requestLatencyBoundsNs();    // 0.1 ms .. 1 s
 std::vector<uint64_t> zookeeperLatencyBoundsNs();  // 0.25 ms .. 10 s
 std::vector<uint64_t> transactionSizeBounds();     // 1 .. 1000 changes
+std::vector<uint64_t> handoverDurationBoundsNs();  // 10 ms .. 60 s
 
 }  // namespace groupcoord::metrics

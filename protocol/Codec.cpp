@@ -122,6 +122,12 @@ bool readBody(Reader& r, AuthenticateRequest& m) {
   return r.readString(m.secret, "Secret");
 }
 
+// Drain is a bool on the wire: a byte other than 0 or 1 is malformed.
+bool readBody(Reader& r, DrainServerRequest& m) {
+  r.readInt32(m.serverId, "ServerId");
+  return r.readBool(m.drain, "Drain");
+}
+
 // ---- Response bodies -----------------------------------------------------------
 
 bool readBody(Reader& r, HeartbeatResponse& m) {
@@ -172,6 +178,8 @@ bool readBody(Reader& r, RewindConsumerResponse& m) {
 }
 
 bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+
+bool readBody(Reader& r, DrainServerResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
@@ -229,10 +237,12 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key) {
       return decodeApi<ApiKey::RewindConsumer>(r, v);
     case ApiKey::Authenticate:
       return decodeApi<ApiKey::Authenticate>(r, v);
+    case ApiKey::DrainServer:
+      return decodeApi<ApiKey::DrainServer>(r, v);
   }
   return false;
 }
-static_assert(kApiCount == 10, "decodeByKey covers every ApiKey");
+static_assert(kApiCount == 11, "decodeByKey covers every ApiKey");
 
 // ---- Writing -------------------------------------------------------------------
 
@@ -326,6 +336,11 @@ void writeBody(Writer& w, const AuthenticateRequest& m) {
   w.writeString(m.secret);
 }
 
+void writeBody(Writer& w, const DrainServerRequest& m) {
+  w.writeInt32(m.serverId);
+  w.writeBool(m.drain);
+}
+
 void writeBody(Writer& w, const HeartbeatResponse& m) {
   w.writeInt64(m.generation);
   writeErrorCode(w, m.error);
@@ -374,6 +389,8 @@ void writeBody(Writer& w, const RewindConsumerResponse& m) {
 }
 
 void writeBody(Writer& w, const AuthenticateResponse& m) { writeErrorCode(w, m.error); }
+
+void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
 
 void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
 
@@ -453,6 +470,14 @@ ErrorCode namesError(const RewindConsumerRequest& m) {
 
 // A user name is never a path; an unknown or malformed one is NOT_AUTHORIZED.
 ErrorCode namesError(const AuthenticateRequest&) { return ErrorCode::NONE; }
+
+// No name, but one number the codec can judge alone: server ids are 0 or
+// more (groupcoordd refuses a negative server.id), so a negative one names
+// no server. Refused like a bad name: the API's full response, before
+// anything reaches ZooKeeper.
+ErrorCode namesError(const DrainServerRequest& m) {
+  return m.serverId < 0 ? ErrorCode::INVALID_REQUEST : ErrorCode::NONE;
+}
 
 }  // namespace
 
@@ -559,14 +584,16 @@ DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body) {
   }
   const auto key = static_cast<int16_t>(api);
   if (r.remaining() == 2) {
-    // UNKNOWN_API, UNSUPPORTED_VERSION and INVALID_REQUEST answers. LeaveGroup
-    // and Authenticate responses are byte for byte the same shape, so for
-    // them it is read as the API's own response: the caller gets the type it
-    // expects and the same ErrorCode either way.
+    // UNKNOWN_API, UNSUPPORTED_VERSION and INVALID_REQUEST answers. LeaveGroup,
+    // Authenticate and DrainServer responses are byte for byte the same
+    // shape, so for them it is read as the API's own response: the caller
+    // gets the type it expects and the same ErrorCode either way.
     if (api == ApiKey::LeaveGroup) {
       out.ok = decodeAs<LeaveGroupResponse>(r, out.response);
     } else if (api == ApiKey::Authenticate) {
       out.ok = decodeAs<AuthenticateResponse>(r, out.response);
+    } else if (api == ApiKey::DrainServer) {
+      out.ok = decodeAs<DrainServerResponse>(r, out.response);
     } else {
       out.ok = decodeAs<ErrorOnlyResponse>(r, out.response);
     }
@@ -620,6 +647,7 @@ Response errorResponse(const Request& request, ErrorCode error) {
     Response operator()(const FetchOffsetsRequest&) const { return FetchOffsetsResponse{{}, error}; }
     Response operator()(const RewindConsumerRequest&) const { return RewindConsumerResponse{{}, error}; }
     Response operator()(const AuthenticateRequest&) const { return AuthenticateResponse{error}; }
+    Response operator()(const DrainServerRequest&) const { return DrainServerResponse{error}; }
   };
   return std::visit(Visitor{error}, request);
 }

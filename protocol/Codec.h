@@ -72,8 +72,9 @@ struct DecodedResponse {
 };
 
 // body: the frame without its 4-byte Size; api: what the request was.
-// LeaveGroup and Authenticate responses have the same shape as an error-only
-// answer; for them the result is always the API's own response type.
+// LeaveGroup, Authenticate and DrainServer responses have the same shape as
+// an error-only answer; for them the result is always the API's own
+// response type.
 DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body);
 
 // ---- Semantics shared by server and client -----------------------------------
@@ -84,7 +85,9 @@ bool isValidName(std::string_view name);
 // Checks the names a request carries, before anything reaches ZooKeeper:
 // NONE, INVALID_GROUP_NAME (group or topic) or INVALID_CONSUMER_ID. An empty
 // ConsumerId is valid only in RegisterConsumer (a new member). ListGroups
-// never fails here: its bad names are answered per GroupInfo.
+// never fails here: its bad names are answered per GroupInfo. DrainServer
+// carries no name; its ServerId is checked here instead (INVALID_REQUEST
+// when negative).
 ErrorCode validateNames(const Request& request);
 
 // The full response of the request's API carrying `error`, with the fields

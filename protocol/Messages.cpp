@@ -16,7 +16,8 @@ constexpr std::array kErrors{
     ErrorEntry{ErrorCode::NONE, "NONE", "success"},
     ErrorEntry{ErrorCode::UNKNOWN_SERVER_ERROR, "UNKNOWN_SERVER_ERROR",
                "the server failed unexpectedly; its log has the detail"},
-    ErrorEntry{ErrorCode::INVALID_REQUEST, "INVALID_REQUEST", "the request could not be decoded"},
+    ErrorEntry{ErrorCode::INVALID_REQUEST, "INVALID_REQUEST",
+               "the request could not be decoded, or carries a value outside its range"},
     ErrorEntry{ErrorCode::UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION",
                "the server does not speak this version of the API"},
     ErrorEntry{ErrorCode::UNKNOWN_API, "UNKNOWN_API", "the server does not know this ApiKey"},
@@ -54,6 +55,7 @@ const ErrorEntry* findError(ErrorCode e) {
 constexpr std::array<std::string_view, kApiCount> kApiNames{
     "Heartbeat",  "CreateGroup",   "DeleteGroup",  "RegisterConsumer", "ListGroups",
     "LeaveGroup", "CommitOffsets", "FetchOffsets", "RewindConsumer",   "Authenticate",
+    "DrainServer",
 };
 
 }  // namespace
@@ -95,6 +97,7 @@ bool isControllerOnly(ApiKey k) {
     case ApiKey::ListGroups:
     case ApiKey::FetchOffsets:
     case ApiKey::Authenticate:
+    case ApiKey::DrainServer:
       return false;
   }
   return false;

@@ -57,8 +57,9 @@ enum class ApiKey : int16_t {
   FetchOffsets = 7,
   RewindConsumer = 8,
   Authenticate = 9,
+  DrainServer = 10,
 };
-inline constexpr int kApiCount = 10;
+inline constexpr int kApiCount = 11;
 std::string_view apiName(ApiKey k);  // "Heartbeat", ...; "Unknown" otherwise
 bool isKnownApi(int16_t key);
 // Controller-only APIs answer NOT_CONTROLLER on another server.
@@ -274,6 +275,21 @@ struct AuthenticateResponse {
   bool operator==(const AuthenticateResponse&) const = default;
 };
 
+// 10 DrainServer: marks a groupcoordd server drained, so that it hands over
+// every group it controls and takes no new one, or undoes that
+// (docs/protocol.md). Any server answers it; only an admin may call it.
+struct DrainServerRequest {
+  static constexpr ApiKey kApi = ApiKey::DrainServer;
+  int32_t serverId = -1;  // negative: refused with INVALID_REQUEST (validateNames)
+  bool drain = true;      // false: undrain
+  bool operator==(const DrainServerRequest&) const = default;
+};
+struct DrainServerResponse {
+  static constexpr ApiKey kApi = ApiKey::DrainServer;
+  ErrorCode error = ErrorCode::NONE;
+  bool operator==(const DrainServerResponse&) const = default;
+};
+
 // UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
 struct ErrorOnlyResponse {
   ErrorCode error = ErrorCode::INVALID_REQUEST;
@@ -286,11 +302,11 @@ struct ErrorOnlyResponse {
 // never the position of an alternative in these variants.
 using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                             RewindConsumerRequest, AuthenticateRequest>;
+                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest>;
 
 using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
-                              RewindConsumerResponse, AuthenticateResponse, ErrorOnlyResponse>;
+                              RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, ErrorOnlyResponse>;
 
 // A message type of one API (it has `kApi`).
 template <typename T>

@@ -26,6 +26,7 @@ bool roleAllows(Role role, protocol::ApiKey api) {
   switch (api) {
     case ApiKey::DeleteGroup:
     case ApiKey::RewindConsumer:
+    case ApiKey::DrainServer:
       return role == Role::Admin;
     case ApiKey::Heartbeat:
     case ApiKey::CreateGroup:

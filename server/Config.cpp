@@ -103,6 +103,15 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::minSessionTimeoutMs));
   s.push_back(numberOption("group.max.session.timeout.ms", "MS", "largest session timeout a group may ask for",
                            &ServerConfig::maxSessionTimeoutMs));
+  s.push_back(numberOption("handover.settle.ms", "MS",
+                           "a server is given groups (it becomes their preferred controller, and their current "
+                           "controllers hand them over) only once it has been live this long, so a server that comes "
+                           "and goes draws no group",
+                           &ServerConfig::handoverSettleMs));
+  s.push_back(numberOption("handover.max.in.flight", "N",
+                           "groups this server hands over to other servers at once (after a server joins, or while "
+                           "this one is drained)",
+                           &ServerConfig::handoverMaxInFlight));
   s.push_back(numberOption("max.frame.bytes", "BYTES", "largest request frame; a larger one closes its connection",
                            &ServerConfig::maxFrameBytes));
   s.push_back(numberOption("max.connections", "N", "most client connections; past it new ones are closed at once",
@@ -290,6 +299,12 @@ std::string validateConfig(const ServerConfig& c) {
   if (c.maxSessionTimeoutMs < c.minSessionTimeoutMs) {
     return badValue("group.max.session.timeout.ms", num(c.maxSessionTimeoutMs),
                     "must be >= group.min.session.timeout.ms (" + num(c.minSessionTimeoutMs) + ")");
+  }
+  if (c.handoverSettleMs < 0 || c.handoverSettleMs > 3'600'000) {
+    return badValue("handover.settle.ms", num(c.handoverSettleMs), "must be 0..3600000");
+  }
+  if (c.handoverMaxInFlight < 1 || c.handoverMaxInFlight > 10'000) {
+    return badValue("handover.max.in.flight", num(c.handoverMaxInFlight), "must be 1..10000");
   }
   if (c.maxFrameBytes < 64 || c.maxFrameBytes > (int64_t{1} << 30)) {
     return badValue("max.frame.bytes", num(c.maxFrameBytes), "must be 64..1073741824");

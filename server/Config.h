@@ -51,6 +51,10 @@ struct ServerConfig {
   int64_t minSessionTimeoutMs = 1000;
   int64_t maxSessionTimeoutMs = 300000;
 
+  // Placement of groups across servers.
+  int64_t handoverSettleMs = 10000;
+  int64_t handoverMaxInFlight = 8;
+
   // Limits of the TCP server.
   int64_t maxFrameBytes = 1 << 20;
   int64_t maxConnections = 20000;

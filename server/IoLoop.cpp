@@ -85,6 +85,7 @@ protocol::Request blankRequest(protocol::ApiKey api) {
     case ApiKey::FetchOffsets: return protocol::FetchOffsetsRequest{};
     case ApiKey::RewindConsumer: return protocol::RewindConsumerRequest{};
     case ApiKey::Authenticate: return protocol::AuthenticateRequest{};
+    case ApiKey::DrainServer: return protocol::DrainServerRequest{};
   }
   return protocol::HeartbeatRequest{};
 }

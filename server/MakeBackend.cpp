@@ -50,6 +50,8 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.topicsPath = config.topicsPath;
   s.coordinator.minSessionTimeoutMs = config.minSessionTimeoutMs;
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
+  s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);
+  s.coordinator.handoverMaxInFlight = static_cast<size_t>(config.handoverMaxInFlight);
   s.zkConnect = config.zkConnect;
   s.zkSessionTimeout = std::chrono::milliseconds(config.zkSessionTimeoutMs);
   s.zkDigestUser = config.zkDigestUser;

@@ -13,6 +13,10 @@
 //                  "partitions":[{"topic","partition","current","new","error"}]}
 //                 ("error" is the protocol error name, "NONE" when applied, null in a dry run)
 //   topic create  {"topic":T,"partitions":N,"path":ZNODE}
+//   drain         {"server":ID,"draining":true,"waited":BOOL}
+//                 ("waited": --wait was given and no group names ID as its controller any more)
+//   undrain       {"server":ID,"draining":false}
+//   servers       {"servers":[{"id","host","port","groups":[NAME...]}],"without_controller":[NAME...]}
 //   GroupInfo     {"name","members":[..],"topics":[..],"controller":Broker|null,
 //                  "session_timeout_ms","generation","ephemeral"}
 //   Broker        {"id","host","port"}
@@ -33,6 +37,7 @@
 #include <tuple>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +72,9 @@ const char* const kOverallHelp =
     "  rewind GROUP --topic T [--partition P] (--to-offset N | --shift-by N | --to-earliest)\n"
     "         [--dry-run | --execute]\n"
     "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "  servers                       the servers controlling groups, and how many each controls\n"
+    "  drain SERVER_ID [--wait DURATION]   move every group off a server before maintenance\n"
+    "  undrain SERVER_ID             let a drained server take groups again\n"
     "  auth hash --user U --role member|admin [--iterations N]   (secret on standard input)\n"
     "\n"
     "global options:\n"
@@ -104,6 +112,27 @@ const std::map<std::string, std::string> kCommandHelp = {
      "usage: groupctl topic create T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
      "  Writes topic metadata (Kafka's JSON layout) under PATH (default /brokers/topics),\n"
      "  creating missing parents. Fails if the topic already exists.\n"},
+    {"servers",
+     "usage: groupctl servers\n"
+     "  One row per server that controls groups (as ListGroups names them): its id,\n"
+     "  address and the number of groups it controls, and a row \"-\" for the groups\n"
+     "  that have no controller at the moment. A server that controls no group does\n"
+     "  not appear.\n"},
+    {"drain",
+     "usage: groupctl drain SERVER_ID [--wait DURATION]\n"
+     "  Marks server SERVER_ID drained: it hands every group it controls over to the\n"
+     "  other servers and takes no new group until `groupctl undrain SERVER_ID`.\n"
+     "  Without --wait it returns once the mark is written; the groups move over the\n"
+     "  next seconds. With --wait (DURATION: 500ms, 60s, 2m, or plain milliseconds)\n"
+     "  it asks every 500 ms which groups still name SERVER_ID as their controller,\n"
+     "  printing them on standard error as they change, until none does; exit code 1\n"
+     "  if some still do when DURATION ends (the drain stays in effect). Draining a\n"
+     "  drained server succeeds. Needs an admin on servers that authenticate.\n"},
+    {"undrain",
+     "usage: groupctl undrain SERVER_ID\n"
+     "  Removes the drain mark of server SERVER_ID: it takes groups again.\n"
+     "  Undraining a server that is not drained succeeds. Needs an admin on servers\n"
+     "  that authenticate.\n"},
     {"auth",
      "usage: groupctl auth hash --user U --role member|admin [--iterations N] < secret\n"
      "  Reads U's secret from the first line of standard input and prints a line for\n"
@@ -129,7 +158,8 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--topic",     "--partition",   "--to-offset",  "--shift-by",
                                              "--partitions", "--zookeeper",  "--topics-path",
                                              "--user",      "--secret-file", "--tls-ca-file", "--tls-server-name",
-                                             "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file"};
+                                             "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file",
+                                             "--wait"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
                                             "--help",        "--tls-no-verify-hostname"};
 
@@ -255,7 +285,7 @@ std::string hintFor(ErrorCode code, const std::string& group) {
       return "no server controls group '" + group + "' right now; retry in a few seconds";
     case ErrorCode::NOT_AUTHORIZED:
       return "refused: authenticate with --user and --secret-file, as a user whose role allows this call "
-             "(deleting groups and rewinding offsets need an admin)";
+             "(deleting groups, rewinding offsets and draining servers need an admin)";
     default:
       return std::string(protocol::errorMessage(code));
   }
@@ -276,6 +306,9 @@ class Command {
     if (name == "offsets") return offsets();
     if (name == "rewind") return rewind();
     if (name == "topic") return topic();
+    if (name == "servers") return servers();
+    if (name == "drain") return drain(true);
+    if (name == "undrain") return drain(false);
     if (name == "auth") return auth();
     throw UsageError{"unknown command '" + name + "'"};
   }
@@ -356,15 +389,33 @@ class Command {
 
   // Prints the failure and maps it to an exit code. Admin marks a failure
   // to connect to any server as Status::unreachable().
-  int fail(const Status& status, const std::string& group) {
+  int fail(const Status& status, const std::string& group) { return failWith(status, hintFor(status.code, group)); }
+
+  int failWith(const Status& status, const std::string& hint) {
     if (status.unreachable()) {
       std::cerr << "groupctl: cannot reach any server; is groupcoordd running? tried " << bootstrapText_ << "\n"
                 << "  (" << status.message << ")\n";
       return kExitUnreachable;
     }
-    std::cerr << "groupctl: " << status.name() << ": " << hintFor(status.code, group) << "\n";
+    std::cerr << "groupctl: " << status.name() << ": " << hint << "\n";
     if (!status.message.empty()) std::cerr << "  (" << status.message << ")\n";
     return kExitServer;
+  }
+
+  // hintFor, for a call about a server rather than a group.
+  static std::string serverHint(ErrorCode code, int32_t serverId) {
+    switch (code) {
+      case ErrorCode::NOT_AUTHORIZED:
+        return "refused: draining and undraining servers needs an admin; authenticate with --user and "
+               "--secret-file as one";
+      case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+        return "the servers could not write the drain mark of server " + std::to_string(serverId) +
+               " to ZooKeeper; retry in a few seconds";
+      case ErrorCode::INVALID_REQUEST:
+        return "server ids are 0 or more";
+      default:
+        return std::string(protocol::errorMessage(code));
+    }
   }
 
   static json brokerJson(const protocol::Broker& b) {
@@ -611,6 +662,147 @@ class Command {
                     << ": " << hintFor(results[i], group) << "\n";
       return kExitServer;
     }
+    return kExitOk;
+  }
+
+  int32_t serverIdArg(const std::string& command) {
+    expectPositionals(args_, 2, "SERVER_ID (`groupctl " + command + " SERVER_ID`)");
+    const int64_t id = parseInt(args_.positional[1], "SERVER_ID");
+    if (id < 0 || id > INT32_MAX)
+      throw UsageError{"SERVER_ID must be a groupcoordd --server-id, 0 to " + std::to_string(INT32_MAX)};
+    return static_cast<int32_t>(id);
+  }
+
+  // "a, b, c" for at most `shown` names, then how many more.
+  static std::string someNames(const std::vector<std::string>& names, size_t shown = 10) {
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + names[i];
+    if (names.size() > shown) out += ", and " + std::to_string(names.size() - shown) + " more";
+    return out;
+  }
+
+  // Groups a ListGroups answer names `serverId` as the controller of, sorted.
+  static std::vector<std::string> controlledBy(const std::vector<protocol::GroupInfo>& groups, int32_t serverId) {
+    std::vector<std::string> out;
+    for (auto& g : groups)
+      if (!g.controller.isNone() && g.controller.brokerId == serverId) out.push_back(g.name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  int servers() {
+    allowOnly(args_, "servers", {});
+    expectPositionals(args_, 1, "");
+    auto r = admin().listGroups();
+    if (!r.ok()) return fail(r.status, "");
+    struct Server {
+      protocol::Broker broker;
+      std::vector<std::string> groups;
+    };
+    std::map<int32_t, Server> byId;
+    std::vector<std::string> without;
+    for (auto& g : r.value) {
+      // Listed, then deleted before it could be read: it is nowhere now.
+      if (g.error == ErrorCode::UNKNOWN_GROUP) continue;
+      if (g.controller.isNone()) {
+        without.push_back(g.name);
+        continue;
+      }
+      auto& s = byId[g.controller.brokerId];
+      if (s.groups.empty()) s.broker = g.controller;
+      s.groups.push_back(g.name);
+    }
+    std::sort(without.begin(), without.end());
+    for (auto& [id, s] : byId) std::sort(s.groups.begin(), s.groups.end());
+    if (json_) {
+      json out = {{"servers", json::array()}, {"without_controller", without}};
+      for (auto& [id, s] : byId)
+        out["servers"].push_back({{"id", id}, {"host", s.broker.host}, {"port", s.broker.port}, {"groups", s.groups}});
+      std::cout << out.dump(2) << "\n";
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows{{"SERVER", "ADDRESS", "GROUPS"}};
+    for (auto& [id, s] : byId)
+      rows.push_back({std::to_string(id), s.broker.host + ":" + std::to_string(s.broker.port),
+                      std::to_string(s.groups.size())});
+    rows.push_back({"-", "(no controller)", std::to_string(without.size())});
+    printTable(rows);
+    return kExitOk;
+  }
+
+  // `drain` (mark true) and `undrain`.
+  int drain(bool mark) {
+    const std::string command = mark ? "drain" : "undrain";
+    allowOnly(args_, command, mark ? std::set<std::string>{"--wait"} : std::set<std::string>{});
+    const int32_t id = serverIdArg(command);
+    std::optional<std::chrono::milliseconds> wait;
+    if (args_.options.count("--wait")) wait = parseDuration(args_.options["--wait"]);
+
+    const Status s = admin().drainServer(id, mark);
+    if (!s.ok()) return failWith(s, serverHint(s.code, id));
+    if (!mark) {
+      if (json_)
+        std::cout << json{{"server", id}, {"draining", false}}.dump(2) << "\n";
+      else
+        std::cout << "server " << id << " is no longer drained: it takes groups again\n";
+      return kExitOk;
+    }
+    if (!wait) {
+      if (json_)
+        std::cout << json{{"server", id}, {"draining", true}, {"waited", false}}.dump(2) << "\n";
+      else
+        std::cout << "server " << id << " is marked drained: its groups move to the other servers over the next "
+                  << "seconds (`groupctl servers` shows where they are)\n";
+      return kExitOk;
+    }
+    return awaitDrained(id, *wait, args_.options["--wait"]);
+  }
+
+  // Polls ListGroups every 500 ms until no group names `id` as its
+  // controller. Progress goes to standard error, so that standard output
+  // holds only the result.
+  int awaitDrained(int32_t id, std::chrono::milliseconds wait, const std::string& waitText) {
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kPoll = std::chrono::milliseconds(500);
+    const auto deadline = Clock::now() + wait;
+    std::optional<std::vector<std::string>> shown;  // what the last progress line said
+    Status lastFailure;
+    std::vector<std::string> still;
+    for (;;) {
+      const auto polled = Clock::now();
+      auto r = admin().listGroups();
+      if (r.ok()) {
+        lastFailure = Status::success();
+        still = controlledBy(r.value, id);
+        if (still.empty()) break;
+        if (shown != still) {
+          std::cerr << "server " << id << " still controls " << still.size() << " group(s): " << someNames(still)
+                    << "\n";
+          shown = still;
+        }
+      } else {
+        if (lastFailure.ok())
+          std::cerr << "groupctl: listing the groups failed (" << r.status.toString() << "); trying again\n";
+        lastFailure = r.status;
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        if (!lastFailure.ok())
+          return failWith(lastFailure, "server " + std::to_string(id) +
+                                           " is marked drained, but the groups could not be listed to follow it; "
+                                           "`groupctl servers` shows where they are");
+        std::cerr << "groupctl: server " << id << " still controls " << still.size() << " group(s) after " << waitText
+                  << ": " << someNames(still) << "\n"
+                  << "  (the drain stays in effect; `groupctl servers` shows where the groups are, `groupctl undrain "
+                  << id << "` ends the drain)\n";
+        return kExitServer;
+      }
+      std::this_thread::sleep_until(std::min(polled + kPoll, deadline));
+    }
+    if (json_)
+      std::cout << json{{"server", id}, {"draining", true}, {"waited", true}}.dump(2) << "\n";
+    else
+      std::cout << "server " << id << " is drained: no group names it as its controller\n";
     return kExitOk;
   }
 

@@ -71,6 +71,9 @@ malformed = {
     "bool-2": hdr(1) + s("g") + i64(1000) + i32(0) + i8(2),
     "bad-group-name": hdr(0) + s("../x") + s("c") + i64(1),
     "bad-consumer-id": hdr(0) + s("g") + s("a/b") + i64(1),
+    "drain-2": hdr(10) + i32(2) + i8(2),
+    "drain-truncated": hdr(10) + i32(2),
+    "drain-negative-server": hdr(10) + i32(-1) + i8(1),
 }
 for name, body in malformed.items():
     write("malformed-" + name + ".frame", frame(body))

@@ -114,6 +114,12 @@ class GroupControllerTest : public ::testing::Test {
     if (!a.ready()) return {};
     return std::get<protocol::RegisterConsumerResponse>(a.get());
   }
+  ErrorCode rejoin(const std::string& id) {
+    Answer<protocol::Response> a;
+    drive([&] { controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, id, {}}, a.callback()); });
+    if (!a.ready()) return ErrorCode::UNKNOWN_SERVER_ERROR;
+    return std::get<protocol::RegisterConsumerResponse>(a.get()).error;
+  }
   protocol::HeartbeatResponse heartbeat(const std::string& id, int64_t generation) {
     return controller_->heartbeat(protocol::HeartbeatRequest{kGroup, id, generation});
   }
@@ -350,6 +356,12 @@ TEST_F(GroupControllerTest, AnswersOfAnEndedSessionDoNothing) {
 TEST_F(GroupControllerTest, AGroupDeletedBehindItsBackCallsVanishedOnItsNextWrite) {
   createGroup(2000, {"t"});
   load();
+  join("a");
+  // Topic t appears: the member's assignment changes.
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  settle();
   deleteBehindItsBack();
   settle();
   drive([&] { controller_->topicChanged("t"); });  // moves the generation: a write
@@ -427,6 +439,92 @@ TEST_F(GroupControllerTest, AFailedOffsetsReadIsRetriedAfterABackoffNotAtOnce) {
   tickAfter(10ms);
   ASSERT_TRUE(joined.ready());
   EXPECT_EQ(std::get<protocol::RegisterConsumerResponse>(joined.get()).error, ErrorCode::NONE);
+}
+
+// ---- Handing the group over ----
+
+struct HandoverOutcome {
+  std::shared_ptr<std::vector<GroupController::HandoverResult>> results =
+      std::make_shared<std::vector<GroupController::HandoverResult>>();
+  GroupController::HandoverDone fn() {
+    return [r = results](GroupController::HandoverResult x) { r->push_back(std::move(x)); };
+  }
+};
+
+TEST_F(GroupControllerTest, WhileHandingOverHeartbeatsAreAnsweredAndWritesWait) {
+  createGroup();
+  load();
+  auto a = join();
+  ASSERT_EQ(a.error, ErrorCode::NONE);
+  HandoverOutcome outcome;
+  {
+    CompletionGate hold(*zk_);
+    ASSERT_TRUE(controller_->handOver(1, 2, outcome.fn()));
+    EXPECT_FALSE(controller_->handOver(1, 3, outcome.fn())) << "one handover at a time";
+    EXPECT_EQ(controller_->phase(), GroupPhase::HandingOver);
+    EXPECT_EQ(heartbeat(a.consumerId, a.generation).error, ErrorCode::NONE) << "its member keeps its lease";
+    Answer<protocol::Response> joined, committed, left;
+    controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "", {}}, joined.callback());
+    controller_->commit(protocol::CommitOffsetsRequest{kGroup, a.consumerId, a.generation, {}}, committed.callback());
+    controller_->leave(protocol::LeaveGroupRequest{kGroup, a.consumerId}, left.callback());
+    ASSERT_TRUE(joined.ready() && committed.ready() && left.ready());
+    EXPECT_EQ(std::get<protocol::RegisterConsumerResponse>(joined.get()).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+    EXPECT_EQ(std::get<protocol::CommitOffsetsResponse>(committed.get()).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+    EXPECT_EQ(std::get<protocol::LeaveGroupResponse>(left.get()).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  }
+  settle();
+  ASSERT_EQ(outcome.results->size(), 1u);
+  EXPECT_TRUE(outcome.results->at(0).ok);
+  EXPECT_EQ(outcome.results->at(0).to, 2);
+  auto v = vanished();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].answer, ErrorCode::NOT_CONTROLLER) << "its members are sent to the next controller";
+  // One transaction: the record, the member znodes moved out of this
+  // session, the controller znode removed.
+  EXPECT_FALSE(ensemble_.exists(layout_.controllerPath(kGroup)));
+  EXPECT_FALSE(ensemble_.exists(layout_.memberPath(kGroup, a.consumerId)));
+  auto record = layout::decodeHandover(ensemble_.data(layout_.membersPath(kGroup)).value_or(""));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->from, 1);
+  EXPECT_EQ(record->to, 2);
+  EXPECT_EQ(record->generation, a.generation);
+  EXPECT_TRUE(record->movedMembers);
+  ASSERT_EQ(record->members.count(a.consumerId), 1u);
+  EXPECT_EQ(record->cversion, ensemble_.stat(layout_.groupPath(kGroup))->cversion);
+}
+
+TEST_F(GroupControllerTest, AHandoverWhoseAnswerWasLostButAppliedIsConfirmedByAReRead) {
+  createGroup();
+  load();
+  auto a = join();
+  HandoverOutcome outcome;
+  zk_->failNext(zk::Error::ConnectionLoss, 1, /*applied=*/true);
+  drive([&] { ASSERT_TRUE(controller_->handOver(1, 2, outcome.fn())); });
+  EXPECT_TRUE(outcome.results->empty()) << "not known yet";
+  EXPECT_EQ(controller_->phase(), GroupPhase::Stale);
+  EXPECT_EQ(rejoin(a.consumerId), ErrorCode::CONTROLLER_NOT_AVAILABLE) << "nothing is granted until the re-read";
+  tickAfter(10ms);
+  ASSERT_EQ(outcome.results->size(), 1u);
+  EXPECT_TRUE(outcome.results->at(0).ok);
+  ASSERT_EQ(vanished().size(), 1u);
+  EXPECT_EQ(vanished()[0].answer, ErrorCode::NOT_CONTROLLER);
+}
+
+TEST_F(GroupControllerTest, AHandoverWhoseAnswerWasLostAndNotAppliedLeavesTheGroupHere) {
+  createGroup();
+  load();
+  auto a = join();
+  HandoverOutcome outcome;
+  zk_->failNext(zk::Error::ConnectionLoss, 1, /*applied=*/false);
+  drive([&] { ASSERT_TRUE(controller_->handOver(1, 2, outcome.fn())); });
+  EXPECT_EQ(rejoin(a.consumerId), ErrorCode::CONTROLLER_NOT_AVAILABLE) << "nothing is granted until the re-read";
+  tickAfter(10ms);
+  ASSERT_EQ(outcome.results->size(), 1u);
+  EXPECT_FALSE(outcome.results->at(0).ok);
+  EXPECT_TRUE(vanished().empty());
+  EXPECT_EQ(controller_->phase(), GroupPhase::Idle);
+  EXPECT_TRUE(ensemble_.exists(layout_.controllerPath(kGroup)));
+  EXPECT_EQ(rejoin(a.consumerId), ErrorCode::NONE) << "still controlled here, serving again";
 }
 
 // ---- Answers that come before the call returns ----

@@ -52,10 +52,11 @@ class MembershipIntegration : public ::testing::Test {
     }
   }
 
-  ServerProcess& startServer(int id, int64_t zkSessionTimeoutMs = 4000) {
+  ServerProcess& startServer(int id, int64_t zkSessionTimeoutMs = 4000, int64_t handoverSettleMs = 10000) {
     auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=" + std::to_string(id), "--zk-root=" + root_,
-        "--zk-session-timeout-ms=" + std::to_string(zkSessionTimeoutMs)});
+        "--zk-session-timeout-ms=" + std::to_string(zkSessionTimeoutMs),
+        "--handover-settle-ms=" + std::to_string(handoverSettleMs)});
     EXPECT_TRUE(s->start());
     servers_.push_back(std::move(s));
     return *servers_.back();
@@ -186,8 +187,9 @@ TEST_F(MembershipIntegration, EphemeralGroupGoesWithItsLastMemberAndARestartCost
 }
 
 TEST_F(MembershipIntegration, TwoServersSpreadGroupsAndASurvivorTakesOverAfterSigkill) {
-  auto& s1 = startServer(1);
-  auto& s2 = startServer(2);
+  // No settle delay: both servers take groups as soon as they are live.
+  auto& s1 = startServer(1, 4000, 0);
+  auto& s2 = startServer(2, 4000, 0);
   waitRegistered(2);
   const std::vector<uint16_t> ports{s1.port(), s2.port()};
   std::map<int32_t, std::vector<std::string>> byController;

@@ -6,8 +6,11 @@
 
 #include <atomic>
 #include <map>
+#include <set>
+#include <string>
 #include <memory>
 
+#include "adapter/Hash.h"
 #include "adapter/ServerRegistry.h"
 #include "tests/adapter/FakeZkTestSupport.h"
 
@@ -39,10 +42,20 @@ class ServerRegistryTest : public ::testing::Test {
     testsupport::quietLogs();
     zk::FakeClient admin(ensemble_);
     EXPECT_EQ(admin.ensurePathSync(layout_.serversPath()), zk::Error::Ok);
+    EXPECT_EQ(admin.ensurePathSync(layout_.drainingPath()), zk::Error::Ok);
+  }
+  // The groups (of g0..g199) whose preferred server, as `s` sees it, is `id`.
+  std::set<std::string> preferring(Server& s, int32_t id) {
+    std::set<std::string> out;
+    for (int i = 0; i < 200; ++i) {
+      std::string g = "g" + std::to_string(i);
+      if (s.registry->preferredServer(g) == id) out.insert(g);
+    }
+    return out;
   }
   ~ServerRegistryTest() override { servers_.clear(); }
 
-  Server& addServer(int32_t id, bool registerAndWatch = true) {
+  Server& addServer(int32_t id, bool registerAndWatch = true, Millis settleDelay = Millis(0)) {
     auto s = std::make_unique<Server>();
     zk::FakeClientOptions o;
     o.name = "server-" + std::to_string(id);
@@ -50,7 +63,7 @@ class ServerRegistryTest : public ::testing::Test {
     Server* raw = s.get();
     s->registry = std::make_unique<ServerRegistry>(
         *s->zk, layout_, time_, s->epoch,
-        ServerRegistry::Events{[raw] { raw->changed++; }, [raw] { raw->registeredNow++; }});
+        ServerRegistry::Events{[raw] { raw->changed++; }, [raw] { raw->registeredNow++; }}, settleDelay);
     s->registry->setIdentity(ServerIdentity{id, "host-" + std::to_string(id), static_cast<uint16_t>(9000 + id)});
     if (registerAndWatch) {
       s->registry->registerSelf();
@@ -195,6 +208,27 @@ TEST_F(ServerRegistryTest, PreferredServersSpreadGroups) {
   for (auto& [id, n] : load) EXPECT_GE(n, 50) << "server " << id;
 }
 
+// The registry and everyone outside it (groupctl's tests, the fleet suite,
+// the benchmarks) agree through one function: rendezvousPick.
+TEST_F(ServerRegistryTest, PreferredServerIsRendezvousPickOverTheSettledServers) {
+  addServer(1);
+  addServer(2);
+  addServer(3);
+  std::set<int32_t> picked;
+  for (int i = 0; i < 100; ++i) {
+    const std::string g = "g" + std::to_string(i);
+    const int32_t want = rendezvousPick(g, {1, 2, 3});
+    picked.insert(want);
+    EXPECT_EQ(servers_[2]->registry->preferredServer(g), want) << g;
+    // Order does not matter; the highest score wins.
+    EXPECT_EQ(rendezvousPick(g, {3, 1, 2}), want) << g;
+    const uint64_t h = fnv1a(g);
+    for (int32_t id : {1, 2, 3}) EXPECT_GE(rendezvousScore(h, want), rendezvousScore(h, id)) << g;
+  }
+  EXPECT_EQ(picked, (std::set<int32_t>{1, 2, 3}));
+  EXPECT_EQ(rendezvousPick("g", {}), -1);
+}
+
 TEST_F(ServerRegistryTest, WhenAServerLeavesOnlyItsGroupsMove) {
   addServer(1);
   addServer(2);
@@ -222,6 +256,61 @@ TEST_F(ServerRegistryTest, ResetForgetsTheRegistrationAndTheFleet) {
   EXPECT_FALSE(a.registry->registered());
   EXPECT_TRUE(a.registry->liveServers().empty());
   EXPECT_TRUE(a.registry->brokerOf(2).isNone());
+}
+
+TEST_F(ServerRegistryTest, ANewServerIsPreferredOnlyOnceSettled) {
+  auto& a = addServer(1, true, 1000ms);
+  addServer(2, true, 1000ms);
+  time_.advance(1000ms);
+  const auto before = preferring(a, 3);
+  EXPECT_TRUE(before.empty());
+  addServer(3, true, 1000ms);
+  EXPECT_TRUE(preferring(a, 3).empty()) << "live, but not for the settle delay yet";
+  time_.advance(999ms);
+  EXPECT_TRUE(preferring(a, 3).empty());
+  time_.advance(1ms);
+  EXPECT_GT(preferring(a, 3).size(), 30u) << "about a third of the groups once settled";
+}
+
+TEST_F(ServerRegistryTest, ServersAlreadyThereAtTheFirstListingCountAsSettled) {
+  addServer(1, true, 1000ms);
+  addServer(2, true, 1000ms);
+  time_.advance(1000ms);
+  auto& c = addServer(3, true, 1000ms);
+  // Server 3 agrees with the others at once: 1 and 2 are settled, 3 is not.
+  EXPECT_TRUE(preferring(c, 3).empty());
+  EXPECT_EQ(preferring(c, 1).size() + preferring(c, 2).size(), 200u);
+  EXPECT_EQ(preferring(c, 1), preferring(*servers_[1], 1));
+}
+
+TEST_F(ServerRegistryTest, ADrainedServerIsNeverPreferredAndMayNotTakeGroups) {
+  auto& a = addServer(1);
+  auto& b = addServer(2);
+  ASSERT_FALSE(preferring(a, 2).empty());
+  protocol::ErrorCode answer = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
+  a.registry->requestDrain(2, true, [&](protocol::ErrorCode e) { answer = e; });
+  settle();
+  EXPECT_EQ(answer, protocol::ErrorCode::NONE);
+  EXPECT_TRUE(ensemble_.exists("/gc/draining/2"));
+  EXPECT_TRUE(preferring(a, 2).empty());
+  EXPECT_TRUE(preferring(b, 2).empty()) << "every server sees the marker";
+  EXPECT_TRUE(b.registry->draining(2));
+  EXPECT_FALSE(b.registry->mayTakeGroups());
+  EXPECT_TRUE(a.registry->mayTakeGroups());
+  // Draining the last undrained server too: someone must still take groups.
+  a.registry->requestDrain(1, true, [&](protocol::ErrorCode e) { answer = e; });
+  settle();
+  EXPECT_TRUE(a.registry->mayTakeGroups());
+  EXPECT_TRUE(b.registry->mayTakeGroups());
+  // Undrained (twice: idempotent).
+  for (int i = 0; i < 2; ++i) {
+    answer = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
+    a.registry->requestDrain(2, false, [&](protocol::ErrorCode e) { answer = e; });
+    settle();
+    EXPECT_EQ(answer, protocol::ErrorCode::NONE);
+  }
+  EXPECT_FALSE(b.registry->draining(2));
+  EXPECT_EQ(preferring(a, 2).size(), 200u) << "the only undrained server";
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ static_assert(kSameApi<CommitOffsetsRequest, CommitOffsetsResponse>);
 static_assert(kSameApi<FetchOffsetsRequest, FetchOffsetsResponse>);
 static_assert(kSameApi<RewindConsumerRequest, RewindConsumerResponse>);
 static_assert(kSameApi<AuthenticateRequest, AuthenticateResponse>);
+static_assert(kSameApi<DrainServerRequest, DrainServerResponse>);
 static_assert(!ApiMessage<ErrorOnlyResponse>);
 
 template <size_t... I>

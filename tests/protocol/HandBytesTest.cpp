@@ -269,6 +269,35 @@ TEST(HandBytes, AuthenticateResponse) {
                  AuthenticateResponse{ErrorCode::NONE});
 }
 
+TEST(HandBytes, DrainServerRequest) {
+  // ApiKey 10, then ServerId int32, Drain as one byte (1 drain, 0 undrain).
+  expectRequest(Bytes().requestHeader(10, 0, 46, "ops").int32(3).int8(1).frame(),
+                headerFor(ApiKey::DrainServer, 46, "ops"), DrainServerRequest{3, true});
+  expectRequest(Bytes().requestHeader(10, 0, 47, std::nullopt).int32(kInt32Max).int8(0).frame(),
+                headerFor(ApiKey::DrainServer, 47, std::nullopt), DrainServerRequest{kInt32Max, false});
+}
+
+TEST(HandBytes, DrainServerResponse) {
+  // The same shape as an error-only answer; read as the API's own response.
+  expectResponse(ApiKey::DrainServer, Bytes().responseHeader(0, 46).int16(0).frame(), {0, 46},
+                 DrainServerResponse{ErrorCode::NONE});
+  expectResponse(ApiKey::DrainServer, Bytes().responseHeader(0, 47).int16(22).frame(), {0, 47},
+                 DrainServerResponse{ErrorCode::NOT_AUTHORIZED});
+  expectResponse(ApiKey::DrainServer, Bytes().responseHeader(0, 48).int16(1).frame(), {0, 48},
+                 DrainServerResponse{ErrorCode::INVALID_REQUEST});
+}
+
+// The example of docs/protocol.md ("10 DrainServer"), as it is printed there:
+// if the page and the codec ever disagree, this fails.
+TEST(HandBytes, DrainServerDocumentedExample) {
+  const auto request = fromHex("0000001b000a00000000000000000016000867726f757063746c0000000201");
+  ASSERT_TRUE(request);
+  expectRequest(*request, headerFor(ApiKey::DrainServer, 22, "groupctl"), DrainServerRequest{2, true});
+  const auto response = fromHex("0000000c000000000000000000160000");
+  ASSERT_TRUE(response);
+  expectResponse(ApiKey::DrainServer, *response, {0, 22}, DrainServerResponse{ErrorCode::NONE});
+}
+
 TEST(HandBytes, ErrorOnlyResponses) {
   expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(3, 13).int16(2).frame(), {3, 13},
                  ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});

@@ -223,7 +223,7 @@ TEST(Malformed, ProbeSeesALargeAllocation) {
 // ---- ApiKey and Version --------------------------------------------------------
 
 TEST(Malformed, UnknownApiKeyKeepsCorrelationAndClientId) {
-  for (int key : {10, 42, -1, 0x7fff}) {
+  for (int key : {11, 42, -1, 0x7fff}) {
     // Whatever follows the header is not looked at.
     const DecodedRequest d = decode(Bytes().requestHeader(key, 0, 12, "svc-1").int8(0x99));
     EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
@@ -290,6 +290,49 @@ TEST(MalformedResponse, AuthenticateResponseWithMoreThanItsErrorCode) {
   EXPECT_FALSE(decodeResponse(ApiKey::Authenticate, body).ok);
   const auto shortBody = Bytes().responseHeader(0, 1).int8(0).body();
   EXPECT_FALSE(decodeResponse(ApiKey::Authenticate, shortBody).ok);
+}
+
+// ---- DrainServer ------------------------------------------------------------------
+
+TEST(Malformed, DrainServerTruncated) {
+  // The documented example without its last byte (Drain), and cut inside ServerId.
+  const auto example = fromHex("0000001b000a00000000000000000016000867726f757063746c0000000201");
+  ASSERT_TRUE(example);
+  const auto body = bodyOf(*example);
+  expectInvalid(decodeRequest(body.first(body.size() - 1)), 22, "Drain");
+  expectInvalid(decodeRequest(body.first(body.size() - 3)), 22, "ServerId");
+  expectInvalid(decode(header(10)), 77, "ServerId");
+  expectInvalid(decode(header(10).int32(2)), 77, "Drain");
+}
+
+TEST(Malformed, DrainServerDrainOtherThanZeroOrOne) {
+  // Drain is a bool: only 0 (undrain) and 1 (drain) are well-formed.
+  for (int b : {2, 0x7f, 0x80, 0xff}) {
+    const DecodedRequest d = decode(header(10).int32(2).int8(b));
+    expectInvalid(d, 77, "Drain");
+    EXPECT_EQ(d.header.apiKey, ApiKey::DrainServer);
+  }
+}
+
+TEST(Malformed, DrainServerWithTrailingBytes) {
+  expectInvalid(decode(header(10).int32(2).int8(1).int8(0)), 77, "after the last field");
+}
+
+TEST(Malformed, DrainServerNegativeServerIdIsWellFormedAndRefusedByValidateNames) {
+  // A negative ServerId decodes (the bytes are sound) and is answered with
+  // the API's full response, INVALID_REQUEST, not with an error-only body.
+  for (int64_t id : std::initializer_list<int64_t>{-1, INT32_MIN}) {
+    const DecodedRequest d = decode(header(10).int32(id).int8(1));
+    ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+    EXPECT_EQ(validateNames(d.request), ErrorCode::INVALID_REQUEST);
+    EXPECT_EQ(errorResponse(d.request, validateNames(d.request)),
+              Response(DrainServerResponse{ErrorCode::INVALID_REQUEST}));
+  }
+}
+
+TEST(MalformedResponse, DrainServerResponseWithMoreThanItsErrorCode) {
+  EXPECT_FALSE(decodeResponse(ApiKey::DrainServer, Bytes().responseHeader(0, 1).int16(0).int16(0).body()).ok);
+  EXPECT_FALSE(decodeResponse(ApiKey::DrainServer, Bytes().responseHeader(0, 1).int8(0).body()).ok);
 }
 
 TEST(Malformed, BoolOtherThanZeroOrOne) {

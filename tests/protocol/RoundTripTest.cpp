@@ -103,6 +103,18 @@ TEST(RoundTrip, LeaveGroupResponseDecodesAsItsOwnType) {
   }
 }
 
+TEST(RoundTrip, DrainServerResponseDecodesAsItsOwnType) {
+  // Like LeaveGroup's: two bytes after the header are always a DrainServerResponse.
+  for (ErrorCode e : {ErrorCode::NONE, ErrorCode::UNKNOWN_API, ErrorCode::INVALID_REQUEST}) {
+    std::vector<uint8_t> frame;
+    encodeResponse({0, 9}, ErrorOnlyResponse{e}, frame);
+    const DecodedResponse d = decodeResponse(ApiKey::DrainServer, bodyOf(frame));
+    ASSERT_TRUE(d.ok) << d.detail;
+    ASSERT_TRUE(std::holds_alternative<DrainServerResponse>(d.response));
+    EXPECT_EQ(std::get<DrainServerResponse>(d.response).error, e);
+  }
+}
+
 TEST(RoundTrip, StringLongerThanInt16IsCutSoTheFrameStaysWellFormed) {
   // Not a legal message (names are at most 249 bytes), but the encoder must
   // never write a length that disagrees with the bytes that follow.

@@ -73,6 +73,10 @@ inline std::vector<RequestSample> requestSamples() {
   // Any bytes are a secret (a NUL, too); an empty user is well-formed and refused by the server.
   s.push_back({"Authenticate edges", headerFor(ApiKey::Authenticate, kInt64Max, std::nullopt),
                AuthenticateRequest{"", std::string("a\0b", 3) + std::string(1000, 'z')}});
+  s.push_back({"DrainServer", headerFor(ApiKey::DrainServer, 15, "groupctl"), DrainServerRequest{2, true}});
+  s.push_back({"DrainServer undrain, edges", headerFor(ApiKey::DrainServer, kInt64Min, std::nullopt),
+               DrainServerRequest{kInt32Max, false}});
+  s.push_back({"DrainServer server 0", headerFor(ApiKey::DrainServer, 0, ""), DrainServerRequest{0, true}});
   return s;
 }
 
@@ -121,6 +125,9 @@ inline std::vector<ResponseSample> responseSamples() {
                RewindConsumerResponse{{{"clicks", 0, ErrorCode::INVALID_OFFSET}}, ErrorCode::NONE}});
   s.push_back({"Authenticate", ApiKey::Authenticate, {0, 17}, AuthenticateResponse{ErrorCode::NONE}});
   s.push_back({"Authenticate refused", ApiKey::Authenticate, {0, 18}, AuthenticateResponse{ErrorCode::NOT_AUTHORIZED}});
+  s.push_back({"DrainServer", ApiKey::DrainServer, {0, 19}, DrainServerResponse{ErrorCode::NONE}});
+  s.push_back({"DrainServer refused", ApiKey::DrainServer, {0, 20},
+               DrainServerResponse{ErrorCode::CONTROLLER_NOT_AVAILABLE}});
   s.push_back({"error-only UNKNOWN_API", ApiKey::Heartbeat, {0, 14}, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}});
   s.push_back({"error-only UNSUPPORTED_VERSION", ApiKey::ListGroups, {7, 15},
                ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}});

@@ -110,6 +110,7 @@ TEST(ErrorResponse, EachApiCarriesTheContractsFields) {
   EXPECT_EQ(errorResponse(RewindConsumerRequest{"g", {{"t", 0, 0}}}, e), Response(RewindConsumerResponse{{}, e}));
   EXPECT_EQ(errorResponse(AuthenticateRequest{"u", "s"}, ErrorCode::NOT_AUTHORIZED),
             Response(AuthenticateResponse{ErrorCode::NOT_AUTHORIZED}));
+  EXPECT_EQ(errorResponse(DrainServerRequest{2, true}, e), Response(DrainServerResponse{e}));
 }
 
 // A user name is not a path: any user name passes the name check, and the
@@ -117,6 +118,19 @@ TEST(ErrorResponse, EachApiCarriesTheContractsFields) {
 TEST(ValidateNames, AuthenticateIsNeverANameError) {
   for (const std::string& bad : kBadNames) {
     EXPECT_EQ(validateNames(AuthenticateRequest{bad, "secret"}), ErrorCode::NONE);
+  }
+}
+
+// DrainServer carries no name; a negative ServerId names no server and is
+// refused the way a bad name is, in the API's full response.
+TEST(ValidateNames, DrainServerRefusesANegativeServerIdOnly) {
+  for (int32_t id : {-1, -2, INT32_MIN}) {
+    EXPECT_EQ(validateNames(DrainServerRequest{id, true}), ErrorCode::INVALID_REQUEST) << id;
+    EXPECT_EQ(validateNames(DrainServerRequest{id, false}), ErrorCode::INVALID_REQUEST) << id;
+  }
+  for (int32_t id : {0, 1, INT32_MAX}) {
+    EXPECT_EQ(validateNames(DrainServerRequest{id, true}), ErrorCode::NONE) << id;
+    EXPECT_EQ(validateNames(DrainServerRequest{id, false}), ErrorCode::NONE) << id;
   }
 }
 
@@ -185,15 +199,16 @@ TEST(Tables, ApiNamesAndWhereToSend) {
       {ApiKey::FetchOffsets, "FetchOffsets", false},
       {ApiKey::RewindConsumer, "RewindConsumer", true},
       {ApiKey::Authenticate, "Authenticate", false},
+      {ApiKey::DrainServer, "DrainServer", false},
   };
   for (const auto& [key, name, controllerOnly] : table) {
     EXPECT_EQ(apiName(key), name);
     EXPECT_EQ(isControllerOnly(key), controllerOnly) << name;
     EXPECT_TRUE(isKnownApi(static_cast<int16_t>(key)));
   }
-  EXPECT_EQ(apiName(static_cast<ApiKey>(10)), "Unknown");
+  EXPECT_EQ(apiName(static_cast<ApiKey>(11)), "Unknown");
   EXPECT_EQ(apiName(static_cast<ApiKey>(-1)), "Unknown");
-  EXPECT_FALSE(isKnownApi(10));
+  EXPECT_FALSE(isKnownApi(11));
   EXPECT_FALSE(isKnownApi(-1));
 }
 
@@ -208,8 +223,10 @@ TEST(Tables, ApiKeyOfEveryMessageType) {
   EXPECT_EQ(apiKeyOf(FetchOffsetsRequest{}), ApiKey::FetchOffsets);
   EXPECT_EQ(apiKeyOf(RewindConsumerRequest{}), ApiKey::RewindConsumer);
   EXPECT_EQ(apiKeyOf(AuthenticateRequest{}), ApiKey::Authenticate);
+  EXPECT_EQ(apiKeyOf(DrainServerRequest{}), ApiKey::DrainServer);
   EXPECT_EQ(apiKeyOf(Response(HeartbeatResponse{})), ApiKey::Heartbeat);
   EXPECT_EQ(apiKeyOf(Response(AuthenticateResponse{})), ApiKey::Authenticate);
+  EXPECT_EQ(apiKeyOf(Response(DrainServerResponse{})), ApiKey::DrainServer);
   EXPECT_EQ(apiKeyOf(Response(ErrorOnlyResponse{})), std::nullopt);
 }
 

@@ -84,6 +84,7 @@ json toJson(const CommitOffsetsRequest& m) {
 json toJson(const FetchOffsetsRequest& m) { return {{"group", m.group}, {"topics", arrayJson(m.topics)}}; }
 json toJson(const RewindConsumerRequest& m) { return {{"group", m.group}, {"offsets", arrayJson(m.offsets)}}; }
 json toJson(const AuthenticateRequest& m) { return {{"user", m.user}, {"secret", m.secret}}; }
+json toJson(const DrainServerRequest& m) { return {{"server_id", m.serverId}, {"drain", m.drain}}; }
 
 json toJson(const HeartbeatResponse& m) { return {{"generation", m.generation}, {"error", errorJson(m.error)}}; }
 json toJson(const CreateGroupResponse& m) {
@@ -110,6 +111,7 @@ json toJson(const RewindConsumerResponse& m) {
   return {{"results", arrayJson(m.results)}, {"error", errorJson(m.error)}};
 }
 json toJson(const AuthenticateResponse& m) { return {{"error", errorJson(m.error)}}; }
+json toJson(const DrainServerResponse& m) { return {{"error", errorJson(m.error)}}; }
 json toJson(const ErrorOnlyResponse& m) { return {{"error", errorJson(m.error)}}; }
 
 // ---- JSON to messages ----------------------------------------------------------
@@ -169,16 +171,18 @@ Request requestFrom(int api, const json& f) {
       return RewindConsumerRequest{f.at("group"), partitionOffsetsFrom(f.at("offsets"))};
     case ApiKey::Authenticate:
       return AuthenticateRequest{f.at("user"), f.at("secret")};
+    case ApiKey::DrainServer:
+      return DrainServerRequest{f.at("server_id"), f.at("drain")};
   }
   throw std::runtime_error("no request layout for api " + std::to_string(api));
 }
 
 // A vector whose only field is "error" is an error-only answer, except for
-// LeaveGroup and Authenticate, whose own responses are that shape (see
-// docs/protocol.md).
+// LeaveGroup, Authenticate and DrainServer, whose own responses are that
+// shape (see docs/protocol.md).
 bool isErrorOnly(int api, const json& f) {
   return f.size() == 1 && f.contains("error") && api != static_cast<int>(ApiKey::LeaveGroup) &&
-         api != static_cast<int>(ApiKey::Authenticate);
+         api != static_cast<int>(ApiKey::Authenticate) && api != static_cast<int>(ApiKey::DrainServer);
 }
 
 Response responseFrom(int api, const json& f) {
@@ -217,6 +221,8 @@ Response responseFrom(int api, const json& f) {
       return RewindConsumerResponse{partitionErrorsFrom(f.at("results")), errorFrom(f.at("error"))};
     case ApiKey::Authenticate:
       return AuthenticateResponse{errorFrom(f.at("error"))};
+    case ApiKey::DrainServer:
+      return DrainServerResponse{errorFrom(f.at("error"))};
   }
   throw std::runtime_error("no response layout for api " + std::to_string(api));
 }

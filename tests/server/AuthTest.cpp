@@ -150,11 +150,12 @@ TEST(Credentials, MakeLineRefusesWhatTheFileWouldRefuse) {
   EXPECT_NE(error.find("empty"), std::string::npos);
 }
 
-TEST(Roles, MembersMayNotDeleteOrRewind) {
+TEST(Roles, MembersMayNotDeleteRewindOrDrain) {
   for (int k = 0; k < protocol::kApiCount; ++k) {
     const auto api = static_cast<ApiKey>(k);
     EXPECT_TRUE(roleAllows(Role::Admin, api)) << protocol::apiName(api);
-    const bool adminOnly = api == ApiKey::DeleteGroup || api == ApiKey::RewindConsumer;
+    const bool adminOnly =
+        api == ApiKey::DeleteGroup || api == ApiKey::RewindConsumer || api == ApiKey::DrainServer;
     EXPECT_EQ(roleAllows(Role::Member, api), !adminOnly) << protocol::apiName(api);
   }
   EXPECT_EQ(roleFromName("admin"), Role::Admin);

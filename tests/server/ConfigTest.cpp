@@ -64,7 +64,8 @@ TEST(ConfigTest, NamesFollowFromTheKey) {
   for (const char* expected :
        {"listen.address", "listen.port", "advertised.host", "advertised.port", "server.id", "zk.connect", "zk.root",
         "zk.topics.path", "zk.session.timeout.ms", "zk.digest.user", "zk.digest.password",
-        "group.min.session.timeout.ms", "group.max.session.timeout.ms", "max.frame.bytes", "max.connections",
+        "group.min.session.timeout.ms", "group.max.session.timeout.ms", "handover.settle.ms",
+        "handover.max.in.flight", "max.frame.bytes", "max.connections",
         "max.inflight.per.connection", "idle.timeout.ms", "max.output.buffer.bytes", "io.threads", "log.level",
         "log.file", "shutdown.grace.ms", "port.file"}) {
     EXPECT_EQ(keys.count(expected), 1u) << expected;
@@ -139,6 +140,8 @@ TEST(ConfigTest, BadValuesAreRefusedNamingTheOptionAndTheValue) {
   expectRejected("zk.session.timeout.ms", "0");
   expectRejected("group.min.session.timeout.ms", "0");
   expectRejected("group.max.session.timeout.ms", "999", "group.min.session.timeout.ms");
+  expectRejected("handover.settle.ms", "-1");
+  expectRejected("handover.max.in.flight", "0");
   expectRejected("max.frame.bytes", "10");
   expectRejected("max.connections", "0");
   expectRejected("max.inflight.per.connection", "0");

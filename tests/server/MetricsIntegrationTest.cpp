@@ -120,6 +120,11 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   EXPECT_GE(valueOr(mid, "groupcoord_zookeeper_operation_duration_seconds_count{op=\"multi\"}"), 2.0);
   EXPECT_GE(valueOr(mid, "groupcoord_zookeeper_operation_duration_seconds_count{op=\"create\"}"), 1.0);
   EXPECT_EQ(valueOr(mid, "groupcoord_evictions_total"), 0.0);
+  // One server: nothing to hand over, and the families are there at zero.
+  EXPECT_EQ(valueOr(mid, "groupcoord_handovers_total{reason=\"rebalance\"}", -1.0), 0.0);
+  EXPECT_EQ(valueOr(mid, "groupcoord_handovers_total{reason=\"drain\"}", -1.0), 0.0);
+  EXPECT_EQ(valueOr(mid, "groupcoord_handover_failures_total", -1.0), 0.0);
+  EXPECT_EQ(valueOr(mid, "groupcoord_handover_duration_seconds_count", -1.0), 0.0);
 
   // b goes silent past the group's 1000 ms session timeout: evicted.
   b.dropConnection();

@@ -221,6 +221,7 @@ bool SimMember::registerNow() {
   if (!connectToController()) return false;
   auto sent = CheckerClock::now();
   std::vector<TopicPartition> owned(held_.begin(), held_.end());
+  ++registrations_;
   auto r = conn_.call(protocol::RegisterConsumerRequest{options_.group, id_, owned}, options_.callTimeout);
   if (!r.ok) {
     noAnswer("RegisterConsumer");

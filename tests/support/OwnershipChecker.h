@@ -148,6 +148,10 @@ class SimMember {
     CheckerClock::time_point lastNone;
   };
   View view() const;
+  // RegisterConsumer requests this member has sent so far (answered or
+  // not): a member that follows its group to another controller without
+  // registering again adds none.
+  uint64_t registrations() const { return registrations_.load(); }
 
  private:
   std::string incarnation() const { return id_ + "#" + std::to_string(incarnation_); }
@@ -172,6 +176,7 @@ class SimMember {
   std::atomic<bool> churn_{false};
   std::atomic<bool> commits_{true};
   std::mutex commitMu_;  // held while a commit is in flight
+  std::atomic<uint64_t> registrations_{0};
 
   client::Connection conn_;
   std::string id_;

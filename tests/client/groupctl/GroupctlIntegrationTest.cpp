@@ -22,9 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/Connection.h"
 #include "client/Consumer.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "zk/Session.h"
 
 namespace groupcoord::testing {
 namespace {
@@ -117,10 +119,24 @@ class GroupctlTest : public ::testing::Test {
     return out;
   }
 
+  // A session of the test's own, to read what groupcoordd wrote.
+  zk::Session& zookeeper() {
+    if (!zk_) {
+      zk::SessionConfig zc;
+      zc.connect = zkConnect();
+      zc.sessionTimeout = 10000ms;
+      zk_ = std::make_unique<zk::Session>(zc);
+      EXPECT_EQ(zk_->start(), zk::Error::Ok);
+      EXPECT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    }
+    return *zk_;
+  }
+
   std::string root_;
   std::string topicsPath_;
   std::unique_ptr<ServerProcess> server_;
   std::string bootstrap_;
+  std::unique_ptr<zk::Session> zk_;
 };
 
 TEST_F(GroupctlTest, TopicCreateRefusesAnExistingTopic) {
@@ -232,6 +248,96 @@ TEST_F(GroupctlTest, GroupLifeAndRewind) {
   EXPECT_TRUE(json::parse(after.out)["groups"].empty());
 }
 
+// The drain mark is all of DrainServer that is not the other servers' work:
+// written by drain, removed by undrain, and either done twice is a success.
+TEST_F(GroupctlTest, DrainAndUndrainWriteAndRemoveTheMark) {
+  const std::string mark = root_ + "/draining/1";
+  EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::NoNode);
+
+  CtlRun drained = ctl({"drain", "1"});
+  ASSERT_EQ(drained.exit, 0) << drained.err;
+  EXPECT_EQ(json::parse(drained.out), json({{"server", 1}, {"draining", true}, {"waited", false}}));
+  EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::Ok);
+
+  // Again, and in the table form: a success that says what happens next.
+  CtlRun again = groupctl({"--bootstrap", bootstrap_, "drain", "1"});
+  ASSERT_EQ(again.exit, 0) << again.err;
+  EXPECT_NE(again.out.find("server 1 is marked drained"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("next seconds"), std::string::npos) << again.out;
+  EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::Ok);
+
+  CtlRun undrained = ctl({"undrain", "1"});
+  ASSERT_EQ(undrained.exit, 0) << undrained.err;
+  EXPECT_EQ(json::parse(undrained.out), json({{"server", 1}, {"draining", false}}));
+  EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::NoNode);
+
+  CtlRun undrainedAgain = groupctl({"--bootstrap", bootstrap_, "undrain", "1"});
+  ASSERT_EQ(undrainedAgain.exit, 0) << undrainedAgain.err;
+  EXPECT_NE(undrainedAgain.out.find("no longer drained"), std::string::npos) << undrainedAgain.out;
+  EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::NoNode);
+
+  // A server that is not running can be marked too: the mark is only data.
+  CtlRun other = ctl({"drain", "7"});
+  ASSERT_EQ(other.exit, 0) << other.err;
+  EXPECT_EQ(zookeeper().existsSync(root_ + "/draining/7").error, zk::Error::Ok);
+  ASSERT_EQ(ctl({"undrain", "7"}).exit, 0);
+  EXPECT_EQ(zookeeper().existsSync(root_ + "/draining/7").error, zk::Error::NoNode);
+}
+
+TEST_F(GroupctlTest, DrainWaitReturnsAtOnceWhenTheServerControlsNoGroup) {
+  CtlRun waited = ctl({"drain", "1", "--wait", "10s"});
+  ASSERT_EQ(waited.exit, 0) << waited.err;
+  EXPECT_EQ(json::parse(waited.out), json({{"server", 1}, {"draining", true}, {"waited", true}}));
+  EXPECT_EQ(zookeeper().existsSync(root_ + "/draining/1").error, zk::Error::Ok);
+  ASSERT_EQ(ctl({"undrain", "1"}).exit, 0);
+}
+
+// groupctl refuses a negative id itself (usage); a client that sends one
+// anyway gets the API's own answer, INVALID_REQUEST, and nothing is written.
+TEST_F(GroupctlTest, ANegativeServerIdIsRefused) {
+  CtlRun negative = ctl({"drain", "-1"});
+  EXPECT_EQ(negative.exit, 2);
+  EXPECT_NE(negative.err.find("SERVER_ID must be a groupcoordd --server-id, 0 to 2147483647"), std::string::npos)
+      << negative.err;
+
+  client::Connection c;
+  ASSERT_TRUE(c.connect("127.0.0.1", server_->port(), 10s)) << c.lastError();
+  const protocol::DecodedResponse r = c.call(protocol::DrainServerRequest{-1, true}, 10s);
+  ASSERT_TRUE(r.ok) << r.detail;
+  ASSERT_TRUE(std::holds_alternative<protocol::DrainServerResponse>(r.response));
+  EXPECT_EQ(std::get<protocol::DrainServerResponse>(r.response).error, protocol::ErrorCode::INVALID_REQUEST);
+  EXPECT_EQ(zookeeper().existsSync(root_ + "/draining/-1").error, zk::Error::NoNode);
+}
+
+TEST_F(GroupctlTest, ServersListsTheControllerOfEachGroup) {
+  CtlRun created = ctl({"create", "orders", "--topics", "alpha", "--session-timeout", "4s"});
+  ASSERT_EQ(created.exit, 0) << created.err;
+  // CreateGroup waits for a controller, but may answer before one claimed it.
+  json listed;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  do {
+    CtlRun r = ctl({"servers"});
+    ASSERT_EQ(r.exit, 0) << r.err;
+    listed = json::parse(r.out);
+    if (listed["servers"].size() == 1) break;
+    std::this_thread::sleep_for(200ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(listed["servers"].size(), 1u) << listed.dump();
+  const json& s = listed["servers"][0];
+  EXPECT_EQ(s["id"], 1);
+  EXPECT_EQ(s["host"], "127.0.0.1");
+  EXPECT_EQ(s["port"], server_->port());
+  EXPECT_EQ(s["groups"], json::array({"orders"}));
+  EXPECT_EQ(listed["without_controller"], json::array());
+
+  CtlRun table = groupctl({"--bootstrap", bootstrap_, "servers"});
+  ASSERT_EQ(table.exit, 0) << table.err;
+  EXPECT_EQ(table.out, "SERVER  ADDRESS          GROUPS\n"
+                       "1       " + bootstrap_ + std::string(17 - bootstrap_.size(), ' ') + "1\n"
+                       "-       (no controller)  0\n")
+      << table.out;
+}
+
 TEST_F(GroupctlTest, ExitCodes) {
   CtlRun unknown = ctl({"describe", "no-such-group"});
   EXPECT_EQ(unknown.exit, 1);
@@ -253,6 +359,43 @@ TEST_F(GroupctlTest, ExitCodes) {
   CtlRun help = groupctl({"--help"});
   EXPECT_EQ(help.exit, 0);
   EXPECT_NE(help.out.find("rewind"), std::string::npos);
+  for (const char* command : {"drain", "undrain", "servers"}) {
+    EXPECT_NE(help.out.find(std::string("  ") + command + " "), std::string::npos) << command;
+    CtlRun one = groupctl({command, "--help"});
+    EXPECT_EQ(one.exit, 0) << command;
+    EXPECT_EQ(one.out.rfind(std::string("usage: groupctl ") + command, 0), 0u) << one.out;
+  }
+  EXPECT_NE(groupctl({"drain", "--help"}).out.find("--wait"), std::string::npos);
+
+  // Usage errors of the server commands: exit code 2 and the command's help.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"drain"},
+                                             {"drain", "abc"},
+                                             {"drain", "1x"},
+                                             {"drain", "-3"},
+                                             {"drain", "4294967296"},
+                                             {"drain", "1", "2"},
+                                             {"drain", "1", "--wait", "10h"},
+                                             {"undrain"},
+                                             {"undrain", "1", "--wait", "5s"},
+                                             {"servers", "extra"},
+                                             {"servers", "--wait", "5s"}}) {
+    std::string line;
+    for (auto& a : args) line += " " + a;
+    SCOPED_TRACE("groupctl" + line);
+    CtlRun bad = ctl(args);
+    EXPECT_EQ(bad.exit, 2);
+    EXPECT_NE(bad.err.find("usage: groupctl " + args[0]), std::string::npos) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << bad.out;
+  }
+  EXPECT_EQ(ctl({"drain", "1", "--wait"}).exit, 2);
+  EXPECT_EQ(zookeeper().getChildrenSync(root_ + "/draining").children, std::vector<std::string>{});
+
+  CtlRun drainUnreachable = groupctl({"--bootstrap", dead, "drain", "1"});
+  EXPECT_EQ(drainUnreachable.exit, 3);
+  EXPECT_NE(drainUnreachable.err.find(dead), std::string::npos) << drainUnreachable.err;
+  CtlRun serversUnreachable = groupctl({"--bootstrap", dead, "servers"});
+  EXPECT_EQ(serversUnreachable.exit, 3);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "adapter/Handovers.h"
+
+#include <deque>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "metrics/Coordination.h"
+
+namespace groupcoord::adapter {
+
+Handovers::Handovers(const ServerRegistry& servers, const GroupTable& groups, const TimeSource& time,
+                     HandoverConfig config)
+    : servers_(servers), groups_(groups), time_(time), config_(config) {}
+
+void Handovers::recheckSoon() {
+  MutexLock lock(mu_);
+  nextCheck_ = TimePoint{};
+}
+
+size_t Handovers::inFlight() const {
+  MutexLock lock(mu_);
+  return inFlight_.size();
+}
+
+void Handovers::tick(TimePoint now) {
+  const int32_t self = servers_.self().id;
+  bool rescan;
+  {
+    MutexLock lock(mu_);
+    rescan = now >= nextCheck_;
+    if (rescan) nextCheck_ = now + config_.checkInterval;
+    if (!rescan && queue_.empty()) return;
+  }
+  if (rescan) {
+    // Every controlled group against its preferred server: O(groups x
+    // servers), once per check interval or change, not per tick.
+    std::deque<std::string> due;
+    for (auto& g : groups_.snapshot()) {
+      if (servers_.preferredServer(g->name()) != self) due.push_back(g->name());
+    }
+    MutexLock lock(mu_);
+    queue_ = std::move(due);
+  }
+  std::vector<std::string> next;
+  size_t waiting;
+  {
+    MutexLock lock(mu_);
+    while (inFlight_.size() + next.size() < config_.maxInFlight && !queue_.empty()) {
+      if (!inFlight_.count(queue_.front())) next.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    waiting = queue_.size();
+  }
+  if (next.empty()) return;
+  const bool drain = servers_.draining(self);
+  size_t started = 0;
+  for (auto& name : next) {
+    auto g = groups_.find(name);
+    if (!g) continue;
+    const int32_t to = servers_.preferredServer(name);  // may have changed since the scan
+    if (to == self) continue;
+    if (start(g, to, drain)) ++started;
+  }
+  if (started > 0 && rescan) {
+    spdlog::info("{} of the groups controlled here should be controlled elsewhere ({}); handing them over, {} at a "
+                 "time",
+                 started + waiting, drain ? "this server is drained" : "the live servers changed", config_.maxInFlight);
+  }
+}
+
+bool Handovers::start(const GroupTable::Ptr& group, int32_t to, bool drain) {
+  {
+    MutexLock lock(mu_);
+    if (!inFlight_.insert(group->name()).second) return false;
+  }
+  const auto reason = drain ? metrics::HandoverReason::Drain : metrics::HandoverReason::Rebalance;
+  const bool started = group->handOver(
+      servers_.self().id, to, [this, name = group->name(), reason](GroupController::HandoverResult r) {
+        auto& m = metrics::coordination();
+        if (r.ok) {
+          m.handovers[static_cast<size_t>(reason)].add();
+          m.handoverDuration.observe(static_cast<uint64_t>(r.took.count()) * 1000000);
+        } else {
+          m.handoverFailures.add();
+        }
+        MutexLock lock(mu_);
+        inFlight_.erase(name);
+        // A failed group is tried again at the next regular check, not in
+        // a tight loop.
+      });
+  if (!started) {
+    // Not serving (loading, deleting, or already dropped): tried again later.
+    MutexLock lock(mu_);
+    inFlight_.erase(group->name());
+  }
+  return started;
+}
+
+}  // namespace groupcoord::adapter

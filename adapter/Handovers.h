@@ -1,0 +1,61 @@
+#pragma once
+
+// Handing groups over to the server that should control them
+// (docs/design.md, "Handover"): after the live servers or the drain markers
+// change, every group controlled here whose preferred server
+// (ServerRegistry) is another one is handed over to it, at most
+// `maxInFlight` at a time. The settle delay lives in ServerRegistry: a
+// server that has not been live for it is nobody's preferred server, so a
+// server that comes and goes draws no group.
+//
+// Threads: tick() on the ticker; the handovers' ends on the completion
+// thread. Lock: mu_ guards the set in flight and the queue of groups due;
+// never held while calling a group or the registry.
+
+#include <cstddef>
+#include <deque>
+#include <set>
+#include <string>
+
+#include "adapter/Clock.h"
+#include "adapter/GroupTable.h"
+#include "adapter/ServerRegistry.h"
+#include "common/Sync.h"
+
+namespace groupcoord::adapter {
+
+struct HandoverConfig {
+  // Groups being handed over at once, by this server.
+  size_t maxInFlight = 8;
+  // How often the controlled groups are compared with their preferred
+  // servers when nothing changed (a server settling changes nothing that
+  // is watched).
+  Millis checkInterval{1000};
+};
+
+class Handovers {
+ public:
+  Handovers(const ServerRegistry& servers, const GroupTable& groups, const TimeSource& time, HandoverConfig config);
+
+  // Starts the handovers that are due and fit. Called by the tick while
+  // this server is registered, connected and not stopping.
+  void tick(TimePoint now) EXCLUDES(mu_);
+  // The live servers or drain markers changed: look at the next tick.
+  void recheckSoon() EXCLUDES(mu_);
+  size_t inFlight() const EXCLUDES(mu_);
+
+ private:
+  bool start(const GroupTable::Ptr& group, int32_t to, bool drain) EXCLUDES(mu_);
+
+  const ServerRegistry& servers_;
+  const GroupTable& groups_;
+  const TimeSource& time_;
+  const HandoverConfig config_;
+
+  mutable Mutex mu_;
+  std::set<std::string> inFlight_ GUARDED_BY(mu_);
+  std::deque<std::string> queue_ GUARDED_BY(mu_);  // due, from the last scan, not started yet
+  TimePoint nextCheck_ GUARDED_BY(mu_);
+};
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,962 @@
+// The fleet suite: groupcoordd servers sharing one ZooKeeper ensemble keep
+// their groups balanced (docs/design.md, "Claims" and "Handover"). Three
+// servers, 300 groups, two simulated members in each (support/
+// OwnershipChecker.h), heartbeating, and in every tenth group committing
+// offsets, through:
+//
+//   A. a rolling restart: each server in turn stopped (SIGTERM), its groups
+//      claimed by the others, then started again and given back its share
+//   B. a fourth server joining a balanced fleet: about a quarter of the
+//      groups move to it, no other group changes controller
+//   C. a fifth server that joins and leaves three times, each time within
+//      the settle delay: no group moves
+//   D. a server drained with `groupctl drain --wait` (its groups move, no
+//      other does, their members do not register again more than once),
+//      then undrained (it gets back exactly what it gave up)
+//
+// "Balanced" is checked against the layout, not taken from the servers:
+// each group's controller znode names the server rendezvous hashing
+// (adapter/Hash.h, the same function the servers use) picks among the live
+// undrained servers, and each server's groupcoord_groups_controlled gauge
+// counts exactly the znodes that name it. After each step every server's
+// ListGroups agrees with the znodes, the groups per server are within 10%
+// of even (where the suite asks it: three servers), every group settles
+// (all members in sync, its partitions held exactly once), no partition was
+// ever held by two members, and no acknowledged commit was lost.
+//
+// The group names are fixed (fleet-g000 ... fleet-g299, under a root unique
+// to the run), so the spread rendezvous hashing gives is the same on every
+// run: for 300 random names the count per server of three has a standard
+// deviation of about 8 groups, so a 10% bound would not hold for every set
+// of names.
+//
+// The tests run in the order written and share one set-up; each repairs the
+// fleet in its TearDown, so a failure does not cascade. Figures go to
+// [figure] lines.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapter/Hash.h"
+#include "client/Connection.h"
+#include "common/Layout.h"
+#include "support/OwnershipChecker.h"
+#include "support/ServerProcess.h"
+#include "support/TestEnv.h"
+#include "tests/server/HttpTestUtil.h"
+#include "zk/Session.h"
+
+namespace groupcoord::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::ErrorCode;
+using protocol::TopicPartition;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGroups = 300;
+constexpr int kMembersPerGroup = 2;
+constexpr int kCommitEvery = 10;            // every tenth group commits offsets
+constexpr int32_t kPartitions = 4;          // of the one topic every group consumes
+constexpr int64_t kZkSessionMs = 4000;      // the servers' ZooKeeper session
+constexpr int64_t kSettleMs = 2000;         // --handover-settle-ms
+constexpr int64_t kMemberSessionMs = 3000;  // the groups' session timeout
+constexpr auto kBalanceLimit = 30s;
+constexpr auto kMemberSettleLimit = 30s;
+constexpr const char* kTopic = "t";
+
+int64_t msBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+std::string groupName(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fleet-g%03d", i);
+  return buf;
+}
+
+std::string idList(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+std::string lastLines(const std::string& text, size_t lines) {
+  size_t pos = text.size();
+  for (size_t i = 0; i < lines && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos);
+}
+
+// A command's exit code and output (standard error included).
+int runCommand(const std::string& cmd, std::string* out) {
+  std::string text;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 512> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
+  const int status = ::pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// One groupcoordd of the fleet, with its HTTP port for /metrics.
+struct Node {
+  int32_t id = 0;
+  std::unique_ptr<ServerProcess> proc;
+  std::string httpPortFile;
+  uint16_t http = 0;
+
+  bool start() {
+    ::unlink(httpPortFile.c_str());
+    http = 0;
+    if (!proc->start()) return false;
+    http = servertest::readPortFile(httpPortFile);
+    return http != 0;
+  }
+  bool running() const { return proc && proc->running(); }
+  std::map<std::string, double> scrape() const {
+    if (http == 0) return {};
+    const auto r = servertest::httpGet(http, "/metrics");
+    if (r.status != 200) return {};
+    return servertest::parseSamples(r.body);
+  }
+};
+
+double valueOr(const std::map<std::string, double>& samples, const std::string& series, double def = -1) {
+  return servertest::sample(samples, series).value_or(def);
+}
+
+// A group's controller znode as read: the server id it names (-1: no
+// controller znode; -2: the read failed) and its creation zxid, which
+// changes whenever the group changes hands, even if it comes back.
+struct Ctl {
+  int32_t id = -2;
+  int64_t czxid = 0;
+  bool operator==(const Ctl& o) const { return id == o.id && czxid == o.czxid; }
+};
+using Controllers = std::map<std::string, Ctl>;
+
+struct Env {
+  std::string dir;  // the servers' HTTP port files
+  std::string root;
+  std::string topicsPath;
+  std::unique_ptr<layout::Layout> layout;
+  std::unique_ptr<zk::Session> zk;  // an independent reader of the layout
+  std::map<int32_t, Node> nodes;    // by server id
+  std::set<int32_t> drained;        // what the suite drained (the servers read the markers)
+  ServerPorts ports;
+  std::vector<std::string> groups;
+  std::vector<std::unique_ptr<OwnershipChecker>> checkers;  // checkers[i] for groups[i]
+  std::set<TopicPartition> all;
+  std::vector<std::string> figures;
+  OwnershipRecord::Counts lastCounts;  // summed over the checkers at the last member check
+  bool ready = false;
+
+  void refreshPorts() {
+    std::vector<uint16_t> p;
+    for (auto& [id, n] : nodes)
+      if (n.running()) p.push_back(n.proc->port());
+    ports.set(p);
+  }
+  std::vector<int32_t> live() {
+    std::vector<int32_t> out;
+    for (auto& [id, n] : nodes)
+      if (n.running()) out.push_back(id);
+    return out;
+  }
+  // The servers that should control groups: live and not drained.
+  std::vector<int32_t> candidates() {
+    std::vector<int32_t> out;
+    for (int32_t id : live())
+      if (!drained.count(id)) out.push_back(id);
+    return out;
+  }
+  std::string bootstrap() {
+    std::string out;
+    for (uint16_t p : ports.get()) out += (out.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+    return out;
+  }
+  bool committing(size_t i) const { return i % kCommitEvery == 0; }
+};
+
+Env* env = nullptr;
+
+class FleetSuite : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() {
+    if (!env) return;
+    {
+      // Side by side: each member finishes its call in flight first.
+      std::vector<std::thread> stoppers;
+      for (auto& c : env->checkers) stoppers.emplace_back([&c] { c->stop(); });
+      for (auto& t : stoppers) t.join();
+    }
+    std::cout << "[fleet] summary of this run:" << std::endl;
+    for (auto& f : env->figures) std::cout << "  " << f << std::endl;
+    for (auto& [id, n] : env->nodes) {
+      std::cout << "[fleet] log of groupcoordd server " << id << ": " << n.proc->logPath() << std::endl;
+      n.proc->terminate();
+    }
+    delete env;
+    env = nullptr;
+  }
+
+  void SetUp() override {
+    requireEnsemble();
+    if (HasFatalFailure()) return;
+    if (!env) {
+      env = new Env;
+      setUpEnv();
+    }
+    ASSERT_TRUE(env->ready) << "the suite's set-up failed (see the first test)";
+    logOffsets_.clear();
+    for (auto& [id, n] : env->nodes) logOffsets_[id] = n.proc->log().size();
+  }
+
+  void TearDown() override {
+    if (!env || !env->ready) return;
+    if (HasFailure()) dumpLogs();
+    // Whatever a failed test left behind: a drain marker, a server down.
+    for (int32_t id : env->drained) env->zk->removeSync(env->layout->drainingPath(id));
+    env->drained.clear();
+    for (auto& [id, n] : env->nodes) {
+      if (wanted_.count(id) && !n.running()) n.start();
+      if (!wanted_.count(id) && n.running()) n.proc->terminate();
+    }
+    env->refreshPorts();
+    for (auto& c : env->checkers) c->resumeCommits();
+  }
+
+  // The servers each test expects to be running when it ends.
+  static inline std::set<int32_t> wanted_{1, 2, 3};
+
+  Node& addNode(int32_t id) {
+    Node& n = env->nodes[id];
+    n.id = id;
+    n.httpPortFile = env->dir + "/http-port-" + std::to_string(id);
+    n.proc = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--server-id=" + std::to_string(id), "--zk-root=" + env->root, "--zk-topics-path=" + env->topicsPath,
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionMs), "--handover-settle-ms=" + std::to_string(kSettleMs),
+        "--io-threads=2", "--http-address=127.0.0.1", "--http-port=0", "--http-port-file=" + n.httpPortFile});
+    return n;
+  }
+
+  bool waitRegistered(int32_t id, bool present, std::chrono::milliseconds wait) {
+    auto deadline = Clock::now() + wait;
+    do {
+      auto r = env->zk->existsSync(env->layout->serverPath(id));
+      if ((r.error == zk::Error::Ok) == present) return true;
+      std::this_thread::sleep_for(20ms);
+    } while (Clock::now() < deadline);
+    return false;
+  }
+
+  void setUpEnv() {
+    char tmpl[] = "/tmp/groupcoord-fleet-XXXXXX";
+    const char* d = ::mkdtemp(tmpl);
+    ASSERT_NE(d, nullptr);
+    env->dir = d;
+    env->root = "/" + uniqueName("fleet");
+    env->topicsPath = env->root + "-topics";
+    env->layout = std::make_unique<layout::Layout>(env->root);
+    zk::SessionConfig zc;
+    zc.connect = zkConnect();
+    zc.sessionTimeout = 10000ms;
+    env->zk = std::make_unique<zk::Session>(zc);
+    ASSERT_EQ(env->zk->start(), zk::Error::Ok);
+    ASSERT_EQ(env->zk->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(env->zk->ensurePathSync(env->topicsPath), zk::Error::Ok);
+    ASSERT_EQ(env->zk->createSync(env->topicsPath + "/" + kTopic, layout::encodeTopic(kPartitions),
+                                  zk::CreateMode::Persistent)
+                  .error,
+              zk::Error::Ok);
+    for (int32_t p = 0; p < kPartitions; ++p) env->all.insert({kTopic, p});
+
+    for (int32_t id = 1; id <= 3; ++id) {
+      Node& n = addNode(id);
+      ASSERT_TRUE(n.start()) << "groupcoordd server " << id << " did not start";
+      std::cout << "[fleet] groupcoordd server " << id << " logs to " << n.proc->logPath() << std::endl;
+    }
+    env->refreshPorts();
+    for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(waitRegistered(id, true, 10s)) << "server " << id;
+    // Every server has seen the others and counts them settled: the groups
+    // are claimed where they belong from the start.
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs + 500));
+
+    const auto t0 = Clock::now();
+    client::Connection c;
+    ASSERT_TRUE(c.connect("127.0.0.1", env->nodes[1].proc->port(), 5000ms));
+    for (int i = 0; i < kGroups; ++i) {
+      env->groups.push_back(groupName(i));
+      auto r = c.call(protocol::CreateGroupRequest{env->groups.back(), kMemberSessionMs, {kTopic}, false}, 10000ms);
+      ASSERT_TRUE(r.ok) << "CreateGroup " << env->groups.back() << ": no answer";
+      auto& created = std::get<protocol::CreateGroupResponse>(r.response);
+      ASSERT_EQ(created.error, ErrorCode::NONE) << env->groups.back();
+      ASSERT_FALSE(created.controller.isNone()) << env->groups.back();
+    }
+    std::cout << "[fleet] " << kGroups << " groups created in " << msBetween(t0, Clock::now()) << " ms" << std::endl;
+    auto balanced = waitBalanced(env->candidates(), kBalanceLimit);
+    ASSERT_TRUE(balanced.ok) << "the new fleet did not balance: " << balanced.reason;
+
+    const auto m0 = Clock::now();
+    for (int i = 0; i < kGroups; ++i) {
+      SimMemberOptions options;
+      options.group = env->groups[static_cast<size_t>(i)];
+      options.sessionTimeoutMs = kMemberSessionMs;
+      options.loopInterval = 250ms;
+      options.callTimeout = 2000ms;
+      options.commitPermille = env->committing(static_cast<size_t>(i)) ? 400 : 0;
+      env->checkers.push_back(std::make_unique<OwnershipChecker>(env->ports, options));
+      env->checkers.back()->start(kMembersPerGroup, 1000 + static_cast<uint64_t>(i));
+    }
+    ASSERT_TRUE(allSettled(m0, kMemberSettleLimit, nullptr)) << "the members did not settle";
+    std::cout << "[fleet] " << kGroups * kMembersPerGroup << " members in sync in " << msBetween(m0, Clock::now())
+              << " ms" << std::endl;
+    env->lastCounts = counts();
+    env->ready = true;
+  }
+
+  // ---- the layout and the servers' views ----
+
+  Controllers readControllers() {
+    struct Shared {
+      std::mutex mu;
+      std::condition_variable cv;
+      size_t left = 0;
+      Controllers out;
+    };
+    auto sh = std::make_shared<Shared>();
+    sh->left = env->groups.size();
+    for (auto& g : env->groups) {
+      env->zk->get(env->layout->controllerPath(g), [sh, g](zk::GetResult r) {
+        Ctl c;
+        if (r.error == zk::Error::NoNode) {
+          c.id = -1;
+        } else if (r.error == zk::Error::Ok) {
+          try {
+            c.id = std::stoi(r.data);
+          } catch (...) {
+            c.id = -2;
+          }
+          c.czxid = r.stat.czxid;
+        }
+        std::lock_guard lock(sh->mu);
+        sh->out[g] = c;
+        if (--sh->left == 0) sh->cv.notify_all();
+      });
+    }
+    std::unique_lock lock(sh->mu);
+    sh->cv.wait_for(lock, 20s, [&] { return sh->left == 0; });
+    Controllers out = sh->out;
+    for (auto& g : env->groups) out.try_emplace(g);  // unanswered: -2
+    return out;
+  }
+
+  static std::map<int32_t, int> perServer(const Controllers& ctl) {
+    std::map<int32_t, int> n;
+    for (auto& [g, c] : ctl) ++n[c.id];
+    return n;
+  }
+
+  static std::string spread(const Controllers& ctl) {
+    std::string out;
+    for (auto& [id, n] : perServer(ctl)) {
+      out += (out.empty() ? "" : ", ") + (id == -1 ? std::string("none") : id == -2 ? std::string("unread")
+                                                                                      : "server " + std::to_string(id)) +
+             ": " + std::to_string(n);
+    }
+    return out;
+  }
+
+  struct Balanced {
+    bool ok = false;
+    int64_t ms = -1;
+    int64_t firstChangeMs = -1;  // the first look at which a controller differed from the first look
+    Clock::time_point at;
+    Controllers ctl;
+    std::string reason;
+  };
+
+  // Waits until every group's controller znode names the server rendezvous
+  // hashing picks among `candidates`, and every live server's
+  // groupcoord_groups_controlled gauge counts the znodes that name it.
+  Balanced waitBalanced(const std::vector<int32_t>& candidates, std::chrono::milliseconds limit,
+                        Clock::time_point from = Clock::now()) {
+    Balanced b;
+    const auto deadline = from + limit;
+    std::optional<Controllers> initial;
+    do {
+      const auto observedAt = Clock::now();
+      b.ctl = readControllers();
+      if (!initial) {
+        initial = b.ctl;
+      } else if (b.firstChangeMs < 0 && b.ctl != *initial) {
+        b.firstChangeMs = std::max<int64_t>(0, msBetween(from, observedAt));
+      }
+      size_t wrong = 0;
+      std::string first;
+      for (auto& [g, c] : b.ctl) {
+        const int32_t want = adapter::rendezvousPick(g, candidates);
+        if (c.id != want) {
+          if (wrong++ == 0) first = g + " controlled by " + std::to_string(c.id) + ", not " + std::to_string(want);
+        }
+      }
+      if (wrong > 0) {
+        b.reason = std::to_string(wrong) + " groups not where rendezvous hashing over servers " + idList(candidates) +
+                   " puts them (e.g. " + first + "); " + spread(b.ctl);
+      } else {
+        auto n = perServer(b.ctl);
+        bool gauges = true;
+        for (int32_t id : env->live()) {
+          const double v = valueOr(env->nodes[id].scrape(), "groupcoord_groups_controlled");
+          if (v != n[id]) {
+            gauges = false;
+            b.reason = "server " + std::to_string(id) + " reports groupcoord_groups_controlled " +
+                       std::to_string(static_cast<int64_t>(v)) + ", its controller znodes number " +
+                       std::to_string(n[id]);
+            break;
+          }
+        }
+        if (gauges) {
+          b.ok = true;
+          b.at = observedAt;
+          b.ms = std::max<int64_t>(0, msBetween(from, observedAt));
+          b.reason.clear();
+          return b;
+        }
+      }
+      std::this_thread::sleep_for(100ms);
+    } while (Clock::now() < deadline);
+    return b;
+  }
+
+  // Every live server's ListGroups names, for every group, the controller
+  // its znode names (waits up to 5 s for the servers' watches to catch up).
+  void expectServersAgree(const std::string& label, const Controllers& ctl) {
+    std::string why;
+    const auto deadline = Clock::now() + 5s;
+    do {
+      why.clear();
+      for (int32_t id : env->live()) {
+        client::Connection c;
+        if (!c.connect("127.0.0.1", env->nodes[id].proc->port(), 2000ms)) {
+          why = "server " + std::to_string(id) + " does not accept connections";
+          break;
+        }
+        auto r = c.call(protocol::ListGroupsRequest{env->groups}, 10000ms);
+        auto* resp = r.ok ? std::get_if<protocol::ListGroupsResponse>(&r.response) : nullptr;
+        if (!resp || resp->error != ErrorCode::NONE || resp->groups.size() != env->groups.size()) {
+          why = "server " + std::to_string(id) + " did not list the groups";
+          break;
+        }
+        for (auto& gi : resp->groups) {
+          auto it = ctl.find(gi.name);
+          const int32_t named = gi.controller.isNone() ? -1 : gi.controller.brokerId;
+          if (it == ctl.end() || it->second.id != named) {
+            why = "server " + std::to_string(id) + " names " + std::to_string(named) + " as the controller of " +
+                  gi.name + ", its znode " + (it == ctl.end() ? std::string("?") : std::to_string(it->second.id));
+            break;
+          }
+        }
+        if (!why.empty()) break;
+      }
+      if (why.empty()) return;
+      std::this_thread::sleep_for(200ms);
+    } while (Clock::now() < deadline);
+    ADD_FAILURE() << label << ": " << why;
+  }
+
+  // Exactly one controller per group, and (when `evenWithin10` holds) the
+  // groups per server within 10% of even.
+  void expectFleet(const std::string& label, const Balanced& b, bool evenWithin10) {
+    for (auto& [g, c] : b.ctl) EXPECT_GE(c.id, 0) << label << ": group " << g << " has no controller";
+    expectServersAgree(label, b.ctl);
+    const auto candidates = env->candidates();
+    const auto n = perServer(b.ctl);
+    double sum = 0;
+    for (int32_t id : env->live()) {
+      const double v = valueOr(env->nodes[id].scrape(), "groupcoord_groups_controlled");
+      sum += v;
+    }
+    EXPECT_EQ(sum, kGroups) << label << ": the servers' groupcoord_groups_controlled add up to " << sum;
+    if (!evenWithin10) return;
+    const double even = static_cast<double>(kGroups) / static_cast<double>(candidates.size());
+    const double slack = std::max(1.0, 0.10 * even);
+    for (int32_t id : candidates) {
+      const int got = n.count(id) ? n.at(id) : 0;
+      EXPECT_LE(std::abs(got - even), slack) << label << ": server " << id << " controls " << got
+                                             << " groups, even is " << even << " (" << spread(b.ctl) << ")";
+    }
+  }
+
+  // ---- the members ----
+
+  OwnershipRecord::Counts counts() {
+    OwnershipRecord::Counts sum;
+    for (auto& c : env->checkers) {
+      auto k = c->record().counts();
+      sum.grants += k.grants;
+      sum.releases += k.releases;
+      sum.commitsAcked += k.commitsAcked;
+      for (auto& [name, v] : k.errors) sum.errors[name] += v;
+    }
+    return sum;
+  }
+
+  static std::string errorsSince(const OwnershipRecord::Counts& before, const OwnershipRecord::Counts& after) {
+    std::string out;
+    for (auto& [name, n] : after.errors) {
+      auto it = before.errors.find(name);
+      const uint64_t d = n - (it == before.errors.end() ? 0 : it->second);
+      if (d > 0) out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(d);
+    }
+    return out.empty() ? "none" : out;
+  }
+
+  // registrations()[i][k]: RegisterConsumer calls of member k of group i.
+  std::vector<std::vector<uint64_t>> registrations() {
+    std::vector<std::vector<uint64_t>> out;
+    for (auto& c : env->checkers) {
+      out.emplace_back();
+      for (auto& m : c->members()) out.back().push_back(m->registrations());
+    }
+    return out;
+  }
+
+  struct Reregs {
+    int members = 0;          // members of the groups looked at
+    int registeredAgain = 0;  // of them, those that sent RegisterConsumer
+    uint64_t calls = 0;
+    uint64_t most = 0;        // by one member
+  };
+  // RegisterConsumer calls since `before` by the members of `groups`.
+  Reregs reregistrations(const std::vector<std::vector<uint64_t>>& before, const std::set<std::string>& groups) {
+    Reregs r;
+    auto now = registrations();
+    for (size_t i = 0; i < env->groups.size(); ++i) {
+      if (!groups.count(env->groups[i])) continue;
+      for (size_t k = 0; k < now[i].size(); ++k) {
+        const uint64_t d = now[i][k] - before[i][k];
+        ++r.members;
+        r.calls += d;
+        r.most = std::max(r.most, d);
+        if (d > 0) ++r.registeredAgain;
+      }
+    }
+    return r;
+  }
+
+  // Waits until every group has settled; *slowest: when the last one did,
+  // in ms after `from`.
+  bool allSettled(Clock::time_point from, std::chrono::milliseconds limit, int64_t* slowest,
+                  std::string* why = nullptr) {
+    int64_t worst = 0;
+    bool ok = true;
+    for (size_t i = 0; i < env->checkers.size(); ++i) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(from + limit - Clock::now());
+      auto s = env->checkers[i]->waitSettled(env->all, Clock::now(), std::max(left, 1ms));
+      if (!s.settled) {
+        ok = false;
+        if (why) *why = "group " + env->groups[i] + " did not settle: " + s.reason;
+        break;
+      }
+      worst = std::max(worst, msBetween(from, s.at));
+    }
+    if (slowest) *slowest = worst;
+    return ok;
+  }
+
+  struct MemberCheck {
+    int64_t settledMs = -1;
+    size_t overlaps = 0;
+    size_t lost = 0;
+    size_t inDoubt = 0;
+    size_t partitionsCommitted = 0;
+    uint64_t acked = 0;
+    std::string errors;
+  };
+  // Every group settled, no partition held twice, no acknowledged commit
+  // lost, and commits acknowledged since the last check.
+  MemberCheck checkMembers(const std::string& label, Clock::time_point from) {
+    MemberCheck m;
+    std::string why;
+    const bool settled = allSettled(from, kMemberSettleLimit, &m.settledMs, &why);
+    EXPECT_TRUE(settled) << label << ": " << why;
+    if (!settled) m.settledMs = -1;
+
+    // Commits flow again before they are compared.
+    const auto loadDeadline = Clock::now() + 5s;
+    while (counts().commitsAcked == env->lastCounts.commitsAcked && Clock::now() < loadDeadline)
+      std::this_thread::sleep_for(20ms);
+    for (size_t i = 0; i < env->checkers.size(); ++i)
+      if (env->committing(i)) env->checkers[i]->quiesceCommits();
+    for (size_t i = 0; i < env->checkers.size(); ++i) {
+      if (!env->committing(i)) continue;
+      auto fetched = fetchOffsetsOnAny(env->ports.get(), env->groups[i]);
+      EXPECT_TRUE(fetched.has_value()) << label << ": FetchOffsets of " << env->groups[i] << " failed on every server";
+      if (!fetched) continue;
+      auto cc = env->checkers[i]->record().compareCommits(*fetched);
+      m.lost += cc.lost;
+      m.inDoubt += cc.inDoubt;
+      m.partitionsCommitted += cc.partitions;
+      for (auto& p : cc.problems) ADD_FAILURE() << label << ": group " << env->groups[i] << ": acknowledged commit lost: " << p;
+    }
+    for (size_t i = 0; i < env->checkers.size(); ++i)
+      if (env->committing(i)) env->checkers[i]->resumeCommits();
+    for (size_t i = 0; i < env->checkers.size(); ++i) {
+      for (auto& o : env->checkers[i]->record().overlaps()) {
+        ++m.overlaps;
+        ADD_FAILURE() << label << ": group " << env->groups[i] << ": partition owned twice: " << o;
+      }
+    }
+    auto now = counts();
+    m.acked = now.commitsAcked - env->lastCounts.commitsAcked;
+    m.errors = errorsSince(env->lastCounts, now);
+    EXPECT_GT(m.acked, 0u) << label << ": no commit was acknowledged since the last check";
+    env->lastCounts = now;
+    return m;
+  }
+
+  static std::string memberText(const MemberCheck& m) {
+    std::ostringstream o;
+    o << "members settled " << (m.settledMs >= 0 ? std::to_string(m.settledMs) + " ms" : std::string("never"))
+      << "; overlaps " << m.overlaps << "; commits acknowledged " << m.acked << ", lost " << m.lost << " of "
+      << m.partitionsCommitted << " partitions, in doubt " << m.inDoubt << "; client errors: " << m.errors;
+    return o.str();
+  }
+
+  void figure(const std::string& text) {
+    std::cout << "[figure] " << text << std::endl;
+    env->figures.push_back("[figure] " + text);
+  }
+
+  // ---- metrics ----
+
+  static double sumHandovers(const std::map<std::string, double>& s) {
+    return valueOr(s, "groupcoord_handovers_total{reason=\"rebalance\"}", 0) +
+           valueOr(s, "groupcoord_handovers_total{reason=\"drain\"}", 0);
+  }
+
+  double handoversOf(const std::vector<int32_t>& ids) {
+    double n = 0;
+    for (int32_t id : ids) n += sumHandovers(env->nodes[id].scrape());
+    return n;
+  }
+
+  // "p50 <= X s, max <= Y s over N" from a handover duration histogram.
+  static std::string histogramText(const std::map<std::string, double>& s) {
+    const std::string name = "groupcoord_handover_duration_seconds";
+    std::vector<std::pair<double, double>> buckets;  // (le, cumulative)
+    for (auto& [series, v] : s) {
+      const std::string prefix = name + "_bucket{le=\"";
+      if (series.rfind(prefix, 0) != 0) continue;
+      std::string le = series.substr(prefix.size(), series.size() - prefix.size() - 2);
+      buckets.emplace_back(le == "+Inf" ? 1e300 : std::stod(le), v);
+    }
+    std::sort(buckets.begin(), buckets.end());
+    const double count = valueOr(s, name + "_count", 0);
+    if (count <= 0) return "no handovers";
+    auto quantile = [&](double q) {
+      for (auto& [le, c] : buckets)
+        if (c >= q * count) return le >= 1e300 ? std::string("+Inf") : std::to_string(static_cast<int>(le * 1000));
+      return std::string("?");
+    };
+    std::ostringstream o;
+    o << "p50 <= " << quantile(0.5) << " ms, max <= " << quantile(1.0) << " ms, mean "
+      << static_cast<int>(valueOr(s, name + "_sum", 0) * 1000 / count) << " ms over " << count;
+    return o.str();
+  }
+
+  void dumpLogs() {
+    for (auto& [id, n] : env->nodes) {
+      std::string all = n.proc->log();
+      size_t from = logOffsets_.count(id) ? logOffsets_[id] : 0;
+      std::cerr << "---- groupcoordd server " << id << " since the test began (" << n.proc->logPath() << ")\n"
+                << lastLines(from <= all.size() ? all.substr(from) : all, 60) << std::endl;
+    }
+  }
+
+  std::map<int32_t, size_t> logOffsets_;
+};
+
+// ---------------------------------------------------------------------------
+
+TEST_F(FleetSuite, A_RollingRestart) {
+  wanted_ = {1, 2, 3};
+  for (int32_t id = 1; id <= 3; ++id) {
+    Node& node = env->nodes[id];
+    const std::string step = "rolling restart, server " + std::to_string(id);
+
+    // Down: its groups are claimed by the others.
+    const auto regsBefore = registrations();
+    const auto before = readControllers();
+    std::set<std::string> itsGroups;
+    for (auto& [g, c] : before)
+      if (c.id == id) itsGroups.insert(g);
+    const auto stopped = Clock::now();
+    EXPECT_EQ(node.proc->terminate(), 0) << step << ": SIGTERM did not end it cleanly";
+    env->refreshPorts();
+    auto down = waitBalanced(env->candidates(), kBalanceLimit, stopped);
+    EXPECT_TRUE(down.ok) << step << ": its groups were not claimed by the others: " << down.reason;
+    if (!down.ok) continue;
+    expectFleet(step + " (down)", down, false);
+    for (auto& [g, c] : down.ctl) {
+      if (!itsGroups.count(g)) {
+        EXPECT_EQ(c, before.at(g)) << step << ": group " << g << " changed controller";
+      }
+    }
+    auto downMembers = checkMembers(step + " (down)", stopped);
+    auto downRegs = reregistrations(regsBefore, itsGroups);
+    figure("fleet " + step + " stopped: its " + std::to_string(itsGroups.size()) + " groups claimed by the others " +
+           std::to_string(down.ms) + " ms after SIGTERM (" + spread(down.ctl) + "); " +
+           std::to_string(downRegs.registeredAgain) + " of their " + std::to_string(downRegs.members) +
+           " members registered again; " + memberText(downMembers));
+
+    // Back: once settled, it is given exactly its share again.
+    const auto regsMid = registrations();
+    const double handoversBefore = handoversOf(env->candidates());
+    ASSERT_TRUE(node.start()) << step << ": it did not start again";
+    const auto back = Clock::now();
+    env->refreshPorts();
+    auto up = waitBalanced(env->candidates(), kBalanceLimit, back);
+    EXPECT_TRUE(up.ok) << step << ": the fleet did not balance after its return: " << up.reason;
+    if (!up.ok) continue;
+    EXPECT_GE(up.firstChangeMs, kSettleMs - 500) << step << ": groups moved to it before it had settled";
+    expectFleet(step + " (back)", up, true);
+    std::set<std::string> moved;
+    for (auto& [g, c] : up.ctl) {
+      if (c == down.ctl.at(g)) continue;
+      moved.insert(g);
+      EXPECT_EQ(c.id, id) << step << ": group " << g << " moved from " << down.ctl.at(g).id << " to " << c.id
+                          << ", not to the returning server";
+    }
+    EXPECT_EQ(moved, itsGroups) << step << ": the returning server did not get back exactly the groups it had";
+    const double handedOver = handoversOf(env->candidates()) - handoversBefore;
+    EXPECT_GE(handedOver, static_cast<double>(moved.size()))
+        << step << ": groupcoord_handovers_total moved by " << handedOver << " for " << moved.size() << " groups";
+    auto upMembers = checkMembers(step + " (back)", back);
+    auto upRegs = reregistrations(regsMid, moved);
+    EXPECT_LE(upRegs.most, 1u) << step << ": a member of a handed-over group registered " << upRegs.most
+                               << " times";
+    figure("fleet " + step + " returned: balanced " + std::to_string(up.ms) + " ms after its return, first group seen moved at " +
+           std::to_string(up.firstChangeMs) + " ms (settle delay " + std::to_string(kSettleMs) + " ms; " + spread(up.ctl) + "); " + std::to_string(moved.size()) +
+           " groups handed over to it, handovers counted " + std::to_string(static_cast<int>(handedOver)) + "; " +
+           std::to_string(upRegs.registeredAgain) + " of their " + std::to_string(upRegs.members) +
+           " members registered again (" + std::to_string(upRegs.calls) + " calls); " + memberText(upMembers));
+  }
+
+  // At the end: the whole run's record.
+  auto end = waitBalanced(env->candidates(), 5s);
+  EXPECT_TRUE(end.ok) << "after the rolling restart: " << end.reason;
+  expectFleet("after the rolling restart", end, true);
+  size_t overlaps = 0;
+  for (auto& c : env->checkers) overlaps += c->record().overlaps().size();
+  EXPECT_EQ(overlaps, 0u);
+  auto k = counts();
+  figure("fleet rolling restart done: " + spread(end.ctl) + "; over the whole restart: grants " +
+         std::to_string(k.grants) + ", releases " + std::to_string(k.releases) + ", overlaps " +
+         std::to_string(overlaps) + ", commits acknowledged " + std::to_string(k.commitsAcked));
+}
+
+TEST_F(FleetSuite, B_FourthServerJoins) {
+  wanted_ = {1, 2, 3, 4};
+  auto before = waitBalanced(env->candidates(), 10s);
+  ASSERT_TRUE(before.ok) << "not balanced before the fourth server joins: " << before.reason;
+  const auto regsBefore = registrations();
+  Node& n4 = env->nodes.count(4) ? env->nodes[4] : addNode(4);
+  ASSERT_TRUE(n4.start()) << "server 4 did not start";
+  logOffsets_[4] = 0;
+  std::cout << "[fleet] groupcoordd server 4 logs to " << n4.proc->logPath() << std::endl;
+  const auto joined = Clock::now();
+  env->refreshPorts();
+  auto after = waitBalanced(env->candidates(), kBalanceLimit, joined);
+  ASSERT_TRUE(after.ok) << "the fleet did not balance after server 4 joined: " << after.reason;
+  EXPECT_GE(after.firstChangeMs, kSettleMs - 500) << "groups moved to server 4 before it had settled";
+  expectFleet("server 4 joined", after, false);
+
+  std::set<std::string> moved;
+  for (auto& [g, c] : after.ctl) {
+    if (c == before.ctl.at(g)) continue;
+    moved.insert(g);
+    EXPECT_EQ(c.id, 4) << "group " << g << " changed controller (" << before.ctl.at(g).id << " -> " << c.id
+                       << ") but did not move to the new server";
+  }
+  const double share = static_cast<double>(moved.size()) / kGroups;
+  EXPECT_GE(share, 0.15) << moved.size() << " groups moved to server 4";
+  EXPECT_LE(share, 0.35) << moved.size() << " groups moved to server 4";
+  auto members = checkMembers("server 4 joined", joined);
+  auto regs = reregistrations(regsBefore, moved);
+  EXPECT_LE(regs.most, 1u) << "a member of a group handed over to server 4 registered " << regs.most << " times";
+  std::ostringstream f;
+  f << "fleet fourth server joined: " << moved.size() << " groups (" << static_cast<int>(share * 100 + 0.5)
+    << "%) moved to it, none elsewhere; balanced " << after.ms << " ms after it started, first group seen moved at "
+    << after.firstChangeMs << " ms (settle delay " << kSettleMs
+    << " ms; " << spread(after.ctl) << "); " << regs.registeredAgain << " of their " << regs.members
+    << " members registered again; " << memberText(members);
+  figure(f.str());
+}
+
+TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
+  wanted_ = {1, 2, 3, 4};
+  auto before = waitBalanced(env->candidates(), 10s);
+  ASSERT_TRUE(before.ok) << "not balanced before the flapping: " << before.reason;
+  const auto fleetIds = env->candidates();
+  const double handoversBefore = handoversOf(fleetIds);
+  Node& n5 = env->nodes.count(5) ? env->nodes[5] : addNode(5);
+  logOffsets_[5] = 0;
+  std::cout << "[fleet] groupcoordd server 5 logs to " << n5.proc->logPath() << std::endl;
+
+  // Watches the controllers all along: a group that moves and comes back
+  // in between still changes its controller znode's czxid.
+  std::vector<std::string> changes;
+  auto look = [&] {
+    auto now = readControllers();
+    for (auto& [g, c] : now)
+      if (!(c == before.ctl.at(g)) && changes.size() < 20)
+        changes.push_back(g + ": " + std::to_string(before.ctl.at(g).id) + " -> " + std::to_string(c.id));
+  };
+  const auto t0 = Clock::now();
+  std::vector<int64_t> lives;
+  for (int round = 0; round < 3; ++round) {
+    const auto started = Clock::now();
+    ASSERT_TRUE(n5.start()) << "server 5 did not start (round " << round + 1 << ")";
+    env->refreshPorts();
+    ASSERT_TRUE(waitRegistered(5, true, 5s)) << "server 5 did not register";
+    // Live for half the settle delay, as the others see it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs / 2));
+    look();
+    EXPECT_EQ(n5.proc->terminate(), 0);
+    lives.push_back(msBetween(started, Clock::now()));
+    env->refreshPorts();
+    ASSERT_TRUE(waitRegistered(5, false, 5s)) << "server 5's registration outlived it";
+    EXPECT_LT(lives.back(), kSettleMs) << "server 5 lived longer than the settle delay: the round proves nothing";
+  }
+  const int64_t span = msBetween(t0, Clock::now());
+  // Anything late would have started by now.
+  const auto quietUntil = Clock::now() + std::chrono::milliseconds(kSettleMs + 3000);
+  while (Clock::now() < quietUntil) {
+    look();
+    std::this_thread::sleep_for(250ms);
+  }
+  auto after = readControllers();
+  size_t moved = 0;
+  for (auto& [g, c] : after) moved += c == before.ctl.at(g) ? 0 : 1;
+  EXPECT_EQ(moved, 0u) << "groups moved although server 5 never stayed for the settle delay";
+  for (auto& c : changes) ADD_FAILURE() << "controller changed: " << c;
+  const double handovers = handoversOf(fleetIds) - handoversBefore;
+  EXPECT_EQ(handovers, 0) << "groupcoord_handovers_total moved";
+  std::string livesText;
+  for (auto l : lives) livesText += (livesText.empty() ? "" : ", ") + std::to_string(l);
+  figure("fleet server flapping: 3 joins and leaves, live " + livesText + " ms each (settle delay " +
+         std::to_string(kSettleMs) + " ms), over " + std::to_string(span) + " ms; groups that changed controller " +
+         std::to_string(moved) + ", handovers " + std::to_string(static_cast<int>(handovers)));
+}
+
+TEST_F(FleetSuite, D_DrainAndUndrain) {
+  wanted_ = {1, 2, 3, 4};
+  const int32_t victim = 2;
+  auto before = waitBalanced(env->candidates(), 10s);
+  ASSERT_TRUE(before.ok) << "not balanced before the drain: " << before.reason;
+  std::set<std::string> itsGroups;
+  for (auto& [g, c] : before.ctl)
+    if (c.id == victim) itsGroups.insert(g);
+  ASSERT_FALSE(itsGroups.empty());
+  const auto regsBefore = registrations();
+  const auto metricsBefore = env->nodes[victim].scrape();
+  const double drainsBefore = valueOr(metricsBefore, "groupcoord_handovers_total{reason=\"drain\"}", 0);
+  const std::string groupctl = binaryPath("client/groupctl");
+
+  std::string out;
+  const auto t0 = Clock::now();
+  env->drained.insert(victim);  // so that TearDown undrains it whatever happens
+  int rc = runCommand("timeout 90 " + groupctl + " --bootstrap " + env->bootstrap() + " drain " +
+                          std::to_string(victim) + " --wait 60s",
+                      &out);
+  const int64_t drainMs = msBetween(t0, Clock::now());
+  ASSERT_EQ(rc, 0) << "groupctl drain: " << out;
+  std::cout << "[fleet] groupctl drain " << victim << " (" << drainMs << " ms): " << out;
+
+  // At once: no controller znode names it, and no other group moved.
+  auto after = readControllers();
+  for (auto& [g, c] : after) {
+    EXPECT_NE(c.id, victim) << "group " << g << " is still controlled by the drained server";
+    EXPECT_GE(c.id, 0) << "group " << g << " has no controller after the drain";
+    if (!itsGroups.count(g)) {
+      EXPECT_EQ(c, before.ctl.at(g)) << "group " << g << " moved although not drained";
+    }
+  }
+  // Its gauge follows within a second; its drain handovers are counted.
+  double gauge = -1;
+  for (int i = 0; i < 10 && gauge != 0; ++i) {
+    if (i) std::this_thread::sleep_for(100ms);
+    gauge = valueOr(env->nodes[victim].scrape(), "groupcoord_groups_controlled");
+  }
+  EXPECT_EQ(gauge, 0) << "the drained server reports groupcoord_groups_controlled " << gauge;
+  const auto metricsAfter = env->nodes[victim].scrape();
+  const double drains = valueOr(metricsAfter, "groupcoord_handovers_total{reason=\"drain\"}", 0) - drainsBefore;
+  EXPECT_GE(drains, static_cast<double>(itsGroups.size()))
+      << "groupcoord_handovers_total{reason=\"drain\"} moved by " << drains << " for " << itsGroups.size()
+      << " groups";
+  auto drained = waitBalanced(env->candidates(), 10s);
+  EXPECT_TRUE(drained.ok) << "after the drain: " << drained.reason;
+  expectFleet("drained", drained, false);
+  auto members = checkMembers("server " + std::to_string(victim) + " drained", t0);
+  auto regs = reregistrations(regsBefore, itsGroups);
+  EXPECT_LE(regs.most, 1u) << "a member of a drained group registered " << regs.most << " times";
+  figure("fleet drain of server " + std::to_string(victim) + ": groupctl drain --wait returned after " +
+         std::to_string(drainMs) + " ms; " + std::to_string(itsGroups.size()) + " groups handed over, " +
+         std::to_string(static_cast<int>(drains)) + " counted as drain (its handover durations since it started: " +
+         histogramText(metricsAfter) + "); " + spread(after) + "; " + std::to_string(regs.registeredAgain) + " of their " + std::to_string(regs.members) +
+         " members registered again (" + std::to_string(regs.calls) + " calls, at most " +
+         std::to_string(regs.most) + " by one); " + memberText(members));
+
+  // Undrained: it gets back exactly what it gave up, nothing else moves.
+  const auto regsMid = registrations();
+  const auto t1 = Clock::now();
+  rc = runCommand("timeout 30 " + groupctl + " --bootstrap " + env->bootstrap() + " undrain " + std::to_string(victim),
+                  &out);
+  ASSERT_EQ(rc, 0) << "groupctl undrain: " << out;
+  env->drained.erase(victim);
+  auto back = waitBalanced(env->candidates(), kBalanceLimit, t1);
+  ASSERT_TRUE(back.ok) << "the fleet did not balance after the undrain: " << back.reason;
+  expectFleet("undrained", back, false);
+  std::set<std::string> returned;
+  for (auto& [g, c] : back.ctl) {
+    if (c == after.at(g)) continue;
+    returned.insert(g);
+    EXPECT_EQ(c.id, victim) << "group " << g << " moved, but not to the undrained server";
+  }
+  EXPECT_EQ(returned, itsGroups) << "the undrained server did not get back exactly the groups it gave up";
+  auto members2 = checkMembers("server " + std::to_string(victim) + " undrained", t1);
+  auto regs2 = reregistrations(regsMid, returned);
+  EXPECT_LE(regs2.most, 1u) << "a member of a group returned to the undrained server registered " << regs2.most
+                            << " times";
+  figure("fleet undrain of server " + std::to_string(victim) + ": balanced " + std::to_string(back.ms) +
+         " ms after groupctl undrain; " + std::to_string(returned.size()) + " groups back (" + spread(back.ctl) +
+         "); " + std::to_string(regs2.registeredAgain) + " of their " + std::to_string(regs2.members) +
+         " members registered again; " + memberText(members2));
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
