@@ -12,23 +12,12 @@
 #include <string>
 
 #include "common/TopicWriter.h"
+#include "support/TestEnv.h"
 
 namespace groupcoord::topics {
 namespace {
 
 using namespace std::chrono_literals;
-
-uint16_t closedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 TEST(TopicWriter, CodeNames) {
   EXPECT_TRUE(ZkCode{0}.ok());
@@ -46,7 +35,7 @@ TEST(TopicWriter, RefusesAnEmptyConnectString) {
 }
 
 TEST(TopicWriter, NothingListeningTimesOut) {
-  TopicWriter writer("127.0.0.1:" + std::to_string(closedPort()));
+  TopicWriter writer("127.0.0.1:" + std::to_string(groupcoord::testing::closedLoopbackPort()));
   ASSERT_TRUE(writer.start().ok());
   const auto before = std::chrono::steady_clock::now();
   const ZkCode waited = writer.waitConnected(300ms);

@@ -24,25 +24,13 @@
 #include "client/Consumer.h"
 #include "client/Status.h"
 #include "protocol/Codec.h"
+#include "support/TestEnv.h"
 
 namespace groupcoord::client {
 namespace {
 
 using namespace std::chrono_literals;
 using protocol::ErrorCode;
-
-// A port nothing listens on: bound, then closed again.
-uint16_t closedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Accepts connections on 127.0.0.1 and answers every request with the bytes
 // `answer` makes of it (a whole frame, Size included).
@@ -152,7 +140,7 @@ TEST(Unreachable, StatusKinds) {
 
 TEST(Unreachable, ConnectionToClosedPort) {
   Connection c;
-  EXPECT_FALSE(c.connect("127.0.0.1", closedPort(), 2000ms));
+  EXPECT_FALSE(c.connect("127.0.0.1", groupcoord::testing::closedLoopbackPort(), 2000ms));
   EXPECT_TRUE(c.unreachable()) << c.lastError();
   EXPECT_FALSE(c.authRefused());
   EXPECT_NE(c.lastError().find("connect to 127.0.0.1:"), std::string::npos) << c.lastError();
@@ -162,7 +150,7 @@ TEST(Unreachable, ConnectionThatSucceedsIsNot) {
   FakeServer server(answerAll(ErrorCode::NONE));
   Connection c;
   // A failed connect first: its flag must not outlive the next, successful one.
-  EXPECT_FALSE(c.connect("127.0.0.1", closedPort(), 2000ms));
+  EXPECT_FALSE(c.connect("127.0.0.1", groupcoord::testing::closedLoopbackPort(), 2000ms));
   ASSERT_TRUE(c.connect("127.0.0.1", server.port(), 2000ms)) << c.lastError();
   EXPECT_FALSE(c.unreachable());
 }
@@ -180,7 +168,7 @@ TEST(Unreachable, RefusedAuthenticateIsNot) {
 }
 
 TEST(Unreachable, AdminWithNoServerListening) {
-  const uint16_t port = closedPort();
+  const uint16_t port = groupcoord::testing::closedLoopbackPort();
   Admin admin({{"127.0.0.1", port}}, quickAdmin());
   auto r = admin.listGroups();
   ASSERT_FALSE(r.ok());
@@ -231,7 +219,7 @@ TEST(Unreachable, AdminRefusedAuthenticateIsNot) {
 
 TEST(Unreachable, ConsumerWithNoServerListening) {
   ConsumerConfig config;
-  config.bootstrap = {{"127.0.0.1", closedPort()}};
+  config.bootstrap = {{"127.0.0.1", groupcoord::testing::closedLoopbackPort()}};
   config.group = "orders";
   config.requestTimeout = 1000ms;
   Consumer consumer(config, {});

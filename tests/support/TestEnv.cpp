@@ -1,6 +1,9 @@
 #include "support/TestEnv.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -74,6 +77,18 @@ std::string uniqueName(const std::string& prefix) {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(now % 1000000007) + "-" +
          std::to_string(counter++);
+}
+
+uint16_t closedLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace groupcoord::testing

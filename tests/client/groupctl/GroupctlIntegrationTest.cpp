@@ -69,20 +69,6 @@ CtlRun groupctl(const std::vector<std::string>& args) {
   return r;
 }
 
-// A port nothing listens on: bound, then closed again.
-uint16_t closedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class GroupctlTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -351,7 +337,7 @@ TEST_F(GroupctlTest, ExitCodes) {
   CtlRun badDuration = ctl({"create", "g", "--topics", "alpha", "--session-timeout", "10h"});
   EXPECT_EQ(badDuration.exit, 2);
 
-  const std::string dead = "127.0.0.1:" + std::to_string(closedPort());
+  const std::string dead = "127.0.0.1:" + std::to_string(closedLoopbackPort());
   CtlRun unreachable = groupctl({"--bootstrap", dead, "list"});
   EXPECT_EQ(unreachable.exit, 3);
   EXPECT_NE(unreachable.err.find(dead), std::string::npos) << unreachable.err;
