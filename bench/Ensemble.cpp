@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/Registry.h"
+
 namespace groupcoord::bench {
 
 std::string fourLetter(uint16_t port, const std::string& word) {
@@ -134,18 +136,9 @@ std::map<std::string, double> scrapeMetrics(uint16_t httpPort) {
   // for one HTTP/1.1 request with "Connection: close".
   const std::string reply =
       fourLetter(httpPort, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  std::map<std::string, double> out;
   const size_t body = reply.find("\r\n\r\n");
-  if (reply.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) return out;
-  std::istringstream lines(reply.substr(body + 4));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    const std::string value = line.substr(space + 1);
-    out[line.substr(0, space)] = value == "+Inf" ? HUGE_VAL : std::strtod(value.c_str(), nullptr);
-  }
-  return out;
+  if (reply.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) return {};
+  return metrics::parseSamples(std::string_view(reply).substr(body + 4));
 }
 
 }  // namespace groupcoord::bench

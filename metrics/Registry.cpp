@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 namespace groupcoord::metrics {
 
@@ -145,6 +146,21 @@ std::string Registry::render() const {
     f.collect(writer);
   }
   return out;
+}
+
+std::map<std::string, double> parseSamples(std::string_view text) {
+  std::map<std::string, double> samples;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string value(line.substr(space + 1));
+    samples[std::string(line.substr(0, space))] = value == "+Inf" ? HUGE_VAL : std::strtod(value.c_str(), nullptr);
+  }
+  return samples;
 }
 
 }  // namespace groupcoord::metrics

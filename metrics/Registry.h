@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,6 +84,11 @@ class Registry {
   mutable Mutex mutex_;  // registration and scrapes only, never the data path
   std::vector<Family> families_ GUARDED_BY(mutex_);
 };
+
+// The samples of a text in this format, "name{labels}" -> value, for
+// whoever reads a scrape back (the tests, the benchmarks). HELP and TYPE
+// lines are skipped; "+Inf" reads as infinity.
+std::map<std::string, double> parseSamples(std::string_view text);
 
 // The content type of render()'s output.
 inline constexpr const char* kTextContentType = "text/plain; version=0.0.4; charset=utf-8";

@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 
+#include "metrics/Registry.h"
+
 namespace groupcoord::servertest {
 
 struct HttpReply {
@@ -77,19 +79,8 @@ inline HttpReply httpRequest(uint16_t port, const std::string& method, const std
 
 inline HttpReply httpGet(uint16_t port, const std::string& path) { return httpRequest(port, "GET", path); }
 
-// Sample lines of a scrape: "name{labels}" -> value (HELP/TYPE lines skipped).
-inline std::map<std::string, double> parseSamples(const std::string& text) {
-  std::map<std::string, double> samples;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    const std::string value = line.substr(space + 1);
-    samples[line.substr(0, space)] = value == "+Inf" ? HUGE_VAL : std::strtod(value.c_str(), nullptr);
-  }
-  return samples;
-}
+// Sample lines of a scrape: "name{labels}" -> value.
+using metrics::parseSamples;
 
 // The value of `series` in a scrape, or nullopt when it is not there.
 inline std::optional<double> sample(const std::map<std::string, double>& samples, const std::string& series) {
