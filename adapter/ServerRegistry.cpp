@@ -73,21 +73,27 @@ void ServerRegistry::registerSelf() {
 }
 
 void ServerRegistry::watch() {
+  watchServers();
+  watchDraining();
+}
+
+// Each list re-arms only its own watch: one watch per list, however often
+// the other changes.
+void ServerRegistry::watchServers() {
   zk_.getChildren(
       layout_.serversPath(),
       epoch_.bind([this](zk::ChildrenResult r) {
         if (r.error != zk::Error::Ok) {
           spdlog::warn("listing servers failed: {}", r.error);
           MutexLock lock(mu_);
-          rewatchNeeded_ = true;
+          relistServers_ = true;
           return;
         }
         onListed(std::move(r.children));
       }),
       epoch_.bind([this](const zk::WatchEvent& ev) {
-        if (ev.type != zk::WatchEvent::Type::Session) watch();
+        if (ev.type != zk::WatchEvent::Type::Session) watchServers();
       }));
-  watchDraining();
 }
 
 void ServerRegistry::watchDraining() {
@@ -98,7 +104,7 @@ void ServerRegistry::watchDraining() {
         if (r.error != zk::Error::Ok) {
           spdlog::warn("listing drained servers failed: {}", r.error);
           MutexLock lock(mu_);
-          rewatchNeeded_ = true;
+          relistDraining_ = true;
           return;
         }
         onDrainingListed(std::move(r.children));
@@ -170,19 +176,21 @@ void ServerRegistry::onListed(std::vector<std::string> children) {
 }
 
 void ServerRegistry::tick(TimePoint now) {
-  bool registerNow, rewatch;
+  bool registerNow, servers, draining;
   {
     MutexLock lock(mu_);
     registerNow = !registered_ && !registering_ && now >= nextRegisterAttempt_;
-    rewatch = std::exchange(rewatchNeeded_, false);
+    servers = std::exchange(relistServers_, false);
+    draining = std::exchange(relistDraining_, false);
   }
   if (registerNow) registerSelf();
-  if (rewatch) watch();
+  if (servers) watchServers();
+  if (draining) watchDraining();
 }
 
 void ServerRegistry::rewatchSoon() {
   MutexLock lock(mu_);
-  rewatchNeeded_ = true;
+  relistServers_ = relistDraining_ = true;
 }
 
 void ServerRegistry::reset() {

@@ -86,6 +86,7 @@ class ServerRegistry {
  private:
   void retryRegistrationLater() EXCLUDES(mu_);
   void onListed(std::vector<std::string> children) EXCLUDES(mu_);
+  void watchServers() EXCLUDES(mu_);
   void watchDraining() EXCLUDES(mu_);
   void onDrainingListed(std::vector<std::string> children) EXCLUDES(mu_);
 
@@ -111,7 +112,10 @@ class ServerRegistry {
   std::set<int32_t> draining_ GUARDED_BY(mu_);
   bool firstListing_ GUARDED_BY(mu_) = true;
   TimePoint nextRegisterAttempt_ GUARDED_BY(mu_);
-  bool rewatchNeeded_ GUARDED_BY(mu_) = false;
+  // A listing to do again at the next tick (it failed, or the connection
+  // came back and a change may have been missed).
+  bool relistServers_ GUARDED_BY(mu_) = false;
+  bool relistDraining_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace groupcoord::adapter

@@ -283,6 +283,25 @@ TEST_F(ServerRegistryTest, ServersAlreadyThereAtTheFirstListingCountAsSettled) {
   EXPECT_EQ(preferring(c, 1), preferring(*servers_[1], 1));
 }
 
+// Each list is watched once, however often the other changes: a change of
+// the drain markers costs one listing, after any number of joins.
+TEST_F(ServerRegistryTest, TheDrainMarkersAreWatchedOnceWhateverTheServerListDid) {
+  auto& a = addServer(1);
+  for (int32_t id = 2; id <= 4; ++id) addServer(id);
+  servers_[4]->zk->close();
+  settle();
+  ASSERT_EQ(a.registry->liveServers().size(), 3u);
+  a.zk->resetCounters();
+  protocol::ErrorCode answer = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
+  servers_[2]->registry->requestDrain(3, true, [&](protocol::ErrorCode e) { answer = e; });
+  settle();
+  ASSERT_EQ(answer, protocol::ErrorCode::NONE);
+  EXPECT_TRUE(a.registry->draining(3));
+  const auto c = a.zk->counters();
+  EXPECT_EQ(c.reads, 1u) << "the markers were listed " << c.reads << " times for one change";
+  EXPECT_EQ(c.watchesSet, 1u);
+}
+
 TEST_F(ServerRegistryTest, ADrainedServerIsNeverPreferredAndMayNotTakeGroups) {
   auto& a = addServer(1);
   auto& b = addServer(2);
