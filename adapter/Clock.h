@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 
 namespace groupcoord::adapter {
 
@@ -16,6 +17,11 @@ class TimeSource {
  public:
   virtual ~TimeSource() = default;
   virtual TimePoint now() const = 0;
+  // Wall-clock time, ms since the Unix epoch: only for what people read
+  // (DescribeGroup's times), never for a decision.
+  virtual int64_t wallMs() const {
+    return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
 };
 
 class SystemTimeSource final : public TimeSource {
@@ -27,6 +33,10 @@ class SystemTimeSource final : public TimeSource {
 class ManualTimeSource final : public TimeSource {
  public:
   TimePoint now() const override { return TimePoint(Clock::duration(now_.load())); }
+  // 2026-01-01T00:00:00Z at construction, moving with now().
+  int64_t wallMs() const override {
+    return 1767225600000 + std::chrono::duration_cast<Millis>(Clock::duration(now_.load())).count();
+  }
   void advance(Clock::duration d) { now_.fetch_add(d.count()); }
 
  private:

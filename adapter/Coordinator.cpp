@@ -9,6 +9,7 @@
 
 namespace groupcoord::adapter {
 
+using protocol::Caller;
 using protocol::ErrorCode;
 using protocol::ResponseCallback;
 
@@ -45,7 +46,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       directory_(zk_, layout_, servers_, offsets_, connected_),
       stall_(zk_, layout_.root(), time_, epoch_),
       memberIds_(config_.serverId),
-      groupContext_{zk_,
+      groupContext_{config_.serverId,
+                    zk_,
                     layout_,
                     GroupConfig{config_.batchInterval, config_.maxChangesPerTransaction},
                     time_,
@@ -236,6 +238,11 @@ void Coordinator::dropGroup(const std::string& group, ErrorCode answer, const ch
 // Requests
 
 void Coordinator::handle(const protocol::RequestHeader& header, protocol::Request request, ResponseCallback done) {
+  handleFrom(protocol::Caller{}, header, std::move(request), std::move(done));
+}
+
+void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header,
+                             protocol::Request request, ResponseCallback done) {
   // The server checks names before calling; checking again keeps a hostile
   // name away from ZooKeeper whoever calls. A heartbeat never reaches
   // ZooKeeper (its names are only looked up in memory), so the hot path
@@ -252,7 +259,7 @@ void Coordinator::handle(const protocol::RequestHeader& header, protocol::Reques
       stall_.stalled(time_.now())) {
     return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   }
-  std::visit([&](auto& r) { route(header, std::move(r), done); }, request);
+  std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
 }
 
 template <class Request, class F>
@@ -261,49 +268,57 @@ void Coordinator::toController(const Request& r, ResponseCallback& done, F&& f) 
   done(protocol::errorResponse(protocol::Request(r), claims_.notHere(r.group, connected_)));
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::HeartbeatRequest r, ResponseCallback& done) {
-  if (auto g = groups_.find(r.group)) return done(g->heartbeat(r));
+void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, protocol::HeartbeatRequest r,
+                        ResponseCallback& done) {
+  if (auto g = groups_.find(r.group)) return done(g->heartbeat(r, caller));
   protocol::HeartbeatResponse resp;
   resp.error = claims_.notHere(r.group, connected_);
   done(std::move(resp));
 }
 
-void Coordinator::route(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
+void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                         ResponseCallback& done) {
-  toController(r, done, [&](GroupController& g) { g.registerMember(h, std::move(r), std::move(done)); });
+  toController(r, done, [&](GroupController& g) { g.registerMember(h, std::move(r), std::move(done), caller); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::LeaveGroupRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::LeaveGroupRequest r, ResponseCallback& done) {
   toController(r, done, [&](GroupController& g) { g.leave(r, std::move(done)); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::DeleteGroupRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DeleteGroupRequest r, ResponseCallback& done) {
   toController(r, done, [&](GroupController& g) { g.deleteGroup(r, std::move(done)); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::CommitOffsetsRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::CommitOffsetsRequest r, ResponseCallback& done) {
   toController(r, done, [&](GroupController& g) { g.commit(r, std::move(done)); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::RewindConsumerRequest r, ResponseCallback& done) {
-  toController(r, done, [&](GroupController& g) { g.rewind(r, std::move(done)); });
+void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, protocol::RewindConsumerRequest r,
+                        ResponseCallback& done) {
+  toController(r, done, [&](GroupController& g) { g.rewind(r, std::move(done), caller); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::ListGroupsRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DescribeGroupRequest r,
+                        ResponseCallback& done) {
+  const ServerIdentity& self = servers_.self();
+  toController(r, done, [&](GroupController& g) { done(g.describe(protocol::Broker{self.id, self.host, self.port})); });
+}
+
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::ListGroupsRequest r, ResponseCallback& done) {
   directory_.listGroups(r, std::move(done));
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::FetchOffsetsRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::FetchOffsetsRequest r, ResponseCallback& done) {
   directory_.fetchOffsets(r, std::move(done));
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::AuthenticateRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::AuthenticateRequest r, ResponseCallback& done) {
   // The server's authentication gate answers these; none reaches the
   // coordinator in a correct server.
   done(protocol::errorResponse(protocol::Request(std::move(r)), ErrorCode::UNKNOWN_SERVER_ERROR));
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::DrainServerRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DrainServerRequest r, ResponseCallback& done) {
   // Only the marker is written here; every server watches the markers and
   // moves groups by them. Without ZooKeeper the write could not be
   // confirmed, so the caller is told to retry rather than left waiting.
@@ -312,7 +327,7 @@ void Coordinator::route(const protocol::RequestHeader&, protocol::DrainServerReq
                         [done = std::move(done)](ErrorCode e) { done(protocol::DrainServerResponse{e}); });
 }
 
-void Coordinator::route(const protocol::RequestHeader&, protocol::CreateGroupRequest r, ResponseCallback& done) {
+void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::CreateGroupRequest r, ResponseCallback& done) {
   auto fail = [&](ErrorCode e) { done(protocol::CreateGroupResponse{r.group, e, protocol::Broker{}}); };
   if (r.sessionTimeoutMs < config_.minSessionTimeoutMs || r.sessionTimeoutMs > config_.maxSessionTimeoutMs) {
     return fail(ErrorCode::INVALID_SESSION_TIMEOUT);

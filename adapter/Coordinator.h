@@ -125,6 +125,8 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
 
   void handle(const protocol::RequestHeader& header, protocol::Request request,
               protocol::ResponseCallback done) override;
+  void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
+                  protocol::ResponseCallback done) override;
 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }
@@ -152,18 +154,20 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
 
   // One route per request type: a new request type that has none does not
   // compile.
-  void route(const protocol::RequestHeader& h, protocol::HeartbeatRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::CreateGroupRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::DeleteGroupRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::HeartbeatRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::CreateGroupRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DeleteGroupRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
              protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::ListGroupsRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::LeaveGroupRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::CommitOffsetsRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::FetchOffsetsRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::RewindConsumerRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::AuthenticateRequest r, protocol::ResponseCallback& done);
-  void route(const protocol::RequestHeader& h, protocol::DrainServerRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::ListGroupsRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::LeaveGroupRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::CommitOffsetsRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::FetchOffsetsRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::RewindConsumerRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::AuthenticateRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DrainServerRequest r, protocol::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DescribeGroupRequest r,
+             protocol::ResponseCallback& done);
   // A controller-only request: f(GroupController&) when the group is
   // controlled here, else the error saying where to go.
   template <class Request, class F>

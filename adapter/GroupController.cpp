@@ -8,10 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "adapter/Assignment.h"
+#include "metrics/Coordination.h"
 
 namespace groupcoord::adapter {
 
 using protocol::ErrorCode;
+using protocol::RebalanceEvent;
+using protocol::RebalanceReason;
 using protocol::PartitionError;
 using protocol::PartitionOffset;
 using protocol::ResponseCallback;
@@ -107,6 +110,7 @@ Assignment GroupController::computeTarget(const Assignment& held) const {
 }
 
 void GroupController::retarget() {
+  knownPartitions_ = ctx_.topics.partitionCounts(settings_);
   const Assignment held = heldNow();
   auto target = computeTarget(held);
   size_t moved = countMoves(held, target);
@@ -136,7 +140,8 @@ void GroupController::answerEverything(ErrorCode e, Outbox& out) {
 // ---------------------------------------------------------------------------
 // Requests
 
-protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatRequest& r) {
+protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatRequest& r,
+                                                       const protocol::Caller& caller) {
   protocol::HeartbeatResponse resp;
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
@@ -163,6 +168,11 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
   } else {
     TimePoint now = ctx_.time.now();
     it->second.lastSeen = now;
+    if (it->second.port == 0 && caller.port != 0) {
+      // Found in ZooKeeper (a takeover): where it connects from is learnt here.
+      it->second.host = caller.host;
+      it->second.port = caller.port;
+    }
     if (r.generation != version_) {
       resp.error = ErrorCode::REBALANCE_NEEDED;
     } else {
@@ -175,7 +185,7 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
 }
 
 void GroupController::registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
-                                     ResponseCallback done) {
+                                     ResponseCallback done, const protocol::Caller& caller) {
   LockedOutbox lk(mu_);
   const GroupPhase phase = phase_.get();
   std::string id = r.consumerId.empty() ? ctx_.newMemberId(h.clientId) : r.consumerId;
@@ -195,6 +205,10 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
     // Still a member: a restart within the session timeout costs no
     // rebalance. A queued eviction or leave is called off.
     member->second.lastSeen = ctx_.time.now();
+    if (caller.port != 0) {
+      member->second.host = caller.host;
+      member->second.port = caller.port;
+    }
     if (auto rm = removals_.pending().find(id); rm != removals_.pending().end()) {
       rm->second.answer(ErrorCode::NONE, name_, lk.out);
       removals_.pending().erase(rm);
@@ -211,6 +225,18 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
     auto& j = joins_.pending()[id];
     j.memberId = id;
     j.clientId = h.clientId.value_or("");
+    j.host = caller.host;
+    j.port = caller.port;
+    if (r.consumerId.empty() && caller.port != 0) {
+      // The same connection and ClientId as a member removed within the
+      // session timeout: that client again, under a new id.
+      auto was = removedFrom_.find(caller.address());
+      if (was != removedFrom_.end() && was->second.clientId == j.clientId &&
+          ctx_.time.now() - was->second.at <= Millis(settings_.sessionTimeoutMs)) {
+        j.replaces = was->second.id;
+        removedFrom_.erase(was);
+      }
+    }
     j.waiters.push_back(std::move(done));
   }
   flush(lk.out);
@@ -283,13 +309,15 @@ void GroupController::commit(const protocol::CommitOffsetsRequest& r, ResponseCa
 
 // RewindConsumer: the offsets and a new generation in one transaction, so
 // every member registers again and receives the rewound offsets.
-void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseCallback done) {
+void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseCallback done,
+                             const protocol::Caller& caller) {
   LockedOutbox lk(mu_);
   if (ErrorCode error = writeRefusal(); error != ErrorCode::NONE) {
     return lk.out.push([done = std::move(done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
   }
   OffsetWrite w = checkOffsets(r.offsets, nullptr);
   w.kind = OffsetWrite::Kind::Rewind;
+  w.user = caller.user;
   w.done = std::move(done);
   if (w.accepted.empty()) return w.succeed(lk.out);
   rewinds_.pending().push_back(std::move(w));
@@ -365,6 +393,12 @@ void GroupController::topicChanged(const std::string& topic) {
   }
   if (now == current) return;
   spdlog::info("group {}: subscribed topic {} changed: rebalancing", name_, topic);
+  for (auto& e : topicEvents()) {
+    // One event per topic and move: a later change of the same topic
+    // before the transaction replaces the earlier one.
+    std::erase_if(topicEvents_, [&](const RebalanceEvent& o) { return o.subject == e.subject; });
+    topicEvents_.push_back(std::move(e));
+  }
   bump_.request();
   flush(lk.out);
 }
@@ -412,6 +446,207 @@ size_t GroupController::memberCount() const {
 GroupPhase GroupController::phase() const {
   MutexLock lock(mu_);
   return phase_.get();
+}
+
+std::vector<RebalanceEvent> GroupController::history() const {
+  MutexLock lock(mu_);
+  return history_.all();
+}
+
+// ---------------------------------------------------------------------------
+// DescribeGroup and the rebalance history
+
+protocol::DescribeGroupResponse GroupController::describe(const protocol::Broker& self) const {
+  MutexLock lock(mu_);
+  protocol::DescribeGroupResponse d;
+  d.group = name_;
+  const GroupPhase phase = phase_.get();
+  if (phase == GroupPhase::Dropped) {
+    d.error = ErrorCode::NOT_CONTROLLER;
+    return d;
+  }
+  if (phase == GroupPhase::Deleting) {
+    d.error = ErrorCode::UNKNOWN_GROUP;
+    return d;
+  }
+  d.error = ErrorCode::NONE;
+  d.controller = self;
+  if (isLoading(phase)) {
+    d.state = protocol::GroupState::LOADING;
+    return d;  // nothing read yet
+  }
+  d.sessionTimeoutMs = settings_.sessionTimeoutMs;
+  d.ephemeral = settings_.ephemeral;
+  d.generation = version_;
+  const auto counts = ctx_.topics.partitionCounts(settings_);
+  for (auto& t : settings_.topics) {
+    auto c = counts.find(t);
+    d.topics.push_back(protocol::TopicState{t, c == counts.end() || c->second <= 0 ? -1 : c->second});
+  }
+  const TimePoint now = ctx_.time.now();
+  const int64_t wallNow = ctx_.time.wallMs();
+  const auto& target = ownership_.target();
+  bool settled = true;
+  d.members.reserve(members_.size());
+  for (auto& [id, m] : members_) {
+    protocol::MemberState s;
+    s.consumerId = id;
+    s.clientId = m.clientId;
+    s.host = m.host;
+    s.port = m.port;
+    s.joinedAtMs = m.joinedAtMs;
+    s.lastHeardMs = wallNow - millisBetween(m.lastSeen, now);
+    s.held = ownership_.heldBy(id);
+    std::sort(s.held.begin(), s.held.end());
+    if (auto t = target.find(id); t != target.end()) {
+      for (auto& p : t->second) {
+        const std::string& holder = ownership_.holderOf(p);
+        if (holder == id) continue;
+        settled = false;
+        if (!holder.empty()) s.waiting.push_back(p);
+      }
+    }
+    d.members.push_back(std::move(s));
+  }
+  if (handover_) {
+    d.state = protocol::GroupState::HANDING_OVER;
+  } else {
+    d.state = settled ? protocol::GroupState::STABLE : protocol::GroupState::REBALANCING;
+  }
+  d.offsets.reserve(committed_.offsets.size());
+  for (auto& [p, o] : committed_.offsets) d.offsets.push_back(PartitionOffset{p.topic, p.partition, o});
+  d.history = history_.all();
+  return d;
+}
+
+RebalanceEvent GroupController::event(RebalanceReason reason, std::string detail) const {
+  RebalanceEvent e;
+  e.timeMs = ctx_.time.wallMs();
+  e.generation = version_;
+  e.reason = reason;
+  e.detail = std::move(detail);
+  return e;
+}
+
+void GroupController::logAndCount(const std::vector<RebalanceEvent>& events) const {
+  for (auto& e : events) {
+    spdlog::info("group {}: generation {}: {} ({})", name_, e.generation, e.detail,
+                 protocol::rebalanceReasonName(e.reason));
+    metrics::coordination().rebalance(static_cast<size_t>(e.reason), static_cast<uint64_t>(e.count));
+  }
+}
+
+void GroupController::recordNow(std::vector<RebalanceEvent> events) {
+  logAndCount(events);
+  history_.add(std::move(events));
+}
+
+// The partition counts now against those of the current target.
+std::vector<RebalanceEvent> GroupController::topicEvents() const {
+  std::vector<RebalanceEvent> out;
+  const auto counts = ctx_.topics.partitionCounts(settings_);
+  for (auto& t : settings_.topics) {
+    auto was = knownPartitions_.find(t);
+    auto is = counts.find(t);
+    const int32_t before = was == knownPartitions_.end() ? 0 : was->second;
+    const int32_t after = is == counts.end() ? 0 : is->second;
+    if (before == after) continue;
+    RebalanceEvent e;
+    if (before <= 0) {
+      e = event(RebalanceReason::TOPIC_APPEARED,
+                "subscribed topic " + t + " appeared with " + std::to_string(after) + " partitions");
+      e.value = after;
+    } else if (after <= 0) {
+      e = event(RebalanceReason::TOPIC_GONE, "subscribed topic " + t + " went away");
+    } else {
+      e = event(RebalanceReason::TOPIC_RESIZED, "subscribed topic " + t + " went from " + std::to_string(before) +
+                                                    " to " + std::to_string(after) + " partitions");
+      e.value = after;
+    }
+    e.subject = t;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<RebalanceEvent> GroupController::batchEvents(int64_t generation) const {
+  std::vector<RebalanceEvent> out;
+  auto whereFrom = [](const std::string& host, uint16_t port) {
+    return host.empty() ? std::string() : ", from " + protocol::Caller{host, port, ""}.address();
+  };
+  for (auto& [id, rm] : removals_.inFlight()) {
+    auto m = members_.find(id);
+    const std::string clientId = m == members_.end() ? "" : m->second.clientId;
+    const std::string host = m == members_.end() ? "" : m->second.host;
+    RebalanceEvent e;
+    if (rm.evicted) {
+      e = event(RebalanceReason::MEMBER_EVICTED,
+                "member " + id + " evicted after " + std::to_string(rm.silentMs) + " ms of silence (session timeout " +
+                    std::to_string(settings_.sessionTimeoutMs) + " ms)");
+      e.value = rm.silentMs;
+    } else {
+      e = event(RebalanceReason::MEMBER_LEFT, "member " + id + " left");
+    }
+    e.consumerId = id;
+    e.clientId = clientId;
+    e.host = host;
+    out.push_back(std::move(e));
+  }
+  for (auto& [id, j] : joins_.inFlight()) {
+    const std::string who = " (client id '" + j.clientId + "'" + whereFrom(j.host, j.port) + ")";
+    RebalanceEvent e = j.replaces.empty()
+                           ? event(RebalanceReason::MEMBER_JOINED, "member " + id + " joined" + who)
+                           : event(RebalanceReason::MEMBER_REPLACED,
+                                   "member " + id + " registered again under a new id, replacing " + j.replaces + who);
+    e.consumerId = id;
+    e.clientId = j.clientId;
+    e.host = j.host;
+    e.subject = j.replaces;
+    out.push_back(std::move(e));
+  }
+  for (auto& w : rewinds_.inFlight()) {
+    RebalanceEvent e = event(RebalanceReason::REWIND, std::to_string(w.accepted.size()) + " offsets rewound" +
+                                                          (w.user.empty() ? "" : " by " + w.user));
+    e.subject = w.user;
+    e.value = static_cast<int64_t>(w.accepted.size());
+    out.push_back(std::move(e));
+  }
+  for (auto& e : topicEventsInFlight_) out.push_back(e);
+  if (out.empty()) out.push_back(event(RebalanceReason::OTHER, "the generation moved"));
+  for (auto& e : out) e.generation = generation;
+  return foldEvents(std::move(out));
+}
+
+void GroupController::requeueEvents() {
+  for (auto& e : topicEvents_) topicEventsInFlight_.push_back(std::move(e));
+  topicEvents_ = std::move(topicEventsInFlight_);
+  topicEventsInFlight_.clear();
+  batchEvents_.clear();
+  historyCreating_ = false;
+}
+
+void GroupController::rememberRemoved(const std::string& id, const Member& m, TimePoint now) {
+  // Bounded: entries older than the session timeout are of no use.
+  constexpr size_t kMaxRemembered = 1024;
+  if (removedFrom_.size() >= kMaxRemembered) {
+    const Millis timeout(settings_.sessionTimeoutMs);
+    std::erase_if(removedFrom_, [&](const auto& kv) { return now - kv.second.at > timeout; });
+    if (removedFrom_.size() >= kMaxRemembered) removedFrom_.erase(removedFrom_.begin());
+  }
+  removedFrom_[protocol::Caller{m.host, m.port, ""}.address()] = Removed{id, m.clientId, now};
+}
+
+zk::Op GroupController::historyOp(const std::vector<RebalanceEvent>& next) const {
+  layout::HistoryRecord record{ctx_.serverId, history_.persisted(next)};
+  std::string data = layout::encodeHistory(record);
+  // Detail strings are short, but client ids and hosts come from the wire:
+  // keep the znode well under ZooKeeper's limit by dropping the oldest.
+  while (data.size() > zk::kMaxDataSize / 4 && !record.events.empty()) {
+    record.events.erase(record.events.begin());
+    data = layout::encodeHistory(record);
+  }
+  const std::string path = ctx_.layout.historyPath(name_);
+  return historyExists_ ? zk::makeSetData(path, std::move(data)) : zk::makeCreate(path, std::move(data));
 }
 
 }  // namespace groupcoord::adapter

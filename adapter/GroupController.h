@@ -36,6 +36,7 @@
 #include "adapter/Clock.h"
 #include "adapter/GroupOps.h"
 #include "adapter/GroupPhase.h"
+#include "adapter/History.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/OpQueue.h"
 #include "adapter/Outbox.h"
@@ -60,6 +61,7 @@ struct GroupConfig {
 // What every controlled group shares: the session, the other parts, and
 // the way back to the coordinator.
 struct GroupContext {
+  int32_t serverId;  // this server's
   zk::Client& zk;
   const layout::Layout& layout;
   GroupConfig config;
@@ -86,13 +88,19 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
 
   // ---- Requests (docs/protocol.md) ----
   // Answered at once, from memory; never reaches ZooKeeper.
-  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r) EXCLUDES(mu_);
+  // `caller` says where the member connects from (for DescribeGroup).
+  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r,
+                                        const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
-                      protocol::ResponseCallback done) EXCLUDES(mu_);
+                      protocol::ResponseCallback done, const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
   void deleteGroup(const protocol::DeleteGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
   void commit(const protocol::CommitOffsetsRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
-  void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
+  void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done,
+              const protocol::Caller& caller = {}) EXCLUDES(mu_);
+  // Everything known about the group, from memory; `self` is this server
+  // as clients reach it.
+  protocol::DescribeGroupResponse describe(const protocol::Broker& self) const EXCLUDES(mu_);
 
   // ---- From the coordinator ----
   // Evicts silent members, deletes an abandoned ephemeral group, sends
@@ -133,11 +141,23 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   std::vector<std::string> memberIds() const EXCLUDES(mu_);
   size_t memberCount() const EXCLUDES(mu_);
   GroupPhase phase() const EXCLUDES(mu_);
+  std::vector<protocol::RebalanceEvent> history() const EXCLUDES(mu_);
 
  private:
   struct Member {
     std::string clientId;
     TimePoint lastSeen;
+    std::string host;  // "" until it is heard from (members found in ZooKeeper)
+    uint16_t port = 0;
+    int64_t joinedAtMs = -1;  // wall clock; -1 for members found in ZooKeeper
+  };
+  // A member removed lately, by the address it connected from: a
+  // registration without an id from there is the same client again
+  // (MEMBER_REPLACED).
+  struct Removed {
+    std::string id;
+    std::string clientId;
+    TimePoint at;
   };
   using Ptr = std::shared_ptr<GroupController>;
 
@@ -154,6 +174,23 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void retarget() REQUIRES(mu_);
   void answerEverything(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
   void answerDeletions(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
+  // History (GroupController.cpp): an event of this group, stamped now.
+  protocol::RebalanceEvent event(protocol::RebalanceReason reason, std::string detail) const REQUIRES(mu_);
+  // Events that do not wait for a transaction (takeover, handover): kept,
+  // logged and counted at once, persisted with the next write.
+  void recordNow(std::vector<protocol::RebalanceEvent> events) REQUIRES(mu_);
+  // The events the transaction being built makes true, at `generation`.
+  std::vector<protocol::RebalanceEvent> batchEvents(int64_t generation) const REQUIRES(mu_);
+  // Topic events of a generation move asked by a topic change.
+  std::vector<protocol::RebalanceEvent> topicEvents() const REQUIRES(mu_);
+  // The history znode's operation carrying `next` as well: a create the
+  // first time, then a setData.
+  zk::Op historyOp(const std::vector<protocol::RebalanceEvent>& next) const REQUIRES(mu_);
+  void logAndCount(const std::vector<protocol::RebalanceEvent>& events) const REQUIRES(mu_);
+  // The transaction did not happen (or may not have): its topic events wait
+  // for the next one; its member events are made again from the queues.
+  void requeueEvents() REQUIRES(mu_);
+  void rememberRemoved(const std::string& id, const Member& m, TimePoint now) REQUIRES(mu_);
 
   // GroupWrites.cpp
   // The continuations return why the group is gone (it is then dropped,
@@ -163,6 +200,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     zk::ChildrenResult members;
     zk::GetResult handover;        // the members znode's data: read by the first load only
     zk::ExistsResult controller;   // read while a handover's outcome is unknown
+    zk::GetResult history;         // the history znode
   };
   void reload() REQUIRES(mu_);
   const char* onReloaded(Loaded read, Outbox& out) REQUIRES(mu_);
@@ -180,7 +218,9 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     std::vector<std::string> adopt;  // member znodes to create again
     bool targetKept = false;         // the generation's assignment came with the handover
   };
-  TakenOver takeOver(const zk::GetResult& group, const zk::GetResult& handover, TimePoint now) REQUIRES(mu_);
+  // `lastWriter`: the server that last wrote the history znode (-1: none).
+  TakenOver takeOver(const zk::GetResult& group, const zk::GetResult& handover, TimePoint now, int32_t lastWriter)
+      REQUIRES(mu_);
   void adoptMembers(const std::vector<std::string>& ids) REQUIRES(mu_);
   const char* onAdopted(size_t count, zk::MultiResult r, Outbox& out) REQUIRES(mu_);
   void maybeHandOver(TimePoint now, Outbox& out) REQUIRES(mu_);
@@ -227,6 +267,16 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   std::vector<Deletion> deletions_ GUARDED_BY(mu_);
   // Commits: their own transactions, one in flight at a time.
   OpQueue<std::vector<OffsetWrite>> commits_ GUARDED_BY(mu_);
+
+  // Rebalance history (docs/design.md, "Rebalance history").
+  RebalanceHistory history_ GUARDED_BY(mu_);
+  bool historyExists_ GUARDED_BY(mu_) = false;  // the history znode, as last read or written
+  bool historyCreating_ GUARDED_BY(mu_) = false;  // the transaction in flight creates it
+  std::vector<protocol::RebalanceEvent> batchEvents_ GUARDED_BY(mu_);  // what the one in flight makes true
+  std::vector<protocol::RebalanceEvent> topicEvents_ GUARDED_BY(mu_);  // waiting for the next transaction
+  std::vector<protocol::RebalanceEvent> topicEventsInFlight_ GUARDED_BY(mu_);
+  std::map<std::string, int32_t> knownPartitions_ GUARDED_BY(mu_);  // topic counts of the current target
+  std::map<std::string, Removed> removedFrom_ GUARDED_BY(mu_);      // by "host:port"
 
   Ownership ownership_ GUARDED_BY(mu_);
   CommittedOffsets committed_ GUARDED_BY(mu_);

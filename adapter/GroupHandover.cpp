@@ -24,10 +24,21 @@ constexpr Millis kHandoverDrainLimit{5000};
 // Taking over
 
 GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group, const zk::GetResult& handover,
-                                                     TimePoint now) {
+                                                     TimePoint now, int32_t lastWriter) {
   ownership_.clear();
+  // In the history: this server controls the group from now on.
+  auto takenFrom = [&](protocol::RebalanceReason reason, int32_t from) {
+    const std::string by = from >= 0 ? "server " + std::to_string(from) : "a server not known";
+    auto e = event(reason, reason == protocol::RebalanceReason::HANDOVER
+                               ? "handed over by " + by + " to server " + std::to_string(ctx_.serverId)
+                               : "server " + std::to_string(ctx_.serverId) + " took the group over from " + by);
+    e.subject = from >= 0 ? std::to_string(from) : "";
+    e.value = ctx_.serverId;
+    recordNow({std::move(e)});
+  };
   // A group at generation 0 never had a member: nobody can hold anything.
   if (version_ <= 0) {
+    if (lastWriter >= 0) takenFrom(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
     spdlog::info("group {}: serving at generation {} with {} members (session timeout {} ms{})", name_, version_,
                  members_.size(), settings_.sessionTimeoutMs, settings_.ephemeral ? ", ephemeral" : "");
     return TakenOver{};
@@ -57,6 +68,7 @@ GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group,
     for (auto& [id, _] : members_) target.try_emplace(id);
     ownership_.setTarget(std::move(target));
     taken.targetKept = true;
+    takenFrom(protocol::RebalanceReason::HANDOVER, record->from);
     spdlog::info(
         "group {}: handed over by server {}; serving at generation {} with {} members (session timeout {} ms{}); "
         "{} partitions held, the others granted at once",
@@ -67,6 +79,7 @@ GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group,
   // Members may still hold partitions granted by the previous controller:
   // nothing nobody reports is granted for one session timeout.
   ownership_.holdUnclaimedUntil(now + Millis(settings_.sessionTimeoutMs));
+  takenFrom(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
   spdlog::info(
       "group {}: serving at generation {} with {} members (session timeout {} ms{}); partitions nobody reports wait "
       "one session timeout{}",
@@ -169,6 +182,10 @@ void GroupController::maybeHandOver(TimePoint now, Outbox& out) {
   }
   std::vector<zk::Op> ops{zk::makeCheck(ctx_.layout.groupPath(name_), version_),
                           zk::makeSetData(ctx_.layout.membersPath(name_), std::move(data))};
+  // What happened since the last membership transaction (this server's
+  // takeover, say) goes with the group. Only when the znode exists: a
+  // create would change the group's child version the record relies on.
+  if (historyExists_) ops.push_back(historyOp({}));
   if (record.movedMembers) {
     for (auto& [id, _] : members_) ops.push_back(zk::makeRemove(ctx_.layout.memberPath(name_, id)));
   }

@@ -3,6 +3,7 @@
 // The operations a controlled group queues (OpQueue.h), each with the
 // answer it gets when it fails as a whole.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,11 +18,19 @@ namespace groupcoord::adapter {
 struct Join {
   std::string memberId;
   std::string clientId;
+  std::string host;  // where it registers from (DescribeGroup)
+  uint16_t port = 0;
+  std::string replaces;  // the id it had before, when it registers again under a new one
   std::vector<protocol::ResponseCallback> waiters;
 
   void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
   void absorb(Join&& older) {
     clientId = std::move(older.clientId);
+    if (host.empty()) {
+      host = std::move(older.host);
+      port = older.port;
+    }
+    if (replaces.empty()) replaces = std::move(older.replaces);
     for (auto& w : older.waiters) waiters.push_back(std::move(w));
   }
 };
@@ -54,6 +63,7 @@ struct OffsetWrite {
   Kind kind = Kind::Commit;
   std::vector<protocol::PartitionOffset> accepted;  // to write
   std::vector<protocol::PartitionError> results;    // one per offset asked for
+  std::string user;  // who asked, for the history of a rewind ("" with authentication off)
   protocol::ResponseCallback done;
 
   void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);

@@ -71,6 +71,8 @@ void GroupController::reload() {
       s.controller = std::move(r);
     }));
   }
+  ctx_.zk.get(ctx_.layout.historyPath(name_),
+              reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.history = std::move(r); }));
   ctx_.zk.getChildren(ctx_.layout.membersPath(name_), reads->collect<zk::ChildrenResult>([](Loaded& s,
                                                                                              zk::ChildrenResult r) {
     s.members = std::move(r);
@@ -85,7 +87,9 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   if (group.error == zk::Error::NoNode) return "its znode is gone";
   // Until a read succeeds, memory still has to be re-read.
   const GroupPhase failed = first ? GroupPhase::Claimed : GroupPhase::Stale;
-  if (zk::Error e = group.error != zk::Error::Ok ? group.error : members.error; e != zk::Error::Ok) {
+  zk::Error e = group.error != zk::Error::Ok ? group.error : members.error;
+  if (e == zk::Error::Ok && read.history.error != zk::Error::NoNode) e = read.history.error;
+  if (e != zk::Error::Ok) {
     spdlog::warn("group {}: reading it from ZooKeeper failed: {}; will retry", name_, e);
     phase_.to(failed);
     return nullptr;
@@ -106,6 +110,20 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   }
   settings_ = *s;
   settingsData_ = std::move(group.data);
+  // The history znode: what earlier controllers recorded (a takeover reads
+  // it first), and after an unknown outcome the events of a transaction
+  // that was applied after all.
+  historyExists_ = read.history.error == zk::Error::Ok;
+  int32_t lastWriter = -1;
+  if (auto h = historyExists_ ? layout::decodeHistory(read.history.data) : std::nullopt) {
+    lastWriter = h->controller;
+    const int64_t known = history_.latestGeneration();
+    std::vector<protocol::RebalanceEvent> newer;
+    for (auto& ev : h->events) {
+      if (ev.generation > known) newer.push_back(std::move(ev));
+    }
+    history_.add(std::move(newer));
+  }
   const int32_t before = version_;
   version_ = group.stat.version;
   groupCversion_ = group.stat.cversion;
@@ -148,7 +166,7 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   phase_.to(GroupPhase::Idle);
   TakenOver taken;
   if (first) {
-    taken = takeOver(group, read.handover, now);
+    taken = takeOver(group, read.handover, now, lastWriter);
     for (auto& t : settings_.topics) ctx_.topics.watch(t);
   } else if (before != version_) {
     spdlog::info("group {}: generation {} -> {} found in ZooKeeper", name_, before, version_);
@@ -209,6 +227,13 @@ void GroupController::writeBatch() {
   if (!rewound.empty()) ctx_.offsets.writeOps(name_, committed_, rewound, ops);
   rewinds_.launch();
   bump_.launch();
+  topicEventsInFlight_ = std::move(topicEvents_);
+  topicEvents_.clear();
+  // Why this transaction moves the generation, written with it; the group
+  // znode's setData stays the last op (its result gives the generation).
+  batchEvents_ = batchEvents(version_ + 1);
+  historyCreating_ = !historyExists_;
+  ops.push_back(historyOp(batchEvents_));
   ops.push_back(zk::makeSetData(ctx_.layout.groupPath(name_), settingsData_, version_));
   phase_.to(GroupPhase::Writing);
   metrics::coordination().transactionChanges.observe(ctx_.config.maxChangesPerTransaction - budget);
@@ -233,6 +258,7 @@ const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outb
     rejoins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
     rewinds_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
     bump_.requeue();
+    requeueEvents();
     phase_.to(GroupPhase::Stale);
   } else if (r.error == zk::Error::NoNode && r.failedOp == static_cast<int>(opCount) - 1) {
     return "its znode is gone";  // the group znode itself
@@ -251,6 +277,8 @@ const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outb
       rejoins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
       rewinds_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
       bump_.complete();
+      batchEvents_.clear();
+      topicEventsInFlight_.clear();
       failedBatches_ = 0;
     } else {
       joins_.requeue();
@@ -258,6 +286,7 @@ const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outb
       rejoins_.requeue();
       rewinds_.requeue();
       bump_.requeue();
+      requeueEvents();
       committed_.loaded = false;  // a rewind may have met an offset znode it did not know
     }
     phase_.to(GroupPhase::Stale);
@@ -275,32 +304,34 @@ void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, O
   version_ = r.results.empty() ? version_ + 1 : r.results.back().stat.version;
   failedBatches_ = 0;
   const TimePoint now = ctx_.time.now();
+  // Each event is logged once, here (a member's join, leave or eviction
+  // among them).
+  for (auto& e : batchEvents_) e.generation = version_;
+  recordNow(std::move(batchEvents_));
+  batchEvents_.clear();
+  topicEventsInFlight_.clear();
+  historyExists_ = true;
+  if (historyCreating_) ++groupCversion_;  // the history znode is a child of the group znode
+  historyCreating_ = false;
   size_t evicted = 0, left = 0;
   for (auto& [id, rm] : removals_.takeInFlight()) {
+    if (auto m = members_.find(id); m != members_.end() && m->second.port != 0) {
+      rememberRemoved(id, m->second, now);
+    }
     members_.erase(id);
     size_t freed = ownership_.releaseAll(id);
     if (freed > 0) spdlog::info("group {}: {} partitions of member {} are free", name_, freed, id);
-    if (rm.evicted) {
-      ++evicted;
-      spdlog::info("group {}: evicted member {} after {} ms of silence (session timeout {} ms)", name_, id,
-                   rm.silentMs, settings_.sessionTimeoutMs);
-    } else {
-      ++left;
-      spdlog::info("group {}: member {} left", name_, id);
-    }
+    ++(rm.evicted ? evicted : left);
     rm.answer(ErrorCode::NONE, name_, out);
   }
   auto joined = joins_.takeInFlight();
   if (!joined.empty()) hadMembers_ = true;
-  for (auto& [id, j] : joined) {
-    members_[id] = Member{j.clientId, now};
-    spdlog::info("group {}: member {} joined (client id '{}')", name_, id, j.clientId);
-  }
+  const int64_t wallNow = ctx_.time.wallMs();
+  for (auto& [id, j] : joined) members_[id] = Member{j.clientId, now, j.host, j.port, wallNow};
   auto rewound = rewinds_.takeInFlight();
   for (auto& w : rewound) {
     committed_.apply(w.accepted);
     rewoundAt_ = version_;
-    spdlog::info("group {}: {} offsets rewound", name_, w.accepted.size());
     w.succeed(out);
   }
   metrics::coordination().generationMoves.add();
@@ -344,6 +375,7 @@ const char* GroupController::onSubtreeListed(OffsetsListing listing, Outbox& out
     ops.push_back(zk::makeRemove(ctx_.layout.offsetsPath(name_)));
   }
   ops.push_back(zk::makeRemove(ctx_.layout.membersPath(name_)));
+  if (historyExists_) ops.push_back(zk::makeRemove(ctx_.layout.historyPath(name_)));
   ops.push_back(zk::makeRemove(ctx_.layout.controllerPath(name_)));
   ops.push_back(zk::makeRemove(ctx_.layout.groupPath(name_), version_));
   const size_t opCount = ops.size();

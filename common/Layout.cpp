@@ -102,6 +102,66 @@ std::optional<HandoverRecord> decodeHandover(std::string_view data) {
   return r;
 }
 
+std::string encodeHistory(const HistoryRecord& r) {
+  json events = json::array();
+  for (const auto& e : r.events) {
+    events.push_back(json{{"t", e.timeMs},
+                          {"g", e.generation},
+                          {"r", static_cast<int>(e.reason)},
+                          {"n", e.count},
+                          {"m", e.consumerId},
+                          {"c", e.clientId},
+                          {"h", e.host},
+                          {"s", e.subject},
+                          {"v", e.value},
+                          {"d", e.detail}});
+  }
+  json j{{"history", 1}, {"controller", r.controller}, {"events", std::move(events)}};
+  // Client ids and hosts are free text from the wire: invalid UTF-8 is replaced, never thrown on.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<HistoryRecord> decodeHistory(std::string_view data) {
+  if (data.empty()) return std::nullopt;
+  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  auto version = j.find("history");
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1) return std::nullopt;
+  HistoryRecord r;
+  if (auto c = j.find("controller"); c != j.end() && c->is_number_integer()) {
+    const int64_t v = c->get<int64_t>();
+    if (v >= -1 && v <= INT32_MAX) r.controller = static_cast<int32_t>(v);
+  }
+  auto events = j.find("events");
+  if (events == j.end() || !events->is_array()) return r;
+  auto integer = [](const json& e, const char* key, int64_t fallback) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+  };
+  auto text = [](const json& e, const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  for (const auto& e : *events) {
+    if (!e.is_object() || !e.contains("t") || !e.contains("g") || !e.contains("r")) continue;
+    protocol::RebalanceEvent out;
+    out.timeMs = integer(e, "t", 0);
+    out.generation = integer(e, "g", -1);
+    const int64_t reason = integer(e, "r", 0);
+    out.reason = static_cast<protocol::RebalanceReason>(reason >= INT16_MIN && reason <= INT16_MAX ? reason : 0);
+    const int64_t count = integer(e, "n", 1);
+    out.count = static_cast<int32_t>(count >= 1 && count <= INT32_MAX ? count : 1);
+    out.consumerId = text(e, "m");
+    out.clientId = text(e, "c");
+    out.host = text(e, "h");
+    out.subject = text(e, "s");
+    out.value = integer(e, "v", -1);
+    out.detail = text(e, "d");
+    r.events.push_back(std::move(out));
+  }
+  return r;
+}
+
 std::string encodeServer(const std::string& host, uint16_t port) {
   json j;
   j["host"] = host;

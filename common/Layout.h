@@ -5,6 +5,7 @@
 //   <root>/servers/<server-id>                    EPHEMERAL   {"host":..,"port":..}
 //   <root>/groups/<group>                         PERSISTENT  GroupSettings JSON; Stat.version = generation
 //   <root>/groups/<group>/controller              EPHEMERAL   server id of the group's controller
+//   <root>/groups/<group>/history                 PERSISTENT  HistoryRecord JSON: the last rebalance reasons
 //   <root>/groups/<group>/members/<consumer-id>   EPHEMERAL   {"client_id":..}
 //   <root>/groups/<group>/offsets/<topic>/<part>  PERSISTENT  committed offset, decimal text
 //
@@ -41,6 +42,7 @@ class Layout {
     return membersPath(group) + "/" + std::string(member);
   }
   std::string offsetsPath(std::string_view group) const { return groupPath(group) + "/offsets"; }
+  std::string historyPath(std::string_view group) const { return groupPath(group) + "/history"; }
 
  private:
   std::string root_;
@@ -97,6 +99,21 @@ std::string encodeHandover(const HandoverRecord& r);
 // nullopt for anything else (the empty data CreateGroup writes, or data of
 // a format this version does not know).
 std::optional<HandoverRecord> decodeHandover(std::string_view data);
+
+// The group's last rebalance reasons (docs/design.md, "Rebalance history"),
+// in the history znode: written by the controller in each membership
+// transaction, read by the next controller when it takes the group over.
+struct HistoryRecord {
+  int32_t controller = -1;  // the server that wrote it
+  std::vector<protocol::RebalanceEvent> events;  // oldest first
+  bool operator==(const HistoryRecord&) const = default;
+};
+
+std::string encodeHistory(const HistoryRecord& r);
+// nullopt for data of another format (or none). Events that are not
+// objects of the known fields are skipped, not fatal: the history is for
+// people, and a partly readable one is better than none.
+std::optional<HistoryRecord> decodeHistory(std::string_view data);
 
 // Kafka's topic metadata, {"version":1,"partitions":{"0":[..],"1":[..]}}:
 // the number of partitions, or nullopt when the data is not that.

@@ -27,6 +27,13 @@ std::string_view zkStateName(ZkState state) {
   return "unknown";
 }
 
+std::string_view rebalanceReasonLabel(size_t code) {
+  static constexpr std::array<std::string_view, kRebalanceReasonCount> kLabels{
+      "other",          "member_joined", "member_left", "member_evicted", "member_replaced",     "topic_appeared",
+      "topic_resized",  "topic_gone",    "rewind",      "controller_takeover", "handover"};
+  return code < kLabels.size() ? kLabels[code] : kLabels[0];
+}
+
 std::string_view handoverReasonName(HandoverReason reason) {
   switch (reason) {
     case HandoverReason::Rebalance: return "rebalance";
@@ -68,6 +75,14 @@ void registerCoordinationMetrics(Registry& r) {
           for (size_t i = 0; i < kHandoverReasonCount; ++i) {
             w.value({{"reason", std::string(handoverReasonName(static_cast<HandoverReason>(i)))}},
                     static_cast<double>(m.handovers[i].value()));
+          }
+        });
+  r.add("groupcoord_rebalances_total",
+        "Rebalance reasons recorded by the groups controlled here (each generation move has one or more; takeovers "
+        "and handovers are recorded too), by reason",
+        Type::Counter, [&m](FamilyWriter& w) {
+          for (size_t i = 0; i < kRebalanceReasonCount; ++i) {
+            w.value({{"reason", std::string(rebalanceReasonLabel(i))}}, static_cast<double>(m.rebalances[i].value()));
           }
         });
   r.addCounter("groupcoord_handover_failures_total",

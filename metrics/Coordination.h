@@ -31,6 +31,11 @@ enum class HandoverReason : size_t { Rebalance, Drain };
 inline constexpr size_t kHandoverReasonCount = 2;
 std::string_view handoverReasonName(HandoverReason reason);
 
+// Why a generation moved (docs/protocol.md, DescribeGroup's reasons), by
+// the reason's code; codes outside the table count as "other".
+inline constexpr size_t kRebalanceReasonCount = 11;
+std::string_view rebalanceReasonLabel(size_t code);  // "member_joined", ...
+
 struct CoordinationMetrics {
   Counter generationMoves;  // membership transactions that moved a generation
   Counter evictions;        // members evicted for silence
@@ -41,6 +46,7 @@ struct CoordinationMetrics {
   std::atomic<size_t> zkState{static_cast<size_t>(ZkState::Connecting)};
   std::array<Counter, kHandoverReasonCount> handovers;  // groups handed over, by reason
   Counter handoverFailures;                              // handovers that failed (the group stayed)
+  std::array<Counter, kRebalanceReasonCount> rebalances;  // rebalance reasons recorded, by reason code
   Histogram handoverDuration{handoverDurationBoundsNs()};  // nanoseconds, from the decision to the end
 
   CoordinationMetrics();
@@ -48,6 +54,7 @@ struct CoordinationMetrics {
   CoordinationMetrics& operator=(const CoordinationMetrics&) = delete;
 
   void observeZk(ZkOp op, uint64_t nanos) { zkLatency[static_cast<size_t>(op)]->observe(nanos); }
+  void rebalance(size_t reasonCode, uint64_t n) { rebalances[reasonCode < kRebalanceReasonCount ? reasonCode : 0].add(n); }
   // Records a session state change: counts reconnects (Reconnecting ->
   // Connected) and expiries. Called on the ZooKeeper completion thread.
   void sessionState(ZkState next);

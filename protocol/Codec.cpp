@@ -70,6 +70,37 @@ bool readGroupInfo(Reader& r, GroupInfo& g) {
   return r.readBool(g.ephemeral, "Ephemeral");
 }
 
+bool readTopicState(Reader& r, TopicState& t) {
+  r.readString(t.topic, "Topic");
+  return r.readInt32(t.partitions, "Partitions");
+}
+
+bool readMemberState(Reader& r, MemberState& m) {
+  r.readString(m.consumerId, "ConsumerId");
+  r.readString(m.clientId, "ClientId");
+  r.readString(m.host, "Host");
+  r.readUint16(m.port, "Port");
+  r.readInt64(m.joinedAtMs, "JoinedAt");
+  r.readInt64(m.lastHeardMs, "LastHeard");
+  wire::readArray(r, m.held, wire::kMinTopicPartitionBytes, "Held", readTopicPartition);
+  return wire::readArray(r, m.waiting, wire::kMinTopicPartitionBytes, "Waiting", readTopicPartition);
+}
+
+bool readRebalanceEvent(Reader& r, RebalanceEvent& e) {
+  r.readInt64(e.timeMs, "Time");
+  r.readInt64(e.generation, "Generation");
+  int16_t reason = 0;
+  // Any int16 is kept, as for ErrorCode: a newer server may know more reasons.
+  if (r.readInt16(reason, "Reason")) e.reason = static_cast<RebalanceReason>(reason);
+  r.readInt32(e.count, "Count");
+  r.readString(e.consumerId, "ConsumerId");
+  r.readString(e.clientId, "ClientId");
+  r.readString(e.host, "Host");
+  r.readString(e.subject, "Subject");
+  r.readInt64(e.value, "Value");
+  return r.readString(e.detail, "Detail");
+}
+
 // ---- Request bodies ------------------------------------------------------------
 
 bool readBody(Reader& r, HeartbeatRequest& m) {
@@ -128,6 +159,8 @@ bool readBody(Reader& r, DrainServerRequest& m) {
   return r.readBool(m.drain, "Drain");
 }
 
+bool readBody(Reader& r, DescribeGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
+
 // ---- Response bodies -----------------------------------------------------------
 
 bool readBody(Reader& r, HeartbeatResponse& m) {
@@ -180,6 +213,21 @@ bool readBody(Reader& r, RewindConsumerResponse& m) {
 bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
 bool readBody(Reader& r, DrainServerResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+
+bool readBody(Reader& r, DescribeGroupResponse& m) {
+  r.readString(m.group, "ConsumerGroup");
+  readErrorCode(r, m.error, "ErrorCode");
+  readBroker(r, m.controller);
+  int8_t state = 0;
+  if (r.readInt8(state, "State")) m.state = static_cast<GroupState>(state);
+  r.readInt64(m.sessionTimeoutMs, "SessionTimeout");
+  r.readBool(m.ephemeral, "Ephemeral");
+  r.readInt64(m.generation, "Generation");
+  wire::readArray(r, m.topics, wire::kMinTopicStateBytes, "Topics", readTopicState);
+  wire::readArray(r, m.members, wire::kMinMemberStateBytes, "Members", readMemberState);
+  wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
+  return wire::readArray(r, m.history, wire::kMinRebalanceEventBytes, "History", readRebalanceEvent);
+}
 
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
@@ -239,10 +287,12 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key) {
       return decodeApi<ApiKey::Authenticate>(r, v);
     case ApiKey::DrainServer:
       return decodeApi<ApiKey::DrainServer>(r, v);
+    case ApiKey::DescribeGroup:
+      return decodeApi<ApiKey::DescribeGroup>(r, v);
   }
   return false;
 }
-static_assert(kApiCount == 11, "decodeByKey covers every ApiKey");
+static_assert(kApiCount == 12, "decodeByKey covers every ApiKey");
 
 // ---- Writing -------------------------------------------------------------------
 
@@ -284,6 +334,35 @@ void writeGroupInfo(Writer& w, const GroupInfo& g) {
   w.writeInt64(g.sessionTimeoutMs);
   w.writeInt64(g.generation);
   w.writeBool(g.ephemeral);
+}
+
+void writeTopicState(Writer& w, const TopicState& t) {
+  w.writeString(t.topic);
+  w.writeInt32(t.partitions);
+}
+
+void writeMemberState(Writer& w, const MemberState& m) {
+  w.writeString(m.consumerId);
+  w.writeString(m.clientId);
+  w.writeString(m.host);
+  w.writeUint16(m.port);
+  w.writeInt64(m.joinedAtMs);
+  w.writeInt64(m.lastHeardMs);
+  wire::writeArray(w, m.held, writeTopicPartition);
+  wire::writeArray(w, m.waiting, writeTopicPartition);
+}
+
+void writeRebalanceEvent(Writer& w, const RebalanceEvent& e) {
+  w.writeInt64(e.timeMs);
+  w.writeInt64(e.generation);
+  w.writeInt16(static_cast<int16_t>(e.reason));
+  w.writeInt32(e.count);
+  w.writeString(e.consumerId);
+  w.writeString(e.clientId);
+  w.writeString(e.host);
+  w.writeString(e.subject);
+  w.writeInt64(e.value);
+  w.writeString(e.detail);
 }
 
 void writeBody(Writer& w, const HeartbeatRequest& m) {
@@ -341,6 +420,8 @@ void writeBody(Writer& w, const DrainServerRequest& m) {
   w.writeBool(m.drain);
 }
 
+void writeBody(Writer& w, const DescribeGroupRequest& m) { w.writeString(m.group); }
+
 void writeBody(Writer& w, const HeartbeatResponse& m) {
   w.writeInt64(m.generation);
   writeErrorCode(w, m.error);
@@ -391,6 +472,20 @@ void writeBody(Writer& w, const RewindConsumerResponse& m) {
 void writeBody(Writer& w, const AuthenticateResponse& m) { writeErrorCode(w, m.error); }
 
 void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
+
+void writeBody(Writer& w, const DescribeGroupResponse& m) {
+  w.writeString(m.group);
+  writeErrorCode(w, m.error);
+  writeBroker(w, m.controller);
+  w.writeInt8(static_cast<int8_t>(m.state));
+  w.writeInt64(m.sessionTimeoutMs);
+  w.writeBool(m.ephemeral);
+  w.writeInt64(m.generation);
+  wire::writeArray(w, m.topics, writeTopicState);
+  wire::writeArray(w, m.members, writeMemberState);
+  wire::writeArray(w, m.offsets, writePartitionOffset);
+  wire::writeArray(w, m.history, writeRebalanceEvent);
+}
 
 void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
 
@@ -478,6 +573,8 @@ ErrorCode namesError(const AuthenticateRequest&) { return ErrorCode::NONE; }
 ErrorCode namesError(const DrainServerRequest& m) {
   return m.serverId < 0 ? ErrorCode::INVALID_REQUEST : ErrorCode::NONE;
 }
+
+ErrorCode namesError(const DescribeGroupRequest& m) { return groupError(m.group); }
 
 }  // namespace
 
@@ -648,6 +745,12 @@ Response errorResponse(const Request& request, ErrorCode error) {
     Response operator()(const RewindConsumerRequest&) const { return RewindConsumerResponse{{}, error}; }
     Response operator()(const AuthenticateRequest&) const { return AuthenticateResponse{error}; }
     Response operator()(const DrainServerRequest&) const { return DrainServerResponse{error}; }
+    Response operator()(const DescribeGroupRequest& m) const {
+      DescribeGroupResponse r;
+      r.group = m.group;
+      r.error = error;
+      return r;
+    }
   };
   return std::visit(Visitor{error}, request);
 }

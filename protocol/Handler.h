@@ -4,7 +4,9 @@
 // ZooKeeper). The server decodes a frame, checks names, and hands the
 // request to a Handler; the Handler answers through `done`.
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "protocol/Messages.h"
 
@@ -12,12 +14,35 @@ namespace groupcoord::protocol {
 
 using ResponseCallback = std::function<void(Response)>;
 
+// Who sent a request, as the server saw it. The coordinator records it for
+// DescribeGroup (where a member connects from, who rewound a group); it
+// never decides anything by it.
+struct Caller {
+  std::string host;  // the peer's address as text; "" when not known
+  uint16_t port = 0;
+  std::string user;  // the authenticated user; "" with authentication off
+
+  // "host:port" ("[host]:port" for IPv6), or "?" when not known: for logs.
+  std::string address() const {
+    if (host.empty()) return "?";
+    const bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  }
+};
+
 class Handler {
  public:
   virtual ~Handler() = default;
   // Called on a server I/O thread: must not block. `done` must be called
   // exactly once, from any thread, with a response of the request's API.
   virtual void handle(const RequestHeader& header, Request request, ResponseCallback done) = 0;
+  // The same, knowing who sent it. The default forgets the caller; a
+  // handler that records callers overrides both.
+  virtual void handleFrom(const Caller& caller, const RequestHeader& header, Request request,
+                          ResponseCallback done) {
+    (void)caller;
+    handle(header, std::move(request), std::move(done));
+  }
 };
 
 }  // namespace groupcoord::protocol

@@ -55,7 +55,14 @@ const ErrorEntry* findError(ErrorCode e) {
 constexpr std::array<std::string_view, kApiCount> kApiNames{
     "Heartbeat",  "CreateGroup",   "DeleteGroup",  "RegisterConsumer", "ListGroups",
     "LeaveGroup", "CommitOffsets", "FetchOffsets", "RewindConsumer",   "Authenticate",
-    "DrainServer",
+    "DrainServer", "DescribeGroup",
+};
+
+constexpr std::array<std::string_view, 4> kStateNames{"LOADING", "STABLE", "REBALANCING", "HANDING_OVER"};
+
+constexpr std::array<std::string_view, 11> kReasonNames{
+    "OTHER",           "MEMBER_JOINED", "MEMBER_LEFT",    "MEMBER_EVICTED", "MEMBER_REPLACED",     "TOPIC_APPEARED",
+    "TOPIC_RESIZED",   "TOPIC_GONE",    "REWIND",         "CONTROLLER_TAKEOVER", "HANDOVER",
 };
 
 }  // namespace
@@ -84,6 +91,24 @@ std::string_view apiName(ApiKey k) {
   return isKnownApi(key) ? kApiNames[static_cast<size_t>(key)] : "Unknown";
 }
 
+std::string_view groupStateName(GroupState s) {
+  const auto v = static_cast<int>(s);
+  return v >= 0 && v < static_cast<int>(kStateNames.size()) ? kStateNames[static_cast<size_t>(v)] : "UNKNOWN_STATE";
+}
+
+std::string_view rebalanceReasonName(RebalanceReason r) {
+  const auto v = static_cast<int>(r);
+  return v >= 0 && v < static_cast<int>(kReasonNames.size()) ? kReasonNames[static_cast<size_t>(v)]
+                                                              : "UNKNOWN_REASON";
+}
+
+std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name) {
+  for (size_t i = 0; i < kReasonNames.size(); ++i) {
+    if (kReasonNames[i] == name) return static_cast<RebalanceReason>(i);
+  }
+  return std::nullopt;
+}
+
 bool isControllerOnly(ApiKey k) {
   switch (k) {
     case ApiKey::Heartbeat:
@@ -92,6 +117,7 @@ bool isControllerOnly(ApiKey k) {
     case ApiKey::LeaveGroup:
     case ApiKey::CommitOffsets:
     case ApiKey::RewindConsumer:
+    case ApiKey::DescribeGroup:
       return true;
     case ApiKey::CreateGroup:
     case ApiKey::ListGroups:

@@ -58,8 +58,9 @@ enum class ApiKey : int16_t {
   RewindConsumer = 8,
   Authenticate = 9,
   DrainServer = 10,
+  DescribeGroup = 11,
 };
-inline constexpr int kApiCount = 11;
+inline constexpr int kApiCount = 12;
 std::string_view apiName(ApiKey k);  // "Heartbeat", ...; "Unknown" otherwise
 bool isKnownApi(int16_t key);
 // Controller-only APIs answer NOT_CONTROLLER on another server.
@@ -290,6 +291,88 @@ struct DrainServerResponse {
   bool operator==(const DrainServerResponse&) const = default;
 };
 
+// 11 DescribeGroup: everything the group's controller knows about the group
+// (docs/protocol.md): settings, state, members with where they connect from
+// and what they hold, committed offsets, and why the generation moved.
+struct DescribeGroupRequest {
+  static constexpr ApiKey kApi = ApiKey::DescribeGroup;
+  std::string group;
+  bool operator==(const DescribeGroupRequest&) const = default;
+};
+
+// A value this build does not name is kept as its number (like ErrorCode).
+enum class GroupState : int8_t {
+  LOADING = 0,
+  STABLE = 1,
+  REBALANCING = 2,  // some partition is not with its assigned member yet
+  HANDING_OVER = 3,
+};
+std::string_view groupStateName(GroupState s);  // "STABLE"; "UNKNOWN_STATE" otherwise
+
+enum class RebalanceReason : int16_t {
+  OTHER = 0,
+  MEMBER_JOINED = 1,
+  MEMBER_LEFT = 2,
+  MEMBER_EVICTED = 3,       // value: how long it was silent, ms
+  MEMBER_REPLACED = 4,      // subject: the id it had before
+  TOPIC_APPEARED = 5,       // subject: the topic; value: its partitions
+  TOPIC_RESIZED = 6,        // subject: the topic; value: its partitions now
+  TOPIC_GONE = 7,           // subject: the topic
+  REWIND = 8,               // subject: the user; value: how many offsets
+  CONTROLLER_TAKEOVER = 9,  // subject: the previous controller ("" unknown); value: this server
+  HANDOVER = 10,            // subject: the server it came from; value: this server
+};
+std::string_view rebalanceReasonName(RebalanceReason r);  // "MEMBER_JOINED"; "UNKNOWN_REASON" otherwise
+std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name);
+
+struct TopicState {
+  std::string topic;
+  int32_t partitions = -1;  // -1: no such topic, or its metadata cannot be read
+  bool operator==(const TopicState&) const = default;
+};
+
+struct MemberState {
+  std::string consumerId;
+  std::string clientId;
+  std::string host;       // "" when not known yet
+  uint16_t port = 0;      // 0 when not known yet
+  int64_t joinedAtMs = -1;   // ms since the Unix epoch; -1 when not known
+  int64_t lastHeardMs = -1;  // ms since the Unix epoch
+  std::vector<TopicPartition> held;
+  std::vector<TopicPartition> waiting;  // assigned to it, still held by another member
+  bool operator==(const MemberState&) const = default;
+};
+
+struct RebalanceEvent {
+  int64_t timeMs = 0;  // ms since the Unix epoch
+  int64_t generation = -1;
+  RebalanceReason reason = RebalanceReason::OTHER;
+  int32_t count = 1;  // events of this reason in the same move that this entry stands for
+  std::string consumerId;
+  std::string clientId;
+  std::string host;
+  std::string subject;
+  int64_t value = -1;
+  std::string detail;  // one sentence, for people
+  bool operator==(const RebalanceEvent&) const = default;
+};
+
+struct DescribeGroupResponse {
+  static constexpr ApiKey kApi = ApiKey::DescribeGroup;
+  std::string group;
+  ErrorCode error = ErrorCode::NONE;
+  Broker controller;
+  GroupState state = GroupState::LOADING;
+  int64_t sessionTimeoutMs = -1;
+  bool ephemeral = false;
+  int64_t generation = -1;
+  std::vector<TopicState> topics;
+  std::vector<MemberState> members;  // sorted by id
+  std::vector<PartitionOffset> offsets;
+  std::vector<RebalanceEvent> history;  // oldest first
+  bool operator==(const DescribeGroupResponse&) const = default;
+};
+
 // UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
 struct ErrorOnlyResponse {
   ErrorCode error = ErrorCode::INVALID_REQUEST;
@@ -302,11 +385,12 @@ struct ErrorOnlyResponse {
 // never the position of an alternative in these variants.
 using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest>;
+                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest>;
 
 using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
-                              RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, ErrorOnlyResponse>;
+                              RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, DescribeGroupResponse,
+                              ErrorOnlyResponse>;
 
 // A message type of one API (it has `kApi`).
 template <typename T>

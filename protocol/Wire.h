@@ -29,6 +29,12 @@ inline constexpr size_t kMinPartitionOffsetBytes = kMinStringBytes + 4 + 8;
 inline constexpr size_t kMinPartitionErrorBytes = kMinStringBytes + 4 + 2;
 // GroupName, ErrorCode, GroupMembers, Topics, ControllerBroker, SessionTimeout, Generation, Ephemeral.
 inline constexpr size_t kMinGroupInfoBytes = kMinStringBytes + 2 + 4 + 4 + kMinBrokerBytes + 8 + 8 + 1;
+// Topic, Partitions.
+inline constexpr size_t kMinTopicStateBytes = kMinStringBytes + 4;
+// ConsumerId, ClientId, Host, Port, JoinedAt, LastHeard, Held, Waiting.
+inline constexpr size_t kMinMemberStateBytes = 3 * kMinStringBytes + 2 + 8 + 8 + 4 + 4;
+// Time, Generation, Reason, Count, ConsumerId, ClientId, Host, Subject, Value, Detail.
+inline constexpr size_t kMinRebalanceEventBytes = 8 + 8 + 2 + 4 + 4 * kMinStringBytes + 8 + kMinStringBytes;
 
 // The longest string and the largest array the length prefixes can express.
 inline constexpr size_t kMaxStringBytes = 0x7fff;

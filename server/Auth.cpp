@@ -36,6 +36,7 @@ bool roleAllows(Role role, protocol::ApiKey api) {
     case ApiKey::CommitOffsets:
     case ApiKey::FetchOffsets:
     case ApiKey::Authenticate:
+    case ApiKey::DescribeGroup:
       return true;
   }
   return false;

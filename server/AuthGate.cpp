@@ -46,16 +46,17 @@ void AuthGate::stop() {
   }
 }
 
-void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const std::string& peer, protocol::Handler& next,
+void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protocol::Caller& caller, protocol::Handler& next,
                       const protocol::RequestHeader& header, protocol::Request request,
                       protocol::ResponseCallback done) {
   if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&request)) {
-    Job job{session, peer, &next, header, std::move(*auth), std::move(done)};
+    Job job{session, caller, &next, header, std::move(*auth), std::move(done)};
     {
       MutexLock lock(session->mutex_);
       if (session->checking_) {
         // A second Authenticate pipelined behind the first: it waits its turn.
-        session->waiting_.push_back({header, protocol::AuthenticateRequest(std::move(job.request)), std::move(job.done)});
+        session->waiting_.push_back(
+            {caller, header, protocol::AuthenticateRequest(std::move(job.request)), std::move(job.done)});
         return;
       }
       session->checking_ = true;
@@ -70,14 +71,14 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const std::st
   {
     MutexLock lock(session->mutex_);
     if (session->checking_) {
-      session->waiting_.push_back({header, std::move(request), std::move(done)});
+      session->waiting_.push_back({caller, header, std::move(request), std::move(done)});
       return;
     }
   }
-  admit(*session, peer, next, header, std::move(request), std::move(done));
+  admit(*session, caller, next, header, std::move(request), std::move(done));
 }
 
-void AuthGate::admit(AuthSession& session, const std::string& peer, protocol::Handler& next,
+void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
                      const protocol::RequestHeader& header, protocol::Request request,
                      protocol::ResponseCallback done) {
   bool authenticated = false;
@@ -91,9 +92,12 @@ void AuthGate::admit(AuthSession& session, const std::string& peer, protocol::Ha
   }
   const protocol::ApiKey api = protocol::apiKeyOf(request);
   if (authenticated && roleAllows(role, api)) {
-    next.handle(header, std::move(request), std::move(done));
+    protocol::Caller who = caller;
+    who.user = std::move(user);
+    next.handleFrom(who, header, std::move(request), std::move(done));
     return;
   }
+  const std::string peer = caller.address();
   uint64_t suppressed = 0;
   if (gRefusedLog.allow(&suppressed)) {
     if (authenticated) {
@@ -147,13 +151,13 @@ void AuthGate::check(Job& job) {
     session.user_ = role ? job.request.user : std::string();
   }
   if (role) {
-    spdlog::debug("{} authenticated as '{}' (role {})", job.peer, job.request.user, roleName(*role));
+    spdlog::debug("{} authenticated as '{}' (role {})", job.caller.address(), job.request.user, roleName(*role));
   } else {
     uint64_t suppressed = 0;
     if (gFailedLog.allow(&suppressed)) {
       spdlog::warn("authentication of user '{}' from {} failed: unknown user or wrong secret; answered "
                    "NOT_AUTHORIZED{}",
-                   printableForLog(job.request.user), job.peer, suppressedNote(suppressed));
+                   printableForLog(job.request.user), job.caller.address(), suppressedNote(suppressed));
     }
   }
   job.done(protocol::AuthenticateResponse{role ? protocol::ErrorCode::NONE : protocol::ErrorCode::NOT_AUTHORIZED});
@@ -171,7 +175,7 @@ void AuthGate::check(Job& job) {
       next = std::move(session.waiting_.front());
       session.waiting_.erase(session.waiting_.begin());
       if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&next.request)) {
-        Job again{job.session, job.peer, job.next, next.header, std::move(*auth), std::move(next.done)};
+        Job again{job.session, next.caller, job.next, next.header, std::move(*auth), std::move(next.done)};
         {
           MutexLock jobsLock(mutex_);
           if (stopping_) return;
@@ -181,7 +185,7 @@ void AuthGate::check(Job& job) {
         return;  // still checking_
       }
     }
-    admit(session, job.peer, *job.next, next.header, std::move(next.request), std::move(next.done));
+    admit(session, next.caller, *job.next, next.header, std::move(next.request), std::move(next.done));
   }
 }
 

@@ -35,6 +35,7 @@ class AuthSession {
  private:
   friend class AuthGate;
   struct Waiting {
+    protocol::Caller caller;
     protocol::RequestHeader header;
     protocol::Request request;
     protocol::ResponseCallback done;
@@ -55,8 +56,8 @@ class AuthGate {
   AuthGate& operator=(const AuthGate&) = delete;
 
   // I/O thread: answers or forwards one decoded, name-checked request of the
-  // connection from `peer`.
-  void handle(const std::shared_ptr<AuthSession>& session, const std::string& peer, protocol::Handler& next,
+  // connection from `caller` (whose user the gate fills in when it forwards).
+  void handle(const std::shared_ptr<AuthSession>& session, const protocol::Caller& caller, protocol::Handler& next,
               const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_);
 
@@ -69,14 +70,14 @@ class AuthGate {
  private:
   struct Job {
     std::shared_ptr<AuthSession> session;
-    std::string peer;
+    protocol::Caller caller;
     protocol::Handler* next = nullptr;
     protocol::RequestHeader header;
     protocol::AuthenticateRequest request;
     protocol::ResponseCallback done;
   };
   // Forwards or refuses by the session's state; the caller holds no lock.
-  void admit(AuthSession& session, const std::string& peer, protocol::Handler& next,
+  void admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_, session.mutex_);
   void run() EXCLUDES(mutex_);

@@ -48,25 +48,25 @@ LogRateLimiter gIdleLog{std::chrono::seconds(1)};
 LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
 LogRateLimiter gTlsLog{std::chrono::seconds(1)};
 
-std::string peerName(int fd) {
+// The peer's address and port; host "" when getpeername fails.
+protocol::Caller peerOf(int fd) {
+  protocol::Caller caller;
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return caller;
   char host[INET6_ADDRSTRLEN] = {0};
-  uint16_t port = 0;
   if (ss.ss_family == AF_INET) {
     const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
     ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-    port = ntohs(a->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  if (ss.ss_family == AF_INET6) {
+    caller.host = host;
+    caller.port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
     const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
     ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-    port = ntohs(a->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    caller.host = host;
+    caller.port = ntohs(a->sin6_port);
   }
-  return "?";
+  return caller;
 }
 
 // A request of the given API with every field at its default, so that
@@ -86,6 +86,7 @@ protocol::Request blankRequest(protocol::ApiKey api) {
     case ApiKey::RewindConsumer: return protocol::RewindConsumerRequest{};
     case ApiKey::Authenticate: return protocol::AuthenticateRequest{};
     case ApiKey::DrainServer: return protocol::DrainServerRequest{};
+    case ApiKey::DescribeGroup: return protocol::DescribeGroupRequest{};
   }
   return protocol::HeartbeatRequest{};
 }
@@ -175,7 +176,8 @@ class PendingResponse {
 struct Connection {
   UniqueFd fd;  // closed by IoLoop::close(), after `ssl` is freed
   size_t index = 0;  // position in IoLoop::connections_
-  std::string peer;
+  std::string peer;          // "host:port", for the logs
+  protocol::Caller caller;   // the same, for the handler (no user: the auth gate adds it)
   std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
   std::vector<uint8_t> out;  // responses not yet written, from outOffset on
   size_t outOffset = 0;
@@ -490,7 +492,8 @@ void IoLoop::addConnection(UniqueFd fd) {
   auto owned = std::make_unique<Connection>();
   Connection& c = *owned;
   c.fd = std::move(fd);
-  c.peer = peerName(c.fd.get());
+  c.caller = peerOf(c.fd.get());
+  c.peer = c.caller.address();
   c.lastReadAt = now_;
   c.completions = std::make_shared<Completions>();
   c.completions->inbox = inbox_;
@@ -688,12 +691,12 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
   try {
     if (options_.auth) {
       if (!c.auth) c.auth = std::make_shared<AuthSession>();
-      options_.auth->handle(c.auth, c.peer, handler_, header, std::move(decoded.request), std::move(done));
+      options_.auth->handle(c.auth, c.caller, handler_, header, std::move(decoded.request), std::move(done));
     } else if (std::holds_alternative<protocol::AuthenticateRequest>(decoded.request)) {
       // Authentication is off: every connection may do everything already.
       done(protocol::AuthenticateResponse{protocol::ErrorCode::NONE});
     } else {
-      handler_.handle(header, std::move(decoded.request), std::move(done));
+      handler_.handleFrom(c.caller, header, std::move(decoded.request), std::move(done));
     }
   } catch (const std::exception& e) {
     // A Handler must not throw; if one does, its `done` is gone with the

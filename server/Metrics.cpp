@@ -75,15 +75,22 @@ protocol::ErrorCode responseError(const protocol::Response& response) {
   return std::visit([](const auto& r) { return r.error; }, response);
 }
 
+protocol::ResponseCallback MeteredHandler::metered(protocol::ApiKey api, protocol::ResponseCallback done) {
+  return [metrics = &metrics_, api, start = Clock::now(), done = std::move(done)](protocol::Response response) {
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    metrics->record(api, responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
+    done(std::move(response));
+  };
+}
+
 void MeteredHandler::handle(const protocol::RequestHeader& header, protocol::Request request,
                             protocol::ResponseCallback done) {
-  inner_.handle(header, std::move(request),
-                [metrics = &metrics_, api = header.apiKey, start = Clock::now(),
-                 done = std::move(done)](protocol::Response response) {
-                  const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-                  metrics->record(api, responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
-                  done(std::move(response));
-                });
+  inner_.handle(header, std::move(request), metered(header.apiKey, std::move(done)));
+}
+
+void MeteredHandler::handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header,
+                                protocol::Request request, protocol::ResponseCallback done) {
+  inner_.handleFrom(caller, header, std::move(request), metered(header.apiKey, std::move(done)));
 }
 
 void registerConnectionMetrics(metrics::Registry& r, std::function<TcpServerStats()> stats) {

@@ -62,8 +62,11 @@ class MeteredHandler final : public protocol::Handler {
   MeteredHandler(protocol::Handler& inner, RequestMetrics& metrics) : inner_(inner), metrics_(metrics) {}
   void handle(const protocol::RequestHeader& header, protocol::Request request,
               protocol::ResponseCallback done) override;
+  void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
+                  protocol::ResponseCallback done) override;
 
  private:
+  protocol::ResponseCallback metered(protocol::ApiKey api, protocol::ResponseCallback done);
   protocol::Handler& inner_;
   RequestMetrics& metrics_;
 };

@@ -42,7 +42,7 @@ class GroupControllerTest : public ::testing::Test {
         zk_(std::make_unique<zk::FakeClient>(ensemble_, zk::FakeClientOptions{10000ms, true, "controller"})),
         topics_(*zk_, "/brokers/topics", epoch_, [](const std::string&) {}),
         offsets_(*zk_, layout_),
-        ctx_{*zk_,
+        ctx_{1, *zk_,
              layout_,
              GroupConfig{Millis(0), 1000},
              time_,
@@ -86,6 +86,8 @@ class GroupControllerTest : public ::testing::Test {
     ASSERT_EQ(admin_.removeSync(layout_.membersPath(kGroup)), zk::Error::Ok);
     ASSERT_EQ(admin_.removeSync(layout_.offsetsPath(kGroup)), zk::Error::Ok);
     ASSERT_EQ(admin_.removeSync(layout_.controllerPath(kGroup)), zk::Error::Ok);
+    const zk::Error history = admin_.removeSync(layout_.historyPath(kGroup));  // there once a write was made
+    ASSERT_TRUE(history == zk::Error::Ok || history == zk::Error::NoNode);
     ASSERT_EQ(admin_.removeSync(layout_.groupPath(kGroup)), zk::Error::Ok);
   }
 
@@ -122,6 +124,20 @@ class GroupControllerTest : public ::testing::Test {
   }
   protocol::HeartbeatResponse heartbeat(const std::string& id, int64_t generation) {
     return controller_->heartbeat(protocol::HeartbeatRequest{kGroup, id, generation});
+  }
+  protocol::RegisterConsumerResponse joinFrom(const protocol::Caller& caller, const std::string& id = "") {
+    Answer<protocol::Response> a;
+    drive([&] {
+      controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, id, {}}, a.callback(), caller);
+    });
+    EXPECT_TRUE(a.ready());
+    return a.ready() ? std::get<protocol::RegisterConsumerResponse>(a.get()) : protocol::RegisterConsumerResponse{};
+  }
+  protocol::DescribeGroupResponse describe() { return controller_->describe(protocol::Broker{1, "127.0.0.1", 7400}); }
+  static std::vector<protocol::RebalanceReason> reasons(const std::vector<protocol::RebalanceEvent>& h) {
+    std::vector<protocol::RebalanceReason> out;
+    for (auto& e : h) out.push_back(e.reason);
+    return out;
   }
   static protocol::RequestHeader header() {
     protocol::RequestHeader h;
@@ -589,7 +605,7 @@ TEST_F(GroupControllerTest, AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGr
   createGroup();
   AnswersBeforeReturning client(*zk_);
   OffsetStore eagerOffsets(client, layout_);
-  GroupContext eagerCtx{client,     layout_, ctx_.config,  time_,         epoch_,
+  GroupContext eagerCtx{1, client,     layout_, ctx_.config,  time_,         epoch_,
                         connected_, topics_, eagerOffsets, ctx_.vanished, ctx_.newMemberId};
   auto g = std::make_shared<GroupController>(eagerCtx, kGroup);
   drive([&] { g->load(); });
@@ -599,6 +615,196 @@ TEST_F(GroupControllerTest, AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGr
   g->deleteGroup(protocol::DeleteGroupRequest{kGroup}, deleted.callback());
   settle();
   EXPECT_TRUE(deleted.ready());
+}
+
+// ---- DescribeGroup and the rebalance history ------------------------------------
+
+using protocol::RebalanceReason;
+
+TEST_F(GroupControllerTest, DescribeSaysWhoHoldsWhatWhereFromAndWhyEachGenerationMoved) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(2000, {"t"});
+  load();
+  settle();
+  EXPECT_EQ(describe().state, protocol::GroupState::STABLE);
+
+  // a joins from 10.0.0.1:5001 and gets both partitions.
+  auto a = joinFrom({"10.0.0.1", 5001, ""}, "a");
+  ASSERT_EQ(a.generation, 1);
+  auto d = describe();
+  ASSERT_EQ(d.error, ErrorCode::NONE);
+  EXPECT_EQ(d.generation, 1);
+  EXPECT_EQ(d.controller, (protocol::Broker{1, "127.0.0.1", 7400}));
+  EXPECT_EQ(d.sessionTimeoutMs, 2000);
+  EXPECT_EQ(d.topics, (std::vector<protocol::TopicState>{{"t", 2}}));
+  ASSERT_EQ(d.members.size(), 1u);
+  EXPECT_EQ(d.members[0].consumerId, "a");
+  EXPECT_EQ(d.members[0].clientId, "svc");
+  EXPECT_EQ(d.members[0].host, "10.0.0.1");
+  EXPECT_EQ(d.members[0].port, 5001);
+  EXPECT_EQ(d.members[0].joinedAtMs, time_.wallMs());
+  EXPECT_EQ(d.members[0].held, (std::vector<protocol::TopicPartition>{{"t", 0}, {"t", 1}}));
+  EXPECT_EQ(d.state, protocol::GroupState::STABLE);
+  ASSERT_EQ(d.history.size(), 1u);
+  EXPECT_EQ(d.history[0].reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(d.history[0].generation, 1);
+  EXPECT_EQ(d.history[0].consumerId, "a");
+  EXPECT_EQ(d.history[0].host, "10.0.0.1");
+
+  // b joins: one partition is b's in generation 2 but a still holds it.
+  time_.advance(100ms);
+  auto b = joinFrom({"10.0.0.2", 5002, ""}, "b");
+  ASSERT_EQ(b.generation, 2);
+  EXPECT_TRUE(b.partitions.empty()) << "a has not released it yet";
+  d = describe();
+  EXPECT_EQ(d.state, protocol::GroupState::REBALANCING);
+  ASSERT_EQ(d.members.size(), 2u);
+  EXPECT_EQ(d.members[1].consumerId, "b");
+  ASSERT_EQ(d.members[1].waiting.size(), 1u);
+  const protocol::TopicPartition moving = d.members[1].waiting[0];
+  EXPECT_EQ(d.members[0].held.size(), 2u);
+  EXPECT_EQ(d.members[0].lastHeardMs, time_.wallMs() - 100) << "a was last heard 100 ms ago";
+  // a heartbeats at 2 (releasing it), b registers again and takes it.
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+  EXPECT_EQ(rejoin("b"), ErrorCode::NONE);
+  d = describe();
+  EXPECT_EQ(d.state, protocol::GroupState::STABLE);
+  EXPECT_EQ(d.members[1].held, std::vector<protocol::TopicPartition>{moving});
+  EXPECT_TRUE(d.members[1].waiting.empty());
+
+  // The topic grows to 4 partitions: generation 3.
+  ASSERT_EQ(admin_.setSync("/brokers/topics/t", layout::encodeTopic(4)).error, zk::Error::Ok);
+  settle();
+  drive([&] { controller_->topicChanged("t"); });
+  EXPECT_EQ(controller_->generation(), 3);
+  // b leaves: generation 4.
+  Answer<protocol::Response> left;
+  drive([&] { controller_->leave(protocol::LeaveGroupRequest{kGroup, "b"}, left.callback()); });
+  ASSERT_TRUE(left.ready());
+  EXPECT_EQ(controller_->generation(), 4);
+  // A rewind by user ops: generation 5.
+  Answer<protocol::Response> rewound;
+  drive([&] {
+    controller_->rewind(protocol::RewindConsumerRequest{kGroup, {{"t", 0, 5}}}, rewound.callback(),
+                        protocol::Caller{"10.0.0.9", 6000, "ops"});
+  });
+  ASSERT_TRUE(rewound.ready());
+  EXPECT_EQ(controller_->generation(), 5);
+  // a falls silent: evicted, generation 6.
+  tickAfter(2001ms);
+  EXPECT_EQ(controller_->generation(), 6);
+
+  d = describe();
+  EXPECT_EQ(reasons(d.history),
+            (std::vector<RebalanceReason>{RebalanceReason::MEMBER_JOINED, RebalanceReason::MEMBER_JOINED,
+                                          RebalanceReason::TOPIC_RESIZED, RebalanceReason::MEMBER_LEFT,
+                                          RebalanceReason::REWIND, RebalanceReason::MEMBER_EVICTED}));
+  std::vector<int64_t> generations;
+  for (auto& e : d.history) generations.push_back(e.generation);
+  EXPECT_EQ(generations, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(d.history[2].subject, "t");
+  EXPECT_EQ(d.history[2].value, 4);
+  EXPECT_NE(d.history[2].detail.find("from 2 to 4"), std::string::npos) << d.history[2].detail;
+  EXPECT_EQ(d.history[3].consumerId, "b");
+  EXPECT_EQ(d.history[3].host, "10.0.0.2");
+  EXPECT_EQ(d.history[4].subject, "ops");
+  EXPECT_EQ(d.history[4].value, 1);
+  EXPECT_EQ(d.history[5].consumerId, "a");
+  EXPECT_GE(d.history[5].value, 2000) << "how long a was silent";
+  EXPECT_TRUE(d.members.empty());
+  EXPECT_EQ(d.offsets, (std::vector<protocol::PartitionOffset>{{"t", 0, 5}}));
+
+  // Written with each transaction: the history znode has them too, and
+  // names this server as its writer.
+  auto data = ensemble_.data(layout_.historyPath(kGroup));
+  ASSERT_TRUE(data);
+  auto record = layout::decodeHistory(*data);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->controller, 1);
+  EXPECT_EQ(record->events, d.history);
+}
+
+TEST_F(GroupControllerTest, ManyJoinsInOneTransactionAreOneEntryWithACount) {
+  createGroup();
+  load();
+  std::vector<Answer<protocol::Response>> answers(6);
+  drive([&] {
+    // All six wait for the committed offsets and go out in one transaction.
+    for (size_t i = 0; i < answers.size(); ++i) {
+      controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "m" + std::to_string(5 - i), {}},
+                                  answers[i].callback(), protocol::Caller{"10.0.0.1", static_cast<uint16_t>(100 + i), ""});
+    }
+  });
+  EXPECT_EQ(controller_->generation(), 1);
+  auto h = controller_->history();
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(h[0].generation, 1);
+  EXPECT_EQ(h[0].count, 6);
+  EXPECT_EQ(h[0].consumerId, "m0") << "the first of them by id";
+  EXPECT_EQ(h[0].host, "10.0.0.1");
+  EXPECT_NE(h[0].detail.find("6 members joined"), std::string::npos) << h[0].detail;
+}
+
+TEST_F(GroupControllerTest, ARegistrationWithoutAnIdFromARemovedMembersConnectionIsAReplacement) {
+  createGroup(2000);
+  load();
+  const protocol::Caller from{"10.0.0.5", 4242, ""};
+  auto first = joinFrom(from);
+  ASSERT_EQ(first.error, ErrorCode::NONE);
+  tickAfter(2001ms);  // evicted
+  ASSERT_EQ(controller_->memberCount(), 0u);
+  auto again = joinFrom(from);
+  ASSERT_EQ(again.error, ErrorCode::NONE);
+  ASSERT_NE(again.consumerId, first.consumerId);
+  // From another connection, a new member is only a join.
+  auto other = joinFrom({"10.0.0.6", 4242, ""});
+  auto h = controller_->history();
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[1].reason, RebalanceReason::MEMBER_EVICTED);
+  EXPECT_EQ(h[2].reason, RebalanceReason::MEMBER_REPLACED);
+  EXPECT_EQ(h[2].consumerId, again.consumerId);
+  EXPECT_EQ(h[2].subject, first.consumerId);
+  EXPECT_EQ(h[3].reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(h[3].consumerId, other.consumerId);
+}
+
+TEST_F(GroupControllerTest, ATakeoverKeepsTheWrittenHistoryAndSaysFromWhichServer) {
+  createGroup(2000);
+  load();
+  joinFrom({"10.0.0.1", 1, ""}, "a");
+  joinFrom({"10.0.0.2", 2, ""}, "b");
+  ASSERT_EQ(controller_->history().size(), 2u);
+  // Server 1's session ends: its member and controller znodes go with it.
+  zk_->close();
+  settle();
+  controller_->drop(ErrorCode::NOT_CONTROLLER, "session closed");
+  // Server 2 claims the group and loads it.
+  zk::FakeClient second(ensemble_, zk::FakeClientOptions{10000ms, true, "second"});
+  // (the TopicWatcher and OffsetStore of the fixture are on the closed
+  // session; this group has no topics and reads no offsets)
+  GroupContext secondCtx{2,          second,       layout_,     ctx_.config, time_,         epoch_,
+                         connected_, topics_,      offsets_,    ctx_.vanished, ctx_.newMemberId};
+  ASSERT_EQ(second.createSync(layout_.controllerPath(kGroup), "2", zk::CreateMode::Ephemeral).error, zk::Error::Ok);
+  auto taken = std::make_shared<GroupController>(secondCtx, kGroup);
+  {
+    CompletionGate hold(second);
+    taken->load();
+  }
+  settle();
+  auto h = taken->history();
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(h[1].reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(h[2].reason, RebalanceReason::CONTROLLER_TAKEOVER);
+  EXPECT_EQ(h[2].subject, "1");
+  EXPECT_EQ(h[2].value, 2);
+  EXPECT_EQ(h[2].generation, 2) << "a takeover does not move the generation";
+  second.close();
+  settle();
+  taken.reset();
 }
 
 }  // namespace

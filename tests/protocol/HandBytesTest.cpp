@@ -298,6 +298,65 @@ TEST(HandBytes, DrainServerDocumentedExample) {
   expectResponse(ApiKey::DrainServer, *response, {0, 22}, DrainServerResponse{ErrorCode::NONE});
 }
 
+TEST(HandBytes, DescribeGroupRequest) {
+  // ApiKey 11, then ConsumerGroup.
+  expectRequest(Bytes().requestHeader(11, 0, 50, "groupctl").str("orders").frame(),
+                headerFor(ApiKey::DescribeGroup, 50, "groupctl"), DescribeGroupRequest{"orders"});
+}
+
+TEST(HandBytes, DescribeGroupResponse) {
+  // Field by field as docs/protocol.md lists them: the group, ErrorCode,
+  // Controller, State (int8), SessionTimeout, Ephemeral, Generation, then
+  // Topics, Members (each with Held and Waiting), Offsets and History.
+  auto frame = Bytes()
+                   .responseHeader(0, 51)
+                   .str("orders")
+                   .int16(0)
+                   .int32(3).str("10.0.0.9").uint16(40003)
+                   .int8(2)
+                   .int64(10000)
+                   .boolean(false)
+                   .int64(12)
+                   .count(2).str("clicks").int32(2).str("gone").int32(-1)
+                   .count(1)
+                   .str("m-1").str("svc").str("10.1.2.3").uint16(51234).int64(1000).int64(2000)
+                   .count(1).str("clicks").int32(0)
+                   .count(1).str("clicks").int32(1)
+                   .count(1).str("clicks").int32(0).int64(77)
+                   .count(1)
+                   .int64(1500).int64(12).int16(3).int32(1).str("m-2").str("svc").str("10.1.2.4").str("")
+                   .int64(30001).str("member m-2 evicted after 30001 ms of silence")
+                   .frame();
+  DescribeGroupResponse want;
+  want.group = "orders";
+  want.controller = Broker{3, "10.0.0.9", 40003};
+  want.state = GroupState::REBALANCING;
+  want.sessionTimeoutMs = 10000;
+  want.generation = 12;
+  want.topics = {{"clicks", 2}, {"gone", -1}};
+  want.members = {MemberState{"m-1", "svc", "10.1.2.3", 51234, 1000, 2000, {{"clicks", 0}}, {{"clicks", 1}}}};
+  want.offsets = {{"clicks", 0, 77}};
+  want.history = {RebalanceEvent{1500, 12, RebalanceReason::MEMBER_EVICTED, 1, "m-2", "svc", "10.1.2.4", "", 30001,
+                                 "member m-2 evicted after 30001 ms of silence"}};
+  expectResponse(ApiKey::DescribeGroup, frame, {0, 51}, want);
+}
+
+// The example of docs/protocol.md ("11 DescribeGroup"), as it is printed
+// there.
+TEST(HandBytes, DescribeGroupDocumentedExample) {
+  const auto request = fromHex("0000001e000b00000000000000000007000867726f757063746c00066f7264657273");
+  ASSERT_TRUE(request);
+  expectRequest(*request, headerFor(ApiKey::DescribeGroup, 7, "groupctl"), DescribeGroupRequest{"orders"});
+  const auto response = fromHex(
+      "0000003e0000000000000000000800066f7264657273000fffffffff0000000000ffffffffffffffff00ffffffffffffffff"
+      "00000000000000000000000000000000");
+  ASSERT_TRUE(response);
+  DescribeGroupResponse refused;
+  refused.group = "orders";
+  refused.error = ErrorCode::NOT_CONTROLLER;
+  expectResponse(ApiKey::DescribeGroup, *response, {0, 8}, refused);
+}
+
 TEST(HandBytes, ErrorOnlyResponses) {
   expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(3, 13).int16(2).frame(), {3, 13},
                  ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});

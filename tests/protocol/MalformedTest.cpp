@@ -223,7 +223,7 @@ TEST(Malformed, ProbeSeesALargeAllocation) {
 // ---- ApiKey and Version --------------------------------------------------------
 
 TEST(Malformed, UnknownApiKeyKeepsCorrelationAndClientId) {
-  for (int key : {11, 42, -1, 0x7fff}) {
+  for (int key : {12, 42, -1, 0x7fff}) {
     // Whatever follows the header is not looked at.
     const DecodedRequest d = decode(Bytes().requestHeader(key, 0, 12, "svc-1").int8(0x99));
     EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
@@ -405,6 +405,76 @@ TEST(MalformedResponse, GroupInfoCountBoundedByItsSmallestSize) {
   const DecodedResponse d = decodeResponse(ApiKey::ListGroups, body);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.detail.find("cannot fit"), std::string::npos) << d.detail;
+}
+
+// ---- DescribeGroup -----------------------------------------------------------------
+
+TEST(Malformed, DescribeGroupWithoutItsGroupOrWithMore) {
+  expectInvalid(decode(header(11)), 77, "ConsumerGroup");
+  expectInvalid(decode(header(11).nullStr()), 77, "ConsumerGroup");
+  expectInvalid(decode(header(11).str("g").int8(0)), 77, "after the last field");
+}
+
+TEST(Malformed, DescribeGroupBadNameIsWellFormedAndRefusedByValidateNames) {
+  const DecodedRequest d = decode(header(11).str("a/b"));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(validateNames(d.request), ErrorCode::INVALID_GROUP_NAME);
+  const Response r = errorResponse(d.request, ErrorCode::INVALID_GROUP_NAME);
+  ASSERT_TRUE(std::holds_alternative<DescribeGroupResponse>(r));
+  EXPECT_EQ(std::get<DescribeGroupResponse>(r).group, "a/b");
+  EXPECT_EQ(std::get<DescribeGroupResponse>(r).generation, -1);
+}
+
+// The fixed part of a DescribeGroup answer, up to and including Generation.
+Bytes describeHead(int ephemeral = 0) {
+  Bytes b;
+  b.responseHeader(0, 1).str("g").int16(0).int32(1).str("h").uint16(1).int8(1).int64(1000).int8(ephemeral).int64(4);
+  return b;
+}
+
+TEST(MalformedResponse, DescribeGroupBadEphemeral) {
+  const auto body = describeHead(2).count(0).count(0).count(0).count(0).body();
+  const DecodedResponse d = decodeResponse(ApiKey::DescribeGroup, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Ephemeral"), std::string::npos) << d.detail;
+}
+
+TEST(MalformedResponse, DescribeGroupCountsBoundedByTheirSmallestElements) {
+  // 31 bytes after a Members count of 1: one byte short of the smallest MemberState (32).
+  auto members = describeHead().count(0).count(1).raw(std::vector<uint8_t>(31, 0)).body();
+  DecodedResponse d = decodeResponse(ApiKey::DescribeGroup, members);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Members"), std::string::npos) << d.detail;
+  // 39 bytes after a History count of 1: one short of the smallest RebalanceEvent (40).
+  auto history = describeHead().count(0).count(0).count(0).count(1).raw(std::vector<uint8_t>(39, 0)).body();
+  d = decodeResponse(ApiKey::DescribeGroup, history);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("History"), std::string::npos) << d.detail;
+  // A count of 2^31-1 members is refused before anything is reserved.
+  auto huge = describeHead().count(0).count(0x7fffffff).body();
+  size_t allocations = 0;
+  {
+    AllocationProbe probe;
+    d = decodeResponse(ApiKey::DescribeGroup, huge);
+    allocations = probe.largest();
+  }
+  EXPECT_FALSE(d.ok);
+  EXPECT_LT(allocations, 4096u);
+}
+
+TEST(MalformedResponse, DescribeGroupMemberWithANegativeHeldCount) {
+  const auto body = describeHead()
+                        .count(0)
+                        .count(1)
+                        .str("m").str("c").str("h").uint16(1).int64(1).int64(2)
+                        .count(-2)
+                        .count(0)
+                        .count(0)
+                        .count(0)
+                        .body();
+  const DecodedResponse d = decodeResponse(ApiKey::DescribeGroup, body);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Held"), std::string::npos) << d.detail;
 }
 
 TEST(MalformedResponse, UnknownApiWithAFullBody) {

@@ -77,10 +77,39 @@ inline std::vector<RequestSample> requestSamples() {
   s.push_back({"DrainServer undrain, edges", headerFor(ApiKey::DrainServer, kInt64Min, std::nullopt),
                DrainServerRequest{kInt32Max, false}});
   s.push_back({"DrainServer server 0", headerFor(ApiKey::DrainServer, 0, ""), DrainServerRequest{0, true}});
+  s.push_back({"DescribeGroup", headerFor(ApiKey::DescribeGroup, 16, "groupctl"), DescribeGroupRequest{"orders"}});
+  s.push_back({"DescribeGroup long name", headerFor(ApiKey::DescribeGroup, kInt64Max, std::nullopt),
+               DescribeGroupRequest{longName}});
   return s;
 }
 
 inline Broker broker(int32_t id, std::string host, uint16_t port) { return Broker{id, std::move(host), port}; }
+
+// A DescribeGroup answer with every field away from its default, two
+// members (one waiting for a partition the other still holds) and history
+// entries of several reasons.
+inline DescribeGroupResponse describedGroup() {
+  DescribeGroupResponse r;
+  r.group = "orders";
+  r.error = ErrorCode::NONE;
+  r.controller = broker(3, "10.0.0.9", 40003);
+  r.state = GroupState::REBALANCING;
+  r.sessionTimeoutMs = 10000;
+  r.ephemeral = true;
+  r.generation = kInt64Max;
+  r.topics = {{"clicks", 2}, {"views", -1}};
+  r.members = {MemberState{"svc-1-7f3a", "svc-1", "10.1.2.3", 65535, 1767225600000, 1767225605123,
+                           {{"clicks", 0}, {"clicks", 1}}, {}},
+               MemberState{"svc-2-09bc", "", "", 0, -1, kInt64Max, {}, {{"clicks", 1}}}};
+  r.offsets = {{"clicks", 0, 1250}, {"clicks", 1, kInt64Max}};
+  r.history = {RebalanceEvent{1767225600000, 6, RebalanceReason::MEMBER_JOINED, 1, "svc-2-09bc", "", "10.1.2.4", "",
+                              -1, "member svc-2-09bc joined"},
+               RebalanceEvent{kInt64Max, 7, RebalanceReason::MEMBER_EVICTED, kInt32Max, "svc-3", "svc", "", "",
+                              30012, "1000 members evicted"},
+               RebalanceEvent{0, 7, RebalanceReason::TOPIC_RESIZED, 1, "", "", "", "clicks", 2,
+                              "topic clicks grew from 1 to 2 partitions ✓"}};
+  return r;
+}
 
 inline std::vector<ResponseSample> responseSamples() {
   const std::string longName(249, 'n');
@@ -128,6 +157,16 @@ inline std::vector<ResponseSample> responseSamples() {
   s.push_back({"DrainServer", ApiKey::DrainServer, {0, 19}, DrainServerResponse{ErrorCode::NONE}});
   s.push_back({"DrainServer refused", ApiKey::DrainServer, {0, 20},
                DrainServerResponse{ErrorCode::CONTROLLER_NOT_AVAILABLE}});
+  s.push_back({"DescribeGroup", ApiKey::DescribeGroup, {0, 21}, describedGroup()});
+  DescribeGroupResponse odd = describedGroup();
+  odd.state = static_cast<GroupState>(99);  // a state a newer server may send
+  odd.history.front().reason = static_cast<RebalanceReason>(-7);
+  odd.members.front().held.clear();
+  s.push_back({"DescribeGroup unknown state and reason", ApiKey::DescribeGroup, {0, kInt64Max}, odd});
+  DescribeGroupResponse refused;
+  refused.group = "orders";
+  refused.error = ErrorCode::NOT_CONTROLLER;
+  s.push_back({"DescribeGroup refused", ApiKey::DescribeGroup, {0, 22}, refused});
   s.push_back({"error-only UNKNOWN_API", ApiKey::Heartbeat, {0, 14}, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}});
   s.push_back({"error-only UNSUPPORTED_VERSION", ApiKey::ListGroups, {7, 15},
                ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}});

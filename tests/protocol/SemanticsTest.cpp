@@ -200,15 +200,16 @@ TEST(Tables, ApiNamesAndWhereToSend) {
       {ApiKey::RewindConsumer, "RewindConsumer", true},
       {ApiKey::Authenticate, "Authenticate", false},
       {ApiKey::DrainServer, "DrainServer", false},
+      {ApiKey::DescribeGroup, "DescribeGroup", true},
   };
   for (const auto& [key, name, controllerOnly] : table) {
     EXPECT_EQ(apiName(key), name);
     EXPECT_EQ(isControllerOnly(key), controllerOnly) << name;
     EXPECT_TRUE(isKnownApi(static_cast<int16_t>(key)));
   }
-  EXPECT_EQ(apiName(static_cast<ApiKey>(11)), "Unknown");
+  EXPECT_EQ(apiName(static_cast<ApiKey>(12)), "Unknown");
   EXPECT_EQ(apiName(static_cast<ApiKey>(-1)), "Unknown");
-  EXPECT_FALSE(isKnownApi(11));
+  EXPECT_FALSE(isKnownApi(12));
   EXPECT_FALSE(isKnownApi(-1));
 }
 
@@ -227,7 +228,28 @@ TEST(Tables, ApiKeyOfEveryMessageType) {
   EXPECT_EQ(apiKeyOf(Response(HeartbeatResponse{})), ApiKey::Heartbeat);
   EXPECT_EQ(apiKeyOf(Response(AuthenticateResponse{})), ApiKey::Authenticate);
   EXPECT_EQ(apiKeyOf(Response(DrainServerResponse{})), ApiKey::DrainServer);
+  EXPECT_EQ(apiKeyOf(DescribeGroupRequest{}), ApiKey::DescribeGroup);
+  EXPECT_EQ(apiKeyOf(Response(DescribeGroupResponse{})), ApiKey::DescribeGroup);
   EXPECT_EQ(apiKeyOf(Response(ErrorOnlyResponse{})), std::nullopt);
+}
+
+TEST(Tables, StateAndReasonNames) {
+  EXPECT_EQ(groupStateName(GroupState::LOADING), "LOADING");
+  EXPECT_EQ(groupStateName(GroupState::STABLE), "STABLE");
+  EXPECT_EQ(groupStateName(GroupState::REBALANCING), "REBALANCING");
+  EXPECT_EQ(groupStateName(GroupState::HANDING_OVER), "HANDING_OVER");
+  EXPECT_EQ(groupStateName(static_cast<GroupState>(4)), "UNKNOWN_STATE");
+  EXPECT_EQ(groupStateName(static_cast<GroupState>(-1)), "UNKNOWN_STATE");
+  for (int v = 0; v <= 10; ++v) {
+    const auto reason = static_cast<RebalanceReason>(v);
+    const std::string_view name = rebalanceReasonName(reason);
+    EXPECT_NE(name, "UNKNOWN_REASON") << v;
+    EXPECT_EQ(rebalanceReasonFromName(name), reason) << name;
+  }
+  EXPECT_EQ(rebalanceReasonName(RebalanceReason::MEMBER_EVICTED), "MEMBER_EVICTED");
+  EXPECT_EQ(rebalanceReasonName(RebalanceReason::CONTROLLER_TAKEOVER), "CONTROLLER_TAKEOVER");
+  EXPECT_EQ(rebalanceReasonName(static_cast<RebalanceReason>(11)), "UNKNOWN_REASON");
+  EXPECT_FALSE(rebalanceReasonFromName("member_joined"));
 }
 
 }  // namespace

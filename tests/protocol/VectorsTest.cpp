@@ -35,6 +35,9 @@ json toJson(const PartitionOffset& po) { return json::array({po.topic, po.partit
 json toJson(const PartitionError& pe) { return json::array({pe.topic, pe.partition, errorJson(pe.error)}); }
 
 json toJson(const GroupInfo& g);
+json toJson(const TopicState& t);
+json toJson(const MemberState& m);
+json toJson(const RebalanceEvent& e);
 
 template <typename T>
 json arrayJson(const std::vector<T>& items) {
@@ -112,6 +115,34 @@ json toJson(const RewindConsumerResponse& m) {
 }
 json toJson(const AuthenticateResponse& m) { return {{"error", errorJson(m.error)}}; }
 json toJson(const DrainServerResponse& m) { return {{"error", errorJson(m.error)}}; }
+json toJson(const DescribeGroupRequest& m) { return {{"group", m.group}}; }
+json toJson(const TopicState& t) { return json::array({t.topic, t.partitions}); }
+json toJson(const MemberState& m) {
+  return {{"consumer", m.consumerId},     {"client_id", m.clientId},       {"host", m.host},
+          {"port", m.port},               {"joined_at", m.joinedAtMs},     {"last_heard", m.lastHeardMs},
+          {"held", arrayJson(m.held)},    {"waiting", arrayJson(m.waiting)}};
+}
+json toJson(const RebalanceEvent& e) {
+  return {{"time", e.timeMs},        {"generation", e.generation},
+          {"reason", std::string(rebalanceReasonName(e.reason))},
+          {"count", e.count},        {"consumer", e.consumerId},
+          {"client_id", e.clientId}, {"host", e.host},
+          {"subject", e.subject},    {"value", e.value},
+          {"detail", e.detail}};
+}
+json toJson(const DescribeGroupResponse& m) {
+  return {{"group", m.group},
+          {"error", errorJson(m.error)},
+          {"controller", toJson(m.controller)},
+          {"state", std::string(groupStateName(m.state))},
+          {"session_timeout", m.sessionTimeoutMs},
+          {"ephemeral", m.ephemeral},
+          {"generation", m.generation},
+          {"topics", arrayJson(m.topics)},
+          {"members", arrayJson(m.members)},
+          {"offsets", arrayJson(m.offsets)},
+          {"history", arrayJson(m.history)}};
+}
 json toJson(const ErrorOnlyResponse& m) { return {{"error", errorJson(m.error)}}; }
 
 // ---- JSON to messages ----------------------------------------------------------
@@ -173,6 +204,8 @@ Request requestFrom(int api, const json& f) {
       return AuthenticateRequest{f.at("user"), f.at("secret")};
     case ApiKey::DrainServer:
       return DrainServerRequest{f.at("server_id"), f.at("drain")};
+    case ApiKey::DescribeGroup:
+      return DescribeGroupRequest{f.at("group")};
   }
   throw std::runtime_error("no request layout for api " + std::to_string(api));
 }
@@ -183,6 +216,39 @@ Request requestFrom(int api, const json& f) {
 bool isErrorOnly(int api, const json& f) {
   return f.size() == 1 && f.contains("error") && api != static_cast<int>(ApiKey::LeaveGroup) &&
          api != static_cast<int>(ApiKey::Authenticate) && api != static_cast<int>(ApiKey::DrainServer);
+}
+
+GroupState stateFrom(const json& j) {
+  for (int v = 0; v < 4; ++v) {
+    if (groupStateName(static_cast<GroupState>(v)) == j.get<std::string>()) return static_cast<GroupState>(v);
+  }
+  throw std::runtime_error("unknown state " + j.dump());
+}
+
+DescribeGroupResponse describeGroupFrom(const json& f) {
+  DescribeGroupResponse r;
+  r.group = f.at("group");
+  r.error = errorFrom(f.at("error"));
+  r.controller = brokerFrom(f.at("controller"));
+  r.state = stateFrom(f.at("state"));
+  r.sessionTimeoutMs = f.at("session_timeout");
+  r.ephemeral = f.at("ephemeral");
+  r.generation = f.at("generation");
+  for (const auto& t : f.at("topics")) r.topics.push_back(TopicState{t.at(0), t.at(1)});
+  for (const auto& m : f.at("members")) {
+    r.members.push_back(MemberState{m.at("consumer"), m.at("client_id"), m.at("host"), m.at("port"),
+                                    m.at("joined_at"), m.at("last_heard"), topicPartitionsFrom(m.at("held")),
+                                    topicPartitionsFrom(m.at("waiting"))});
+  }
+  r.offsets = partitionOffsetsFrom(f.at("offsets"));
+  for (const auto& e : f.at("history")) {
+    auto reason = rebalanceReasonFromName(e.at("reason").get<std::string>());
+    if (!reason) throw std::runtime_error("unknown reason " + e.at("reason").dump());
+    r.history.push_back(RebalanceEvent{e.at("time"), e.at("generation"), *reason, e.at("count"), e.at("consumer"),
+                                       e.at("client_id"), e.at("host"), e.at("subject"), e.at("value"),
+                                       e.at("detail")});
+  }
+  return r;
 }
 
 Response responseFrom(int api, const json& f) {
@@ -223,6 +289,8 @@ Response responseFrom(int api, const json& f) {
       return AuthenticateResponse{errorFrom(f.at("error"))};
     case ApiKey::DrainServer:
       return DrainServerResponse{errorFrom(f.at("error"))};
+    case ApiKey::DescribeGroup:
+      return describeGroupFrom(f);
   }
   throw std::runtime_error("no response layout for api " + std::to_string(api));
 }
@@ -320,7 +388,7 @@ TEST(Vectors, EveryVectorDecodesToItsFieldsAndEncodesBack) {
     EXPECT_TRUE(covered.count({"request", api})) << "no request vector for api " << api;
     EXPECT_TRUE(covered.count({"response", api})) << "no response vector for api " << api;
   }
-  EXPECT_GE(vectors.size(), 23u);
+  EXPECT_GE(vectors.size(), 26u);
 }
 
 }  // namespace

@@ -207,14 +207,28 @@ class RecordingHandler : public protocol::Handler {
     }
     done(protocol::errorResponse(request, ErrorCode::NONE));
   }
+  void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
+                  protocol::ResponseCallback done) override {
+    {
+      std::lock_guard lock(mutex_);
+      callers_.push_back(caller.address() + " " + caller.user);
+    }
+    handle(header, std::move(request), std::move(done));
+  }
   std::vector<int64_t> seen() {
     std::lock_guard lock(mutex_);
     return seen_;
+  }
+  // "address user" of each request forwarded with its caller.
+  std::vector<std::string> callers() {
+    std::lock_guard lock(mutex_);
+    return callers_;
   }
 
  private:
   std::mutex mutex_;
   std::vector<int64_t> seen_;
+  std::vector<std::string> callers_;
 };
 
 // Collects answers in the order they are given.
@@ -250,7 +264,7 @@ class AuthGateTest : public ::testing::Test {
 
   void send(const std::shared_ptr<AuthSession>& session, ApiKey api, int64_t id, protocol::Request request,
             Answers& answers) {
-    gate_->handle(session, "127.0.0.1:5555", handler_, header(api, id), std::move(request), answers.callback(id));
+    gate_->handle(session, protocol::Caller{"127.0.0.1", 5555, ""}, handler_, header(api, id), std::move(request), answers.callback(id));
   }
 
   // Waits (a hang guard, not a timing assertion) for every answer.
@@ -315,6 +329,8 @@ TEST_F(AuthGateTest, AnAdminMayDoEverythingAndSessionsAreSeparate) {
   EXPECT_EQ(answers.got[2], std::make_pair(int64_t{3}, ErrorCode::NONE));
   EXPECT_EQ(later.got[0], std::make_pair(int64_t{4}, ErrorCode::NOT_AUTHORIZED));
   EXPECT_EQ(handler_.seen(), (std::vector<int64_t>{2, 3}));
+  // Forwarded with the connection's address and the user it proved.
+  EXPECT_EQ(handler_.callers(), (std::vector<std::string>{"127.0.0.1:5555 ops", "127.0.0.1:5555 ops"}));
 }
 
 TEST_F(AuthGateTest, AReauthenticationAsAnotherUserTakesItsRole) {
