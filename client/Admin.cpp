@@ -180,7 +180,15 @@ Result<std::vector<protocol::GroupInfo>> Admin::listGroups(const std::vector<std
   return out;
 }
 
-Result<protocol::GroupInfo> Admin::describeGroup(const std::string& group) {
+Result<protocol::DescribeGroupResponse> Admin::describeGroup(const std::string& group) {
+  Result<protocol::DescribeGroupResponse> out;
+  auto r = callController(group, protocol::DescribeGroupRequest{group});
+  out.status = r.status;
+  if (auto* resp = std::get_if<protocol::DescribeGroupResponse>(&r.value)) out.value = std::move(*resp);
+  return out;
+}
+
+Result<protocol::GroupInfo> Admin::groupInfo(const std::string& group) {
   Result<protocol::GroupInfo> out;
   auto listed = listGroups({group});
   out.status = listed.status;

@@ -46,8 +46,14 @@ class Admin {
   // Empty names: every group. A named group that does not exist comes back
   // with UNKNOWN_GROUP in its own GroupInfo, not in the Status.
   Result<std::vector<protocol::GroupInfo>> listGroups(const std::vector<std::string>& names = {});
-  // One group's info; UNKNOWN_GROUP in the Status when it does not exist.
-  Result<protocol::GroupInfo> describeGroup(const std::string& group);
+  // One group's info as ListGroups gives it (any server answers);
+  // UNKNOWN_GROUP in the Status when it does not exist.
+  Result<protocol::GroupInfo> groupInfo(const std::string& group);
+  // Everything the group's controller knows (DescribeGroup): members with
+  // where they connect from and what they hold, committed offsets, and the
+  // recent rebalance history. UNKNOWN_GROUP in the Status when the group
+  // does not exist.
+  Result<protocol::DescribeGroupResponse> describeGroup(const std::string& group);
   // Empty topics: every committed offset of the group.
   Result<std::vector<protocol::PartitionOffset>> fetchOffsets(const std::string& group,
                                                               const std::vector<std::string>& topics = {});

@@ -510,7 +510,7 @@ class Command {
   int describe() {
     allowOnly(args_, "describe", {});
     const std::string group = groupArg("describe");
-    auto info = admin().describeGroup(group);
+    auto info = admin().groupInfo(group);
     if (!info.ok()) return fail(info.status, group);
     auto offsets = admin().fetchOffsets(group);
     if (!offsets.ok()) return fail(offsets.status, group);
