@@ -5,7 +5,15 @@
 //
 // JSON shapes (stable; fields are only ever added):
 //   list          {"groups":[GroupInfo...]}
-//   describe      {"group":GroupInfo,"offsets":[Offset...]}
+//   describe      {"group":GroupInfo,"state":STATE,"offsets":[Offset...],
+//                  "partitions":[{"topic","partition","committed_offset","owner","host","client_id","waiting"}],
+//                  "members":[{"id","client_id","host","port","joined_at","last_heard","held":[TP..],
+//                              "waiting":[TP..]}],
+//                  "history":[{"time","generation","reason","count","member","client_id","host","subject",
+//                              "value","detail"}]}
+//                 (STATE: LOADING, STABLE, REBALANCING, HANDING_OVER; times in ms since the Unix epoch;
+//                  owner/host/client_id null for a partition nobody holds; "waiting": the member it is
+//                  assigned to while another still holds it, else null; the whole history, oldest first)
 //   create        {"group":NAME,"controller":Broker|null}
 //   delete        {"group":NAME,"deleted":true}
 //   offsets       {"group":NAME,"offsets":[Offset...]}
@@ -29,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -65,7 +74,7 @@ const char* const kOverallHelp =
     "\n"
     "commands:\n"
     "  list                          all groups\n"
-    "  describe GROUP                members, generation, controller, topics, committed offsets\n"
+    "  describe GROUP [--history N]  who owns which partition, the members, and why the group rebalanced\n"
     "  create GROUP --topics a,b --session-timeout 10s [--ephemeral]\n"
     "  delete GROUP\n"
     "  offsets GROUP                 committed offsets\n"
@@ -93,8 +102,14 @@ const char* const kOverallHelp =
 const std::map<std::string, std::string> kCommandHelp = {
     {"list", "usage: groupctl list\n  Lists every group with its controller, generation and member count.\n"},
     {"describe",
-     "usage: groupctl describe GROUP\n  Shows the group's members, generation, controller, session timeout,\n"
-     "  topics and committed offsets.\n"},
+     "usage: groupctl describe GROUP [--history N]\n"
+     "  Asks the group's controller everything it knows (DescribeGroup) and shows:\n"
+     "  the group (generation, state, controller, session timeout, topics); one row\n"
+     "  per partition with its committed offset, the member holding it, that\n"
+     "  member's address and client id, and the member it is waiting to move to;\n"
+     "  one row per member with its counts; and the last N rebalance reasons\n"
+     "  (default 10, 0 for none), newest last. --output json carries all of it,\n"
+     "  the whole history included.\n"},
     {"create",
      "usage: groupctl create GROUP --topics a,b --session-timeout DURATION [--ephemeral]\n"
      "  DURATION: 500ms, 10s, 2m, or plain milliseconds.\n"
@@ -507,29 +522,175 @@ class Command {
     return kExitOk;
   }
 
+  // One row of `describe`'s partition table.
+  struct PartitionRow {
+    protocol::TopicPartition partition;
+    int64_t committed = -1;
+    const protocol::MemberState* owner = nullptr;
+    const protocol::MemberState* waiting = nullptr;  // assigned to it, still held by `owner`
+  };
+
+  // Every partition of the subscribed topics (and any other that is held or
+  // has an offset), with its holder and committed offset.
+  static std::vector<PartitionRow> partitionRows(const protocol::DescribeGroupResponse& d) {
+    std::map<protocol::TopicPartition, PartitionRow> rows;
+    auto row = [&](const protocol::TopicPartition& p) -> PartitionRow& {
+      auto& r = rows[p];
+      r.partition = p;
+      return r;
+    };
+    for (auto& t : d.topics)
+      for (int32_t p = 0; p < t.partitions; ++p) row({t.topic, p});
+    for (auto& o : d.offsets) row({o.topic, o.partition}).committed = o.offset;
+    for (auto& m : d.members) {
+      for (auto& p : m.held) row(p).owner = &m;
+      for (auto& p : m.waiting) row(p).waiting = &m;
+    }
+    std::vector<PartitionRow> out;
+    out.reserve(rows.size());
+    for (auto& [_, r] : rows) out.push_back(r);
+    return out;
+  }
+
+  // "2026-12-02T14:40:01.123Z"; "-" for -1.
+  static std::string isoTime(int64_t ms) {
+    if (ms < 0) return "-";
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[40];
+    std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+    return out;
+  }
+
+  static std::string address(const protocol::MemberState& m) {
+    if (m.host.empty()) return "-";
+    return (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
+  }
+
+  static json describeJson(const protocol::DescribeGroupResponse& d) {
+    protocol::GroupInfo info{d.group, d.error, {}, {}, d.controller, d.sessionTimeoutMs, d.generation, d.ephemeral};
+    for (auto& m : d.members) info.members.push_back(m.consumerId);
+    for (auto& t : d.topics) info.topics.push_back(t.topic);
+    auto tps = [](const std::vector<protocol::TopicPartition>& ps) {
+      json out = json::array();
+      for (auto& p : ps) out.push_back({{"topic", p.topic}, {"partition", p.partition}});
+      return out;
+    };
+    json partitions = json::array();
+    for (auto& r : partitionRows(d)) {
+      partitions.push_back({{"topic", r.partition.topic},
+                            {"partition", r.partition.partition},
+                            {"committed_offset", r.committed},
+                            {"owner", r.owner ? json(r.owner->consumerId) : json(nullptr)},
+                            {"host", r.owner ? json(address(*r.owner)) : json(nullptr)},
+                            {"client_id", r.owner ? json(r.owner->clientId) : json(nullptr)},
+                            {"waiting", r.waiting ? json(r.waiting->consumerId) : json(nullptr)}});
+    }
+    json members = json::array();
+    for (auto& m : d.members) {
+      members.push_back({{"id", m.consumerId},
+                         {"client_id", m.clientId},
+                         {"host", m.host},
+                         {"port", m.port},
+                         {"joined_at", m.joinedAtMs},
+                         {"last_heard", m.lastHeardMs},
+                         {"held", tps(m.held)},
+                         {"waiting", tps(m.waiting)}});
+    }
+    json history = json::array();
+    for (auto& e : d.history) {
+      history.push_back({{"time", e.timeMs},
+                         {"generation", e.generation},
+                         {"reason", std::string(protocol::rebalanceReasonName(e.reason))},
+                         {"count", e.count},
+                         {"member", e.consumerId},
+                         {"client_id", e.clientId},
+                         {"host", e.host},
+                         {"subject", e.subject},
+                         {"value", e.value},
+                         {"detail", e.detail}});
+    }
+    json topics = json::array();
+    for (auto& t : d.topics) topics.push_back({{"topic", t.topic}, {"partitions", t.partitions}});
+    return {{"group", groupJson(info)},
+            {"state", std::string(protocol::groupStateName(d.state))},
+            {"topics", topics},
+            {"offsets", offsetsJson(d.offsets)},
+            {"partitions", partitions},
+            {"members", members},
+            {"history", history}};
+  }
+
   int describe() {
-    allowOnly(args_, "describe", {});
+    allowOnly(args_, "describe", {"--history"});
     const std::string group = groupArg("describe");
-    auto info = admin().groupInfo(group);
-    if (!info.ok()) return fail(info.status, group);
-    auto offsets = admin().fetchOffsets(group);
-    if (!offsets.ok()) return fail(offsets.status, group);
-    sortOffsets(offsets.value);
+    int64_t historyRows = 10;
+    if (args_.options.count("--history")) {
+      historyRows = parseInt(args_.options["--history"], "--history");
+      if (historyRows < 0) throw UsageError{"--history must be 0 or more"};
+    }
+    auto described = admin().describeGroup(group);
+    if (!described.ok()) return fail(described.status, group);
+    auto& d = described.value;
+    sortOffsets(d.offsets);
     if (json_) {
-      std::cout << json{{"group", groupJson(info.value)}, {"offsets", offsetsJson(offsets.value)}}.dump(2) << "\n";
+      std::cout << describeJson(d).dump(2) << "\n";
       return kExitOk;
     }
-    const auto& g = info.value;
-    std::cout << "group:           " << g.name << "\n"
-              << "controller:      " << brokerText(g.controller) << "\n"
-              << "generation:      " << g.generation << "\n"
-              << "session timeout: " << g.sessionTimeoutMs << " ms\n"
-              << "ephemeral:       " << (g.ephemeral ? "yes" : "no") << "\n"
-              << "topics:          " << (g.topics.empty() ? "-" : joinList(g.topics)) << "\n"
-              << "members:         " << g.members.size() << "\n";
-    for (auto& m : g.members) std::cout << "  " << m << "\n";
+    std::vector<std::string> topics;
+    for (auto& t : d.topics)
+      topics.push_back(t.topic + " (" + (t.partitions < 0 ? "not found" : std::to_string(t.partitions)) + ")");
+    std::cout << "group:           " << d.group << "\n"
+              << "state:           " << protocol::groupStateName(d.state) << "\n"
+              << "generation:      " << d.generation << "\n"
+              << "controller:      " << brokerText(d.controller) << "\n"
+              << "session timeout: " << d.sessionTimeoutMs << " ms" << (d.ephemeral ? " (ephemeral)" : "") << "\n"
+              << "topics:          " << (topics.empty() ? "-" : joinList(topics)) << "\n\n";
+    auto rows = partitionRows(d);
+    if (rows.empty()) {
+      std::cout << "(no partitions)\n";
+    } else {
+      std::vector<std::vector<std::string>> table{
+          {"TOPIC", "PARTITION", "COMMITTED-OFFSET", "OWNER", "HOST", "CLIENT-ID", "WAITING-FOR-IT"}};
+      for (auto& r : rows) {
+        table.push_back({r.partition.topic, std::to_string(r.partition.partition),
+                         r.committed < 0 ? "-" : std::to_string(r.committed), r.owner ? r.owner->consumerId : "-",
+                         r.owner ? address(*r.owner) : "-", r.owner ? r.owner->clientId : "-",
+                         r.waiting ? r.waiting->consumerId : ""});
+      }
+      printTable(table);
+    }
     std::cout << "\n";
-    printOffsetsTable(offsets.value);
+    if (d.members.empty()) {
+      std::cout << "(no members)\n";
+    } else {
+      std::vector<std::vector<std::string>> table{
+          {"MEMBER", "CLIENT-ID", "HOST", "PARTITIONS", "WAITING", "JOINED", "LAST-HEARD"}};
+      for (auto& m : d.members) {
+        table.push_back({m.consumerId, m.clientId.empty() ? "-" : m.clientId, address(m),
+                         std::to_string(m.held.size()), std::to_string(m.waiting.size()), isoTime(m.joinedAtMs),
+                         isoTime(m.lastHeardMs)});
+      }
+      printTable(table);
+    }
+    if (historyRows == 0) return kExitOk;
+    std::cout << "\n";
+    if (d.history.empty()) {
+      std::cout << "(no rebalance recorded)\n";
+      return kExitOk;
+    }
+    const size_t shown = std::min(d.history.size(), static_cast<size_t>(historyRows));
+    std::cout << "history (the last " << shown << " of " << d.history.size() << "):\n";
+    std::vector<std::vector<std::string>> table{{"TIME", "GENERATION", "REASON", "DETAIL"}};
+    for (size_t i = d.history.size() - shown; i < d.history.size(); ++i) {
+      auto& e = d.history[i];
+      table.push_back({isoTime(e.timeMs), std::to_string(e.generation), std::string(protocol::rebalanceReasonName(e.reason)),
+                       e.detail});
+    }
+    printTable(table);
     return kExitOk;
   }
 

@@ -238,7 +238,7 @@ TEST_F(ClientTest, AdminEndToEnd) {
   auto every = admin.listGroups();
   ASSERT_TRUE(every.ok());
   EXPECT_TRUE(std::any_of(every.value.begin(), every.value.end(), [&](auto& g) { return g.name == group; }));
-  auto missing = admin.describeGroup("missing");
+  auto missing = admin.groupInfo("missing");
   EXPECT_EQ(missing.status.code, ErrorCode::UNKNOWN_GROUP);
 
   auto none = admin.fetchOffsets(group);
@@ -249,7 +249,7 @@ TEST_F(ClientTest, AdminEndToEnd) {
   Journal journal;
   Consumer c(config(group, "payer"), journal.callbacks("c"));
   ASSERT_TRUE(pollUntil({&c}, [&] { return asSet(c.assignment()) == all_; }));
-  auto described = admin.describeGroup(group);
+  auto described = admin.groupInfo(group);
   ASSERT_TRUE(described.ok()) << described.status.toString();
   EXPECT_EQ(described.value.members, std::vector<std::string>{c.memberId()});
   EXPECT_FALSE(described.value.controller.isNone());
@@ -284,7 +284,7 @@ TEST_F(ClientTest, AdminEndToEnd) {
   ASSERT_TRUE(c.close().ok());
   auto deleted = admin.deleteGroup(group);
   EXPECT_TRUE(deleted.ok()) << deleted.toString();
-  EXPECT_EQ(admin.describeGroup(group).status.code, ErrorCode::UNKNOWN_GROUP);
+  EXPECT_EQ(admin.groupInfo(group).status.code, ErrorCode::UNKNOWN_GROUP);
   EXPECT_EQ(admin.deleteGroup(group).code, ErrorCode::UNKNOWN_GROUP);
 }
 
@@ -386,7 +386,7 @@ TEST_F(ClientTest, ConsumerFollowsControllerFailover) {
   EXPECT_EQ(lost[0].partitions.size(), all_.size());
   EXPECT_GE(c.generation(), genBefore);
   Admin survivorAdmin({bootstrap_[survivor]});
-  auto described = survivorAdmin.describeGroup(group);
+  auto described = survivorAdmin.groupInfo(group);
   ASSERT_TRUE(described.ok()) << described.status.toString();
   EXPECT_EQ(described.value.controller.port, bootstrap_[survivor].second);
   EXPECT_EQ(described.value.members, std::vector<std::string>{c.memberId()});
