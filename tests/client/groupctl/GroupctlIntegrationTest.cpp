@@ -24,6 +24,7 @@
 
 #include "client/Connection.h"
 #include "client/Consumer.h"
+#include "tests/client/groupctl/GroupctlRun.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 #include "zk/Session.h"
@@ -33,41 +34,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-struct CtlRun {
-  int exit = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs groupctl with the arguments; stdout and stderr kept apart, because
-// the tool promises data on one and errors on the other.
-CtlRun groupctl(const std::vector<std::string>& args) {
-  std::string errFile = "/tmp/" + uniqueName("groupctl-err");
-  std::string cmd = "env -u GROUPCTL_BOOTSTRAP " + quote(binaryPath("client/groupctl"));
-  for (auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>" + quote(errFile);
-  CtlRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = ::pclose(p);
-  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(errFile);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  ::unlink(errFile.c_str());
-  return r;
-}
 
 class GroupctlTest : public ::testing::Test {
  protected:
