@@ -191,6 +191,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // for the next one; its member events are made again from the queues.
   void requeueEvents() REQUIRES(mu_);
   void rememberRemoved(const std::string& id, const Member& m, TimePoint now) REQUIRES(mu_);
+  void recordTakeover(protocol::RebalanceReason reason, int32_t from) REQUIRES(mu_);
 
   // GroupWrites.cpp
   // The continuations return why the group is gone (it is then dropped,

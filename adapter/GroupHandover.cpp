@@ -26,19 +26,9 @@ constexpr Millis kHandoverDrainLimit{5000};
 GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group, const zk::GetResult& handover,
                                                      TimePoint now, int32_t lastWriter) {
   ownership_.clear();
-  // In the history: this server controls the group from now on.
-  auto takenFrom = [&](protocol::RebalanceReason reason, int32_t from) {
-    const std::string by = from >= 0 ? "server " + std::to_string(from) : "a server not known";
-    auto e = event(reason, reason == protocol::RebalanceReason::HANDOVER
-                               ? "handed over by " + by + " to server " + std::to_string(ctx_.serverId)
-                               : "server " + std::to_string(ctx_.serverId) + " took the group over from " + by);
-    e.subject = from >= 0 ? std::to_string(from) : "";
-    e.value = ctx_.serverId;
-    recordNow({std::move(e)});
-  };
   // A group at generation 0 never had a member: nobody can hold anything.
   if (version_ <= 0) {
-    if (lastWriter >= 0) takenFrom(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
+    if (lastWriter >= 0) recordTakeover(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
     spdlog::info("group {}: serving at generation {} with {} members (session timeout {} ms{})", name_, version_,
                  members_.size(), settings_.sessionTimeoutMs, settings_.ephemeral ? ", ephemeral" : "");
     return TakenOver{};
@@ -55,7 +45,9 @@ GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group,
     size_t held = 0;
     Assignment target;
     for (auto& [id, m] : record->members) {
-      if (record->movedMembers && members_.emplace(id, Member{m.clientId, now}).second) taken.adopt.push_back(id);
+      if (record->movedMembers && members_.emplace(id, Member{m.clientId, now, "", 0, -1}).second) {
+        taken.adopt.push_back(id);
+      }
       if (!members_.count(id)) continue;
       ownership_.reportOwned(id, m.held);
       held += m.held.size();
@@ -68,7 +60,7 @@ GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group,
     for (auto& [id, _] : members_) target.try_emplace(id);
     ownership_.setTarget(std::move(target));
     taken.targetKept = true;
-    takenFrom(protocol::RebalanceReason::HANDOVER, record->from);
+    recordTakeover(protocol::RebalanceReason::HANDOVER, record->from);
     spdlog::info(
         "group {}: handed over by server {}; serving at generation {} with {} members (session timeout {} ms{}); "
         "{} partitions held, the others granted at once",
@@ -79,13 +71,24 @@ GroupController::TakenOver GroupController::takeOver(const zk::GetResult& group,
   // Members may still hold partitions granted by the previous controller:
   // nothing nobody reports is granted for one session timeout.
   ownership_.holdUnclaimedUntil(now + Millis(settings_.sessionTimeoutMs));
-  takenFrom(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
+  recordTakeover(protocol::RebalanceReason::CONTROLLER_TAKEOVER, lastWriter);
   spdlog::info(
       "group {}: serving at generation {} with {} members (session timeout {} ms{}); partitions nobody reports wait "
       "one session timeout{}",
       name_, version_, members_.size(), settings_.sessionTimeoutMs, settings_.ephemeral ? ", ephemeral" : "",
       record ? " (the handover record found is not from the last handover)" : "");
   return TakenOver{};
+}
+
+// In the history: this server controls the group from now on.
+void GroupController::recordTakeover(protocol::RebalanceReason reason, int32_t from) {
+  const std::string by = from >= 0 ? "server " + std::to_string(from) : "a server not known";
+  auto e = event(reason, reason == protocol::RebalanceReason::HANDOVER
+                             ? "handed over by " + by + " to server " + std::to_string(ctx_.serverId)
+                             : "server " + std::to_string(ctx_.serverId) + " took the group over from " + by);
+  e.subject = from >= 0 ? std::to_string(from) : "";
+  e.value = ctx_.serverId;
+  recordNow({std::move(e)});
 }
 
 // The member znodes the handover removed, created again in this server's

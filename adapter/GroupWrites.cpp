@@ -138,7 +138,7 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
     }
   }
   for (auto& id : inZk) {
-    if (members_.emplace(id, Member{"", now}).second && !first) {
+    if (members_.emplace(id, Member{"", now, "", 0, -1}).second && !first) {
       spdlog::info("group {}: member {} found in ZooKeeper", name_, id);
     }
   }

@@ -469,6 +469,34 @@ void joinStorm(const Args& args) {
   row(sc, "final generation; registrations; answers not NONE",
       std::to_string(gen) + "; " + count(static_cast<double>(fleet.stats().registrations)) + "; " +
           errorsText(fleet.stats()));
+
+  // What an operator's `groupctl describe` costs on a group this size: one
+  // DescribeGroup to the controller, its answer's size on the wire (the
+  // codec is canonical, so encoding the decoded answer gives its bytes) and
+  // the round trip.
+  const int probe = loop.connect(controller.port ? controller.port : port);
+  size_t bytes = 0, members = 0, held = 0, history = 0;
+  uint64_t rtt = 0;
+  bool answered = false;
+  loop.send(probe, protocol::DescribeGroupRequest{group}, [&](const protocol::Response* r, uint64_t took) {
+    answered = true;
+    rtt = took;
+    if (!r) return;
+    std::vector<uint8_t> frame;
+    protocol::encodeResponse(protocol::ResponseHeader{0, 1}, *r, frame);
+    bytes = frame.size();
+    if (auto* d = std::get_if<protocol::DescribeGroupResponse>(r)) {
+      members = d->members.size();
+      for (auto& m : d->members) held += m.held.size();
+      history = d->history.size();
+    }
+  });
+  loop.runUntil([&] { return answered; }, 10 * kSec);
+  if (!answered || bytes == 0) fail("DescribeGroup was not answered");
+  row(sc, "DescribeGroup answer: bytes on the wire (members, partitions held, history entries)",
+      count(static_cast<double>(bytes)) + " (" + count(static_cast<double>(members)) + ", " +
+          count(static_cast<double>(held)) + ", " + std::to_string(history) + ")");
+  row(sc, "DescribeGroup round trip (ms)", fmt(static_cast<double>(rtt) / kMs, 2));
 }
 
 // ---------------------------------------------------------------------------

@@ -125,6 +125,10 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   EXPECT_EQ(valueOr(mid, "groupcoord_handovers_total{reason=\"drain\"}", -1.0), 0.0);
   EXPECT_EQ(valueOr(mid, "groupcoord_handover_failures_total", -1.0), 0.0);
   EXPECT_EQ(valueOr(mid, "groupcoord_handover_duration_seconds_count", -1.0), 0.0);
+  // Rebalance reasons by reason: two joins (in one move or two), nothing else yet.
+  EXPECT_EQ(valueOr(mid, "groupcoord_rebalances_total{reason=\"member_joined\"}"), 2.0);
+  EXPECT_EQ(valueOr(mid, "groupcoord_rebalances_total{reason=\"member_evicted\"}"), 0.0);
+  EXPECT_EQ(valueOr(mid, "groupcoord_rebalances_total{reason=\"topic_resized\"}"), 0.0);
 
   // b goes silent past the group's 1000 ms session timeout: evicted.
   b.dropConnection();
@@ -140,6 +144,7 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   const auto after = scrape(http);
   EXPECT_EQ(valueOr(after, "groupcoord_members"), 1.0);
   EXPECT_GT(valueOr(after, "groupcoord_generation_moves_total"), valueOr(mid, "groupcoord_generation_moves_total"));
+  EXPECT_EQ(valueOr(after, "groupcoord_rebalances_total{reason=\"member_evicted\"}"), 1.0);
 
   EXPECT_EQ(server_->terminate(15s), 0) << server_->log();
   EXPECT_EQ(httpGet(http, "/health/live").status, 0) << "the HTTP server outlived the process";
