@@ -478,9 +478,9 @@ void joinStorm(const Args& args) {
   size_t bytes = 0, members = 0, held = 0, history = 0;
   uint64_t rtt = 0;
   bool answered = false;
-  loop.send(probe, protocol::DescribeGroupRequest{group}, [&](const protocol::Response* r, uint64_t took) {
+  loop.send(probe, protocol::DescribeGroupRequest{group}, [&](const protocol::Response* r, uint64_t latency) {
     answered = true;
-    rtt = took;
+    rtt = latency;
     if (!r) return;
     std::vector<uint8_t> frame;
     protocol::encodeResponse(protocol::ResponseHeader{0, 1}, *r, frame);

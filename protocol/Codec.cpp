@@ -59,6 +59,13 @@ bool readNames(Reader& r, std::vector<std::string>& v, const char* field) {
   return wire::readArray(r, v, wire::kMinStringBytes, field, readName);
 }
 
+bool readMode(Reader& r, AssignmentMode& m) {
+  int8_t v = 0;
+  if (!r.readEnum8(v, static_cast<int8_t>(AssignmentMode::CLIENT), "AssignmentMode")) return false;
+  m = static_cast<AssignmentMode>(v);
+  return true;
+}
+
 bool readGroupInfo(Reader& r, GroupInfo& g) {
   r.readString(g.name, "GroupName");
   readErrorCode(r, g.error, "ErrorCode");
@@ -68,6 +75,17 @@ bool readGroupInfo(Reader& r, GroupInfo& g) {
   r.readInt64(g.sessionTimeoutMs, "SessionTimeout");
   r.readInt64(g.generation, "Generation");
   return r.readBool(g.ephemeral, "Ephemeral");
+}
+
+bool readGroupInfoV1(Reader& r, GroupInfo& g) {
+  readGroupInfo(r, g);
+  return readMode(r, g.mode);
+}
+
+bool readMemberMetadata(Reader& r, MemberMetadata& m) {
+  r.readString(m.consumerId, "ConsumerId");
+  r.readBytes(m.metadata, "Metadata");
+  return r.readString(m.rack, "Rack");
 }
 
 bool readTopicState(Reader& r, TopicState& t) {
@@ -84,6 +102,12 @@ bool readMemberState(Reader& r, MemberState& m) {
   r.readInt64(m.lastHeardMs, "LastHeard");
   wire::readArray(r, m.held, wire::kMinTopicPartitionBytes, "Held", readTopicPartition);
   return wire::readArray(r, m.waiting, wire::kMinTopicPartitionBytes, "Waiting", readTopicPartition);
+}
+
+bool readMemberStateV1(Reader& r, MemberState& m) {
+  readMemberState(r, m);
+  r.readBytes(m.metadata, "Metadata");
+  return r.readString(m.rack, "Rack");
 }
 
 bool readRebalanceEvent(Reader& r, RebalanceEvent& e) {
@@ -116,12 +140,26 @@ bool readBody(Reader& r, CreateGroupRequest& m) {
   return r.readBool(m.ephemeral, "Ephemeral");
 }
 
+// Version 1 adds AssignmentMode (int8: 0 server, 1 client).
+bool readBody(Reader& r, CreateGroupRequest& m, int16_t version) {
+  readBody(r, m);
+  return version < 1 || readMode(r, m.mode);
+}
+
 bool readBody(Reader& r, DeleteGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
 
 bool readBody(Reader& r, RegisterConsumerRequest& m) {
   r.readString(m.group, "ConsumerGroup");
   r.readString(m.consumerId, "ConsumerId");
   return wire::readArray(r, m.owned, wire::kMinTopicPartitionBytes, "OwnedPartitions", readTopicPartition);
+}
+
+// Version 1 adds Metadata (bytes) and Rack (string).
+bool readBody(Reader& r, RegisterConsumerRequest& m, int16_t version) {
+  readBody(r, m);
+  if (version < 1) return r.ok();
+  r.readBytes(m.metadata, "Metadata");
+  return r.readString(m.rack, "Rack");
 }
 
 bool readBody(Reader& r, ListGroupsRequest& m) { return readNames(r, m.groups, "ConsumerGroups"); }
@@ -188,8 +226,21 @@ bool readBody(Reader& r, RegisterConsumerResponse& m) {
   return readErrorCode(r, m.error, "ErrorCode");
 }
 
-bool readBody(Reader& r, ListGroupsResponse& m) {
-  wire::readArray(r, m.groups, wire::kMinGroupInfoBytes, "GroupsInfo", readGroupInfo);
+// Version 1 adds AssignmentMode and MemberData ([MemberMetadata]).
+bool readBody(Reader& r, RegisterConsumerResponse& m, int16_t version) {
+  readBody(r, m);
+  if (version < 1) return r.ok();
+  readMode(r, m.mode);
+  return wire::readArray(r, m.memberData, wire::kMinMemberMetadataBytes, "MemberData", readMemberMetadata);
+}
+
+// Version 1: each GroupInfo ends with AssignmentMode.
+bool readBody(Reader& r, ListGroupsResponse& m, int16_t version) {
+  if (version >= 1) {
+    wire::readArray(r, m.groups, wire::kMinGroupInfoBytes + 1, "GroupsInfo", readGroupInfoV1);
+  } else {
+    wire::readArray(r, m.groups, wire::kMinGroupInfoBytes, "GroupsInfo", readGroupInfo);
+  }
   return readErrorCode(r, m.error, "ErrorCode");
 }
 
@@ -214,7 +265,7 @@ bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.er
 
 bool readBody(Reader& r, DrainServerResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
-bool readBody(Reader& r, DescribeGroupResponse& m) {
+bool readBody(Reader& r, DescribeGroupResponse& m, int16_t version) {
   r.readString(m.group, "ConsumerGroup");
   readErrorCode(r, m.error, "ErrorCode");
   readBroker(r, m.controller);
@@ -224,18 +275,30 @@ bool readBody(Reader& r, DescribeGroupResponse& m) {
   r.readBool(m.ephemeral, "Ephemeral");
   r.readInt64(m.generation, "Generation");
   wire::readArray(r, m.topics, wire::kMinTopicStateBytes, "Topics", readTopicState);
-  wire::readArray(r, m.members, wire::kMinMemberStateBytes, "Members", readMemberState);
+  // Version 1: each MemberState ends with Metadata and Rack; the answer with AssignmentMode.
+  if (version >= 1) {
+    wire::readArray(r, m.members, wire::kMinMemberStateBytes + 6, "Members", readMemberStateV1);
+  } else {
+    wire::readArray(r, m.members, wire::kMinMemberStateBytes, "Members", readMemberState);
+  }
   wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
-  return wire::readArray(r, m.history, wire::kMinRebalanceEventBytes, "History", readRebalanceEvent);
+  wire::readArray(r, m.history, wire::kMinRebalanceEventBytes, "History", readRebalanceEvent);
+  return version < 1 || readMode(r, m.mode);
 }
 
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
-// Decodes a `T` into `v` from r, strictly (no trailing bytes).
+// The bodies that are the same in every version.
+template <typename T>
+bool readBody(Reader& r, T& m, int16_t /*version*/) {
+  return readBody(r, m);
+}
+
+// Decodes a `T` of `version` into `v` from r, strictly (no trailing bytes).
 template <typename T, typename Variant>
-bool decodeAs(Reader& r, Variant& v) {
+bool decodeAs(Reader& r, Variant& v, int16_t version = 0) {
   auto& m = v.template emplace<T>();
-  readBody(r, m);
+  readBody(r, m, version);
   return r.expectEnd();
 }
 
@@ -256,39 +319,39 @@ struct AlternativeFor {
 };
 
 template <ApiKey K, typename Variant>
-bool decodeApi(Reader& r, Variant& v) {
-  return decodeAs<typename AlternativeFor<Variant, K>::type>(r, v);
+bool decodeApi(Reader& r, Variant& v, int16_t version) {
+  return decodeAs<typename AlternativeFor<Variant, K>::type>(r, v, version);
 }
 
 // Decodes the alternative of `v` (a Request or a Response) that belongs to
 // the ApiKey `key` (0 .. kApiCount-1).
 template <typename Variant>
-bool decodeByKey(Reader& r, Variant& v, int16_t key) {
+bool decodeByKey(Reader& r, Variant& v, int16_t key, int16_t version) {
   switch (static_cast<ApiKey>(key)) {
     case ApiKey::Heartbeat:
-      return decodeApi<ApiKey::Heartbeat>(r, v);
+      return decodeApi<ApiKey::Heartbeat>(r, v, version);
     case ApiKey::CreateGroup:
-      return decodeApi<ApiKey::CreateGroup>(r, v);
+      return decodeApi<ApiKey::CreateGroup>(r, v, version);
     case ApiKey::DeleteGroup:
-      return decodeApi<ApiKey::DeleteGroup>(r, v);
+      return decodeApi<ApiKey::DeleteGroup>(r, v, version);
     case ApiKey::RegisterConsumer:
-      return decodeApi<ApiKey::RegisterConsumer>(r, v);
+      return decodeApi<ApiKey::RegisterConsumer>(r, v, version);
     case ApiKey::ListGroups:
-      return decodeApi<ApiKey::ListGroups>(r, v);
+      return decodeApi<ApiKey::ListGroups>(r, v, version);
     case ApiKey::LeaveGroup:
-      return decodeApi<ApiKey::LeaveGroup>(r, v);
+      return decodeApi<ApiKey::LeaveGroup>(r, v, version);
     case ApiKey::CommitOffsets:
-      return decodeApi<ApiKey::CommitOffsets>(r, v);
+      return decodeApi<ApiKey::CommitOffsets>(r, v, version);
     case ApiKey::FetchOffsets:
-      return decodeApi<ApiKey::FetchOffsets>(r, v);
+      return decodeApi<ApiKey::FetchOffsets>(r, v, version);
     case ApiKey::RewindConsumer:
-      return decodeApi<ApiKey::RewindConsumer>(r, v);
+      return decodeApi<ApiKey::RewindConsumer>(r, v, version);
     case ApiKey::Authenticate:
-      return decodeApi<ApiKey::Authenticate>(r, v);
+      return decodeApi<ApiKey::Authenticate>(r, v, version);
     case ApiKey::DrainServer:
-      return decodeApi<ApiKey::DrainServer>(r, v);
+      return decodeApi<ApiKey::DrainServer>(r, v, version);
     case ApiKey::DescribeGroup:
-      return decodeApi<ApiKey::DescribeGroup>(r, v);
+      return decodeApi<ApiKey::DescribeGroup>(r, v, version);
   }
   return false;
 }
@@ -325,6 +388,14 @@ void writePartitionError(Writer& w, const PartitionError& pe) {
 
 void writeNames(Writer& w, const std::vector<std::string>& v) { wire::writeArray(w, v, writeName); }
 
+void writeMode(Writer& w, AssignmentMode m) { w.writeInt8(static_cast<int8_t>(m)); }
+
+void writeMemberMetadata(Writer& w, const MemberMetadata& m) {
+  w.writeString(m.consumerId);
+  w.writeBytes(m.metadata);
+  w.writeString(m.rack);
+}
+
 void writeGroupInfo(Writer& w, const GroupInfo& g) {
   w.writeString(g.name);
   writeErrorCode(w, g.error);
@@ -341,6 +412,8 @@ void writeTopicState(Writer& w, const TopicState& t) {
   w.writeInt32(t.partitions);
 }
 
+void writeMemberStateV1(Writer& w, const MemberState& m);
+
 void writeMemberState(Writer& w, const MemberState& m) {
   w.writeString(m.consumerId);
   w.writeString(m.clientId);
@@ -350,6 +423,12 @@ void writeMemberState(Writer& w, const MemberState& m) {
   w.writeInt64(m.lastHeardMs);
   wire::writeArray(w, m.held, writeTopicPartition);
   wire::writeArray(w, m.waiting, writeTopicPartition);
+}
+
+void writeMemberStateV1(Writer& w, const MemberState& m) {
+  writeMemberState(w, m);
+  w.writeBytes(m.metadata);
+  w.writeString(m.rack);
 }
 
 void writeRebalanceEvent(Writer& w, const RebalanceEvent& e) {
@@ -378,12 +457,24 @@ void writeBody(Writer& w, const CreateGroupRequest& m) {
   w.writeBool(m.ephemeral);
 }
 
+void writeBody(Writer& w, const CreateGroupRequest& m, int16_t version) {
+  writeBody(w, m);
+  if (version >= 1) writeMode(w, m.mode);
+}
+
 void writeBody(Writer& w, const DeleteGroupRequest& m) { w.writeString(m.group); }
 
 void writeBody(Writer& w, const RegisterConsumerRequest& m) {
   w.writeString(m.group);
   w.writeString(m.consumerId);
   wire::writeArray(w, m.owned, writeTopicPartition);
+}
+
+void writeBody(Writer& w, const RegisterConsumerRequest& m, int16_t version) {
+  writeBody(w, m);
+  if (version < 1) return;
+  w.writeBytes(m.metadata);
+  w.writeString(m.rack);
 }
 
 void writeBody(Writer& w, const ListGroupsRequest& m) { writeNames(w, m.groups); }
@@ -447,8 +538,22 @@ void writeBody(Writer& w, const RegisterConsumerResponse& m) {
   writeErrorCode(w, m.error);
 }
 
-void writeBody(Writer& w, const ListGroupsResponse& m) {
-  wire::writeArray(w, m.groups, writeGroupInfo);
+void writeBody(Writer& w, const RegisterConsumerResponse& m, int16_t version) {
+  writeBody(w, m);
+  if (version < 1) return;
+  writeMode(w, m.mode);
+  wire::writeArray(w, m.memberData, writeMemberMetadata);
+}
+
+void writeBody(Writer& w, const ListGroupsResponse& m, int16_t version) {
+  if (version >= 1) {
+    wire::writeArray(w, m.groups, [](Writer& out, const GroupInfo& g) {
+      writeGroupInfo(out, g);
+      writeMode(out, g.mode);
+    });
+  } else {
+    wire::writeArray(w, m.groups, writeGroupInfo);
+  }
   writeErrorCode(w, m.error);
 }
 
@@ -473,7 +578,7 @@ void writeBody(Writer& w, const AuthenticateResponse& m) { writeErrorCode(w, m.e
 
 void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
 
-void writeBody(Writer& w, const DescribeGroupResponse& m) {
+void writeBody(Writer& w, const DescribeGroupResponse& m, int16_t version) {
   w.writeString(m.group);
   writeErrorCode(w, m.error);
   writeBroker(w, m.controller);
@@ -482,12 +587,19 @@ void writeBody(Writer& w, const DescribeGroupResponse& m) {
   w.writeBool(m.ephemeral);
   w.writeInt64(m.generation);
   wire::writeArray(w, m.topics, writeTopicState);
-  wire::writeArray(w, m.members, writeMemberState);
+  wire::writeArray(w, m.members, version >= 1 ? writeMemberStateV1 : writeMemberState);
   wire::writeArray(w, m.offsets, writePartitionOffset);
   wire::writeArray(w, m.history, writeRebalanceEvent);
+  if (version >= 1) writeMode(w, m.mode);
 }
 
 void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
+
+// The bodies that are the same in every version.
+template <typename T>
+void writeBody(Writer& w, const T& m, int16_t /*version*/) {
+  writeBody(w, m);
+}
 
 // ---- Names ---------------------------------------------------------------------
 
@@ -622,10 +734,10 @@ DecodedRequest decodeRequest(std::span<const uint8_t> body) {
     out.detail = "unknown ApiKey " + std::to_string(key);
     return out;
   }
-  if (out.header.version != kProtocolVersion) {
+  if (out.header.version < 0 || out.header.version > maxVersion(out.header.apiKey)) {
     out.status = DecodeStatus::UnsupportedVersion;
     out.detail = std::string(apiName(out.header.apiKey)) + " version " + std::to_string(out.header.version) +
-                 " is not supported (this codec speaks " + std::to_string(kProtocolVersion) + ")";
+                 " is not supported (this codec speaks 0 to " + std::to_string(maxVersion(out.header.apiKey)) + ")";
     return out;
   }
   if (!clientIdRead) {
@@ -639,7 +751,7 @@ DecodedRequest decodeRequest(std::span<const uint8_t> body) {
                  std::to_string(kMaxClientIdBytes);
     return out;
   }
-  if (!decodeByKey(r, out.request, key)) {
+  if (!decodeByKey(r, out.request, key, out.header.version)) {
     out.status = DecodeStatus::InvalidRequest;
     out.detail = std::string(apiName(out.header.apiKey)) + " request: " + r.describeFailure();
     return out;
@@ -655,7 +767,7 @@ void encodeRequest(const RequestHeader& header, const Request& request, std::vec
   w.writeInt16(header.version);
   w.writeInt64(header.correlationId);
   w.writeNullableString(header.clientId);
-  std::visit([&w](const auto& m) { writeBody(w, m); }, request);
+  std::visit([&w, version = header.version](const auto& m) { writeBody(w, m, version); }, request);
   w.endFrame(frame);
 }
 
@@ -666,7 +778,7 @@ void encodeResponse(const ResponseHeader& header, const Response& response, std:
   const size_t frame = w.beginFrame();
   w.writeInt16(header.version);
   w.writeInt64(header.correlationId);
-  std::visit([&w](const auto& m) { writeBody(w, m); }, response);
+  std::visit([&w, version = header.version](const auto& m) { writeBody(w, m, version); }, response);
   w.endFrame(frame);
 }
 
@@ -701,12 +813,12 @@ DecodedResponse decodeResponse(ApiKey api, std::span<const uint8_t> body) {
                  " bytes after the header, not an error-only answer";
     return out;
   }
-  if (out.header.version != kProtocolVersion) {
+  if (out.header.version < 0 || out.header.version > maxVersion(api)) {
     out.detail = std::string(apiName(api)) + " response of version " + std::to_string(out.header.version) +
-                 ", this codec reads only version " + std::to_string(kProtocolVersion);
+                 ", this codec reads versions 0 to " + std::to_string(maxVersion(api));
     return out;
   }
-  if (!decodeByKey(r, out.response, key)) {
+  if (!decodeByKey(r, out.response, key, out.header.version)) {
     out.detail = std::string(apiName(api)) + " response: " + r.describeFailure();
     return out;
   }

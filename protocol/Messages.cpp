@@ -43,6 +43,8 @@ constexpr std::array kErrors{
     ErrorEntry{ErrorCode::NOT_AUTHORIZED, "NOT_AUTHORIZED", "the caller may not do this"},
     ErrorEntry{ErrorCode::INVALID_CONSUMER_ID, "INVALID_CONSUMER_ID",
                "a consumer id is not 1 to 249 characters of [A-Za-z0-9._-] (or is \".\" or \"..\")"},
+    ErrorEntry{ErrorCode::REBALANCE_IN_PROGRESS, "REBALANCE_IN_PROGRESS",
+               "registered at this generation, but other members have not yet: keep heartbeating, do not start"},
 };
 
 const ErrorEntry* findError(ErrorCode e) {
@@ -107,6 +109,26 @@ std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name) {
     if (kReasonNames[i] == name) return static_cast<RebalanceReason>(i);
   }
   return std::nullopt;
+}
+
+int16_t maxVersion(ApiKey k) {
+  switch (k) {
+    case ApiKey::CreateGroup:
+    case ApiKey::RegisterConsumer:
+    case ApiKey::ListGroups:
+    case ApiKey::DescribeGroup:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+std::string_view assignmentModeName(AssignmentMode m) {
+  switch (m) {
+    case AssignmentMode::SERVER: return "server";
+    case AssignmentMode::CLIENT: return "client";
+  }
+  return "unknown";
 }
 
 bool isControllerOnly(ApiKey k) {

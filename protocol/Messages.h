@@ -37,6 +37,9 @@ enum class ErrorCode : int16_t {
   INVALID_OFFSET = 21,
   NOT_AUTHORIZED = 22,
   INVALID_CONSUMER_ID = 23,
+  // Client-assignment groups: registered at this generation, but not every
+  // member has yet; keep heartbeating, do not start (docs/protocol.md).
+  REBALANCE_IN_PROGRESS = 24,
 };
 
 // "REBALANCE_NEEDED"; an unknown value gives "UNKNOWN_ERROR_CODE".
@@ -67,6 +70,19 @@ bool isKnownApi(int16_t key);
 bool isControllerOnly(ApiKey k);
 
 inline constexpr int16_t kProtocolVersion = 0;
+// The newest version of an API this codec speaks: 1 for CreateGroup,
+// RegisterConsumer, ListGroups and DescribeGroup, 0 for the others. A
+// version-0 message is byte for byte what it always was.
+int16_t maxVersion(ApiKey k);
+
+// How a group's partitions are assigned (CreateGroup v1): by the server
+// (the default, and every v0 group), or by the members themselves from the
+// member list (membership only).
+enum class AssignmentMode : int8_t {
+  SERVER = 0,
+  CLIENT = 1,
+};
+std::string_view assignmentModeName(AssignmentMode m);  // "server", "client"; "unknown" otherwise
 
 // ApiKey + Version + CorrelationId + ClientId length (2 + 2 + 8 + 2): a
 // request body (the bytes after Size) shorter than this cannot be trusted.
@@ -139,6 +155,7 @@ struct CreateGroupRequest {
   int64_t sessionTimeoutMs = 0;
   std::vector<std::string> topics;
   bool ephemeral = false;
+  AssignmentMode mode = AssignmentMode::SERVER;  // v1
   bool operator==(const CreateGroupRequest&) const = default;
 };
 struct CreateGroupResponse {
@@ -168,7 +185,16 @@ struct RegisterConsumerRequest {
   std::string group;
   std::string consumerId;  // empty: a new member
   std::vector<TopicPartition> owned;
+  std::string metadata;  // v1: opaque, bounded by the server
+  std::string rack;      // v1: "" for none
   bool operator==(const RegisterConsumerRequest&) const = default;
+};
+// One member as a v1 registration lists it, in the agreed order.
+struct MemberMetadata {
+  std::string consumerId;
+  std::string metadata;
+  std::string rack;
+  bool operator==(const MemberMetadata&) const = default;
 };
 struct RegisterConsumerResponse {
   static constexpr ApiKey kApi = ApiKey::RegisterConsumer;
@@ -178,6 +204,8 @@ struct RegisterConsumerResponse {
   std::vector<std::string> members;
   std::vector<PartitionOffset> partitions;
   ErrorCode error = ErrorCode::NONE;
+  AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  std::vector<MemberMetadata> memberData;        // v1: every member, in the order of `members`
   bool operator==(const RegisterConsumerResponse&) const = default;
 };
 
@@ -196,6 +224,7 @@ struct GroupInfo {
   int64_t sessionTimeoutMs = -1;
   int64_t generation = -1;
   bool ephemeral = false;
+  AssignmentMode mode = AssignmentMode::SERVER;  // v1
   bool operator==(const GroupInfo&) const = default;
 };
 struct ListGroupsResponse {
@@ -340,6 +369,8 @@ struct MemberState {
   int64_t lastHeardMs = -1;  // ms since the Unix epoch
   std::vector<TopicPartition> held;
   std::vector<TopicPartition> waiting;  // assigned to it, still held by another member
+  std::string metadata;  // v1
+  std::string rack;      // v1
   bool operator==(const MemberState&) const = default;
 };
 
@@ -370,6 +401,7 @@ struct DescribeGroupResponse {
   std::vector<MemberState> members;  // sorted by id
   std::vector<PartitionOffset> offsets;
   std::vector<RebalanceEvent> history;  // oldest first
+  AssignmentMode mode = AssignmentMode::SERVER;  // v1
   bool operator==(const DescribeGroupResponse&) const = default;
 };
 

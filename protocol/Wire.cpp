@@ -67,6 +67,15 @@ bool Reader::readBool(bool& v, const char* field) {
   return true;
 }
 
+bool Reader::readEnum8(int8_t& v, int8_t maxValue, const char* field) {
+  if (!need(1, field)) return false;
+  const auto b = static_cast<int8_t>(data_[pos_]);
+  if (b < 0 || b > maxValue) return fail(Failure::BadEnum, field, b, 1);
+  ++pos_;
+  v = b;
+  return true;
+}
+
 bool Reader::readString(std::string& v, const char* field) {
   int16_t len = 0;
   if (!readInt16(len, field)) return false;
@@ -76,6 +85,24 @@ bool Reader::readString(std::string& v, const char* field) {
   }
   if (len < 0) {
     pos_ -= 2;
+    return fail(Failure::NegativeLength, field, len, 0);
+  }
+  const auto n = static_cast<size_t>(len);
+  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
+  v.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+  pos_ += n;
+  return true;
+}
+
+bool Reader::readBytes(std::string& v, const char* field) {
+  int32_t len = 0;
+  if (!readInt32(len, field)) return false;
+  if (len == -1) {
+    v.clear();
+    return true;
+  }
+  if (len < 0) {
+    pos_ -= 4;
     return fail(Failure::NegativeLength, field, len, 0);
   }
   const auto n = static_cast<size_t>(len);
@@ -150,6 +177,8 @@ std::string Reader::describeFailure() const {
              std::to_string(failedNeed_) + ")";
     case Failure::BadBool:
       return name + ": bool byte " + value + at + ", must be 0 or 1";
+    case Failure::BadEnum:
+      return name + ": value " + value + at + " is not one of the field's values";
     case Failure::TrailingBytes:
       return value + " bytes after the last field" + at;
   }
@@ -167,6 +196,12 @@ void Writer::putBigEndian(uint64_t v, size_t n) {
 void Writer::writeString(std::string_view v) {
   const size_t n = std::min(v.size(), kMaxStringBytes);
   writeInt16(static_cast<int16_t>(n));
+  out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data()) + n);
+}
+
+void Writer::writeBytes(std::string_view v) {
+  const size_t n = std::min(v.size(), static_cast<size_t>(INT32_MAX));
+  writeInt32(static_cast<int32_t>(n));
   out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data()) + n);
 }
 

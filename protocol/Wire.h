@@ -29,6 +29,8 @@ inline constexpr size_t kMinPartitionOffsetBytes = kMinStringBytes + 4 + 8;
 inline constexpr size_t kMinPartitionErrorBytes = kMinStringBytes + 4 + 2;
 // GroupName, ErrorCode, GroupMembers, Topics, ControllerBroker, SessionTimeout, Generation, Ephemeral.
 inline constexpr size_t kMinGroupInfoBytes = kMinStringBytes + 2 + 4 + 4 + kMinBrokerBytes + 8 + 8 + 1;
+// ConsumerId, Metadata (int32 length), Rack.
+inline constexpr size_t kMinMemberMetadataBytes = kMinStringBytes + 4 + kMinStringBytes;
 // Topic, Partitions.
 inline constexpr size_t kMinTopicStateBytes = kMinStringBytes + 4;
 // ConsumerId, ClientId, Host, Port, JoinedAt, LastHeard, Held, Waiting.
@@ -51,6 +53,7 @@ class Reader {
     NegativeCount,     // array count below -1
     CountBeyondEnd,    // count * smallest element larger than what remains
     BadBool,           // a bool byte other than 0 or 1
+    BadEnum,           // an int8 enum byte above its largest value
     TrailingBytes,     // bytes left after the last field
   };
 
@@ -70,10 +73,14 @@ class Reader {
   bool readInt64(int64_t& v, const char* field);
   // 0 or 1; any other byte is malformed.
   bool readBool(bool& v, const char* field);
+  // An int8 enum: 0 .. maxValue; anything else is malformed.
+  bool readEnum8(int8_t& v, int8_t maxValue, const char* field);
   // Not nullable: length -1 is malformed.
   bool readString(std::string& v, const char* field);
   // Length -1 gives nullopt.
   bool readNullableString(std::optional<std::string>& v, const char* field);
+  // `bytes`: an int32 length, then that many bytes; -1 reads as empty.
+  bool readBytes(std::string& v, const char* field);
   // An array count: -1 gives 0. Fails unless count * minElementBytes fits in
   // what remains, so the caller may reserve `count` elements afterwards.
   bool readCount(size_t& count, size_t minElementBytes, const char* field);
@@ -128,6 +135,8 @@ class Writer {
   // carries is bounded far below it (names 249, ClientId 255).
   void writeString(std::string_view v);
   void writeNullableString(const std::optional<std::string>& v);
+  // int32 length and the bytes (empty: length 0).
+  void writeBytes(std::string_view v);
   // Writes min(count, kMaxArrayCount) and returns it: write that many elements.
   size_t writeCount(size_t count);
 

@@ -34,12 +34,16 @@ def write(name, data):
         f.write(data)
 
 
-with open(vectors) as f:
-    doc = json.load(f)
-for v in doc["vectors"]:
-    frame = bytes.fromhex(v["hex"])
-    write("vector-" + slug(v["name"]) + ".frame", frame)
-    write("vector-" + slug(v["name"]) + ".body", frame[4:])
+# The version-1 examples sit beside the version-0 file.
+for path in (vectors, os.path.join(os.path.dirname(vectors), "protocol-v1.json")):
+    if not os.path.exists(path):
+        continue
+    with open(path) as f:
+        doc = json.load(f)
+    for v in doc["vectors"]:
+        frame = bytes.fromhex(v["hex"])
+        write("vector-" + slug(v["name"]) + ".frame", frame)
+        write("vector-" + slug(v["name"]) + ".body", frame[4:])
 
 
 # Hand-built malformed requests (big-endian, as docs/protocol.md says).
@@ -56,6 +60,8 @@ malformed = {
     "short-body": i16(3) + i16(0) + i64(0x1122334455667788) + i8(0),
     "unknown-api": hdr(42) + i8(0x99),
     "unsupported-version": hdr(0, version=3) + s("g") + s("c") + i64(1),
+    "v1-bad-assignment-mode": hdr(1, version=1) + s("g") + i64(1000) + i32(0) + i8(0) + i8(7),
+    "v1-metadata-beyond-frame": hdr(3, version=1) + s("g") + s("") + i32(0) + i32(100000) + s(""),
     "client-id-256": hdr(2, client="c" * 256) + s("orders"),
     "client-id-negative": i16(2) + i16(0) + i64(5) + i16(-2) + s("orders"),
     "truncated-generation": (hdr(0) + s("orders") + s("m-1") + i64(5))[:-3],

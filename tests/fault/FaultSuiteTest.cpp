@@ -298,8 +298,9 @@ class FaultSuite : public ::testing::Test {
     auto settle = env->checker->waitSettled(env->all, recovered, std::chrono::milliseconds(kSettleLimitMs + 15000),
                                             minGeneration);
     EXPECT_TRUE(settle.settled) << label_ << ": the group did not settle: " << settle.reason;
-    if (settle.settled)
+    if (settle.settled) {
       EXPECT_LE(settle.ms, kSettleLimitMs) << label_ << ": settled, but later than two ZooKeeper session timeouts";
+    }
 
     // The load runs again once the group has settled: give it a moment to
     // have a commit acknowledged before the comparison pauses commits.

@@ -368,3 +368,111 @@ TEST(HandBytes, ErrorOnlyResponses) {
 
 }  // namespace
 }  // namespace groupcoord::protocol::testing
+
+namespace groupcoord::protocol::testing {
+namespace {
+
+// ---- Version 1 (docs/protocol.md, "Version 1") ---------------------------------
+
+TEST(HandBytesV1, CreateGroupAddsTheAssignmentMode) {
+  expectRequest(
+      Bytes().requestHeader(1, 1, 60, "svc").str("shards").int64(10000).count(0).boolean(false).int8(1).frame(),
+      headerFor(ApiKey::CreateGroup, 60, "svc", 1), CreateGroupRequest{"shards", 10000, {}, false, AssignmentMode::CLIENT});
+  // The same fields at version 0 end before the mode.
+  expectRequest(Bytes().requestHeader(1, 0, 61, "svc").str("shards").int64(10000).count(0).boolean(false).frame(),
+                headerFor(ApiKey::CreateGroup, 61, "svc"), CreateGroupRequest{"shards", 10000, {}, false});
+}
+
+TEST(HandBytesV1, RegisterConsumerAddsMetadataAndRack) {
+  expectRequest(Bytes()
+                    .requestHeader(3, 1, 62, "svc")
+                    .str("shards")
+                    .str("")
+                    .count(0)
+                    .int32(3)
+                    .raw(std::vector<uint8_t>{0x00, 0x01, 0xff})
+                    .str("r1")
+                    .frame(),
+                headerFor(ApiKey::RegisterConsumer, 62, "svc", 1),
+                RegisterConsumerRequest{"shards", "", {}, std::string("\x00\x01\xff", 3), "r1"});
+  // Metadata length -1 reads as empty (and is written back as length 0, like a count of -1).
+  const DecodedRequest d =
+      decodeRequest(Bytes().requestHeader(3, 1, 63, "svc").str("g").str("m").count(0).int32(-1).str("").body());
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(d.request, Request(RegisterConsumerRequest{"g", "m", {}, "", ""}));
+}
+
+TEST(HandBytesV1, RegisterConsumerResponseListsEveryMemberWithItsMetadata) {
+  auto frame = Bytes()
+                   .responseHeader(1, 64)
+                   .str("shards")
+                   .str("m-2")
+                   .int64(4)
+                   .count(2).str("m-1").str("m-2")
+                   .count(0)
+                   .int16(0)
+                   .int8(1)
+                   .count(2)
+                   .str("m-1").int32(2).raw(std::vector<uint8_t>{'a', 'b'}).str("r1")
+                   .str("m-2").int32(0).str("")
+                   .frame();
+  expectResponse(ApiKey::RegisterConsumer, frame, {1, 64},
+                 RegisterConsumerResponse{"shards", "m-2", 4, {"m-1", "m-2"}, {}, ErrorCode::NONE,
+                                          AssignmentMode::CLIENT, {{"m-1", "ab", "r1"}, {"m-2", "", ""}}});
+}
+
+TEST(HandBytesV1, ListGroupsResponseEndsEachGroupInfoWithTheMode) {
+  auto frame = Bytes()
+                   .responseHeader(1, 65)
+                   .count(1)
+                   .str("shards").int16(0).count(0).count(0).int32(1).str("h").uint16(7400).int64(10000).int64(3)
+                   .boolean(false).int8(1)
+                   .int16(0)
+                   .frame();
+  GroupInfo g{"shards", ErrorCode::NONE, {}, {}, Broker{1, "h", 7400}, 10000, 3, false, AssignmentMode::CLIENT};
+  expectResponse(ApiKey::ListGroups, frame, {1, 65}, ListGroupsResponse{{g}, ErrorCode::NONE});
+}
+
+TEST(HandBytesV1, DescribeGroupResponseAddsMemberMetadataAndTheMode) {
+  auto frame = Bytes()
+                   .responseHeader(1, 66)
+                   .str("shards").int16(0).int32(1).str("h").uint16(7400).int8(1).int64(10000).boolean(false)
+                   .int64(3)
+                   .count(0)
+                   .count(1)
+                   .str("m-1").str("svc").str("10.0.0.1").uint16(5000).int64(1).int64(2).count(0).count(0)
+                   .int32(1).raw(std::vector<uint8_t>{'z'}).str("r9")
+                   .count(0)
+                   .count(0)
+                   .int8(1)
+                   .frame();
+  DescribeGroupResponse want;
+  want.group = "shards";
+  want.controller = Broker{1, "h", 7400};
+  want.state = GroupState::STABLE;
+  want.sessionTimeoutMs = 10000;
+  want.generation = 3;
+  want.members = {MemberState{"m-1", "svc", "10.0.0.1", 5000, 1, 2, {}, {}, "z", "r9"}};
+  want.mode = AssignmentMode::CLIENT;
+  expectResponse(ApiKey::DescribeGroup, frame, {1, 66}, want);
+}
+
+TEST(HandBytesV1, AVersionZeroEncodingLeavesTheNewFieldsOut) {
+  // An old client's bytes are what they always were, whatever the structs
+  // hold: the encoder writes the fields of the header's version.
+  std::vector<uint8_t> plain, withExtras;
+  encodeRequest(headerFor(ApiKey::RegisterConsumer, 67, "svc"), RegisterConsumerRequest{"g", "m", {}}, plain);
+  encodeRequest(headerFor(ApiKey::RegisterConsumer, 67, "svc"), RegisterConsumerRequest{"g", "m", {}, "meta", "r1"},
+                withExtras);
+  EXPECT_EQ(plain, withExtras);
+  std::vector<uint8_t> v0, v0WithMode;
+  encodeResponse({0, 68}, RegisterConsumerResponse{"g", "m", 1, {"m"}, {}, ErrorCode::NONE}, v0);
+  encodeResponse({0, 68},
+                 RegisterConsumerResponse{"g", "m", 1, {"m"}, {}, ErrorCode::NONE, AssignmentMode::CLIENT,
+                                          {{"m", "x", "r"}}},
+                 v0WithMode);
+  EXPECT_EQ(v0, v0WithMode);
+}
+
+}  // namespace
+}  // namespace groupcoord::protocol::testing

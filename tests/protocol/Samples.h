@@ -28,10 +28,11 @@ struct ResponseSample {
   Response response;
 };
 
-inline RequestHeader headerFor(ApiKey api, int64_t correlationId, std::optional<std::string> clientId) {
+inline RequestHeader headerFor(ApiKey api, int64_t correlationId, std::optional<std::string> clientId,
+                               int16_t version = kProtocolVersion) {
   RequestHeader h;
   h.apiKey = api;
-  h.version = kProtocolVersion;
+  h.version = version;
   h.correlationId = correlationId;
   h.clientId = std::move(clientId);
   return h;
@@ -80,6 +81,17 @@ inline std::vector<RequestSample> requestSamples() {
   s.push_back({"DescribeGroup", headerFor(ApiKey::DescribeGroup, 16, "groupctl"), DescribeGroupRequest{"orders"}});
   s.push_back({"DescribeGroup long name", headerFor(ApiKey::DescribeGroup, kInt64Max, std::nullopt),
                DescribeGroupRequest{longName}});
+  // Version 1 of the four APIs that have one.
+  s.push_back({"CreateGroup v1 client mode", headerFor(ApiKey::CreateGroup, 17, "svc-1", 1),
+               CreateGroupRequest{"shards", 10000, {}, false, AssignmentMode::CLIENT}});
+  s.push_back({"CreateGroup v1 server mode", headerFor(ApiKey::CreateGroup, 18, std::nullopt, 1),
+               CreateGroupRequest{"orders", 30000, {"clicks"}, true, AssignmentMode::SERVER}});
+  s.push_back({"RegisterConsumer v1 metadata and rack", headerFor(ApiKey::RegisterConsumer, 19, "svc-1", 1),
+               RegisterConsumerRequest{"shards", "", {{"clicks", 1}}, std::string("w=3\0\xff", 5), "eu-west-1a"}});
+  s.push_back({"RegisterConsumer v1 big metadata", headerFor(ApiKey::RegisterConsumer, 20, "svc-1", 1),
+               RegisterConsumerRequest{"shards", "m-1", {}, std::string(70000, 'x'), ""}});
+  s.push_back({"ListGroups v1", headerFor(ApiKey::ListGroups, 21, "groupctl", 1), ListGroupsRequest{{"shards"}}});
+  s.push_back({"DescribeGroup v1", headerFor(ApiKey::DescribeGroup, 22, "groupctl", 1), DescribeGroupRequest{"s"}});
   return s;
 }
 
@@ -167,6 +179,21 @@ inline std::vector<ResponseSample> responseSamples() {
   refused.group = "orders";
   refused.error = ErrorCode::NOT_CONTROLLER;
   s.push_back({"DescribeGroup refused", ApiKey::DescribeGroup, {0, 22}, refused});
+  // Version 1.
+  RegisterConsumerResponse client{"shards", "m-2", 4, {"m-1", "m-2"}, {}, ErrorCode::NONE, AssignmentMode::CLIENT,
+                                  {{"m-1", std::string("\0\1", 2), "r1"}, {"m-2", "", ""}}};
+  s.push_back({"RegisterConsumer v1 client mode", ApiKey::RegisterConsumer, {1, 23}, client});
+  s.push_back({"RegisterConsumer v1 server mode", ApiKey::RegisterConsumer, {1, 24},
+               RegisterConsumerResponse{"orders", "m", 2, {"m"}, {{"clicks", 0, 5}}, ErrorCode::NONE,
+                                        AssignmentMode::SERVER, {{"m", "meta", "r2"}}}});
+  GroupInfo clientGroup = full;
+  clientGroup.mode = AssignmentMode::CLIENT;
+  s.push_back({"ListGroups v1", ApiKey::ListGroups, {1, 25}, ListGroupsResponse{{clientGroup, missing}, ErrorCode::NONE}});
+  DescribeGroupResponse v1 = describedGroup();
+  v1.mode = AssignmentMode::CLIENT;
+  v1.members.front().metadata = std::string("k\0v", 3);
+  v1.members.front().rack = "r1";
+  s.push_back({"DescribeGroup v1", ApiKey::DescribeGroup, {1, 26}, v1});
   s.push_back({"error-only UNKNOWN_API", ApiKey::Heartbeat, {0, 14}, ErrorOnlyResponse{ErrorCode::UNKNOWN_API}});
   s.push_back({"error-only UNSUPPORTED_VERSION", ApiKey::ListGroups, {7, 15},
                ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION}});
