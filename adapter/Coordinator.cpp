@@ -49,7 +49,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       groupContext_{config_.serverId,
                     zk_,
                     layout_,
-                    GroupConfig{config_.batchInterval, config_.maxChangesPerTransaction},
+                    GroupConfig{config_.batchInterval, config_.maxChangesPerTransaction,
+                                config_.maxMetadataBytes},
                     time_,
                     epoch_,
                     connected_,
@@ -337,6 +338,7 @@ void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol:
   s.sessionTimeoutMs = r.sessionTimeoutMs;
   s.topics = r.topics;
   s.ephemeral = r.ephemeral;
+  s.mode = r.mode;
   std::vector<zk::Op> ops{zk::makeCreate(layout_.groupPath(r.group), layout::encodeSettings(s)),
                           zk::makeCreate(layout_.membersPath(r.group), ""),
                           zk::makeCreate(layout_.offsetsPath(r.group), "")};

@@ -84,6 +84,8 @@ struct CoordinatorConfig {
   Millis handoverSettleDelay{10000};
   // Groups this server hands over at once.
   size_t handoverMaxInFlight = 8;
+  // Largest member metadata a registration may carry (RegisterConsumer v1).
+  size_t maxMetadataBytes = 4096;
 };
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {

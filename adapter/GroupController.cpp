@@ -9,6 +9,7 @@
 
 #include "adapter/Assignment.h"
 #include "metrics/Coordination.h"
+#include "protocol/Codec.h"
 
 namespace groupcoord::adapter {
 
@@ -44,10 +45,34 @@ protocol::RegisterConsumerResponse GroupController::registration(const std::stri
   r.generation = version_;
   r.members.reserve(members_.size());
   for (auto& [id, _] : members_) r.members.push_back(id);
-  for (auto& p : ownership_.grant(member, ctx_.time.now()))
-    r.partitions.push_back(PartitionOffset{p.topic, p.partition, committed_.of(p)});
+  r.mode = settings_.mode;
+  if (clientMode()) {
+    // The member list is the answer, in one order for everybody (by id),
+    // each with its metadata; the member is now registered at this generation.
+    r.memberData.reserve(members_.size());
+    for (auto& [id, m] : members_) r.memberData.push_back(protocol::MemberMetadata{id, m.metadata, m.rack});
+    if (auto it = members_.find(member); it != members_.end()) markRegistered(it->second);
+  } else {
+    for (auto& p : ownership_.grant(member, ctx_.time.now()))
+      r.partitions.push_back(PartitionOffset{p.topic, p.partition, committed_.of(p)});
+  }
   r.error = ErrorCode::NONE;
   return r;
+}
+
+void GroupController::markRegistered(Member& m) {
+  if (m.registeredAt == version_) return;
+  m.registeredAt = version_;
+  ++registeredAtCurrent_;
+}
+
+void GroupController::generationMoved(TimePoint now) {
+  movedAt_ = now;
+  registeredAtCurrent_ = 0;
+  for (auto& [_, m] : members_) registeredAtCurrent_ += m.registeredAt == version_ ? 1 : 0;
+  // Client mode evicts members that do not register in time: the liveness
+  // scan must run by then.
+  if (clientMode()) nextLivenessScan_ = std::min(nextLivenessScan_, now + Millis(settings_.sessionTimeoutMs));
 }
 
 // What the next membership transaction would carry.
@@ -111,6 +136,10 @@ Assignment GroupController::computeTarget(const Assignment& held) const {
 
 void GroupController::retarget() {
   knownPartitions_ = ctx_.topics.partitionCounts(settings_);
+  if (clientMode()) {
+    ownership_.setTarget({});  // the members assign; the server holds no target
+    return;
+  }
   const Assignment held = heldNow();
   auto target = computeTarget(held);
   size_t moved = countMoves(held, target);
@@ -175,6 +204,12 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
     }
     if (r.generation != version_) {
       resp.error = ErrorCode::REBALANCE_NEEDED;
+    } else if (clientMode()) {
+      // The barrier: nobody starts on this generation before everybody has
+      // registered at it (and so stopped using the previous one).
+      resp.error = it->second.registeredAt != version_ ? ErrorCode::REBALANCE_NEEDED
+                   : agreed()                          ? ErrorCode::NONE
+                                                       : ErrorCode::REBALANCE_IN_PROGRESS;
     } else {
       // In sync: it has stopped using what this generation took from it.
       ownership_.releaseUntargeted(r.consumerId);
@@ -193,6 +228,10 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
   // Being handed over: the next controller registers it (this one grants
   // nothing more, so the handover record stays true).
   if (handover_) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  if (r.metadata.size() > ctx_.config.maxMetadataBytes || r.rack.size() > 64 ||
+      (!r.rack.empty() && !protocol::isValidName(r.rack))) {
+    return refuse(ErrorCode::INVALID_REQUEST);
+  }
   // What the member says it holds: releases what it no longer reports and,
   // after a takeover, tells this controller who holds what.
   if (isServing(phase)) ownership_.reportOwned(id, r.owned);
@@ -201,6 +240,9 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
     refuse(ErrorCode::UNKNOWN_GROUP);
   } else if (!isServing(phase)) {
     refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  } else if (clientMode() && h.version < 1) {
+    // A version-0 answer cannot carry the member list a client-mode member needs.
+    refuse(ErrorCode::UNSUPPORTED_VERSION);
   } else if (member != members_.end() && !removals_.inFlight().count(id)) {
     // Still a member: a restart within the session timeout costs no
     // rebalance. A queued eviction or leave is called off.
@@ -208,6 +250,19 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
     if (caller.port != 0) {
       member->second.host = caller.host;
       member->second.port = caller.port;
+    }
+    if (member->second.metadata != r.metadata || member->second.rack != r.rack) {
+      member->second.metadata = r.metadata;
+      member->second.rack = r.rack;
+      if (clientMode()) {
+        // Everybody must see the new metadata: a new generation.
+        RebalanceEvent e = event(RebalanceReason::OTHER, "member " + id + " registered with new metadata");
+        e.consumerId = id;
+        e.clientId = member->second.clientId;
+        e.host = member->second.host;
+        topicEvents_.push_back(std::move(e));
+        bump_.request();
+      }
     }
     if (auto rm = removals_.pending().find(id); rm != removals_.pending().end()) {
       rm->second.answer(ErrorCode::NONE, name_, lk.out);
@@ -227,6 +282,8 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
     j.clientId = h.clientId.value_or("");
     j.host = caller.host;
     j.port = caller.port;
+    j.metadata = r.metadata;
+    j.rack = r.rack;
     if (r.consumerId.empty() && caller.port != 0) {
       // The same connection and ClientId as a member removed within the
       // session timeout: that client again, under a new id.
@@ -294,12 +351,19 @@ void GroupController::commit(const protocol::CommitOffsetsRequest& r, ResponseCa
     // Offsets were rewound after this member's generation: its commit
     // would undo the rewind.
     error = ErrorCode::REBALANCE_NEEDED;
+  } else if (error == ErrorCode::NONE && clientMode()) {
+    // No owner to check: a commit must come from the current, agreed generation.
+    if (r.generation != version_ || members_[r.consumerId].registeredAt != version_) {
+      error = ErrorCode::REBALANCE_NEEDED;
+    } else if (!agreed()) {
+      error = ErrorCode::REBALANCE_IN_PROGRESS;
+    }
   }
   if (error != ErrorCode::NONE) {
     return lk.out.push([done = std::move(done), error] { done(protocol::CommitOffsetsResponse{{}, error}); });
   }
   members_[r.consumerId].lastSeen = ctx_.time.now();
-  OffsetWrite c = checkOffsets(r.offsets, &r.consumerId);
+  OffsetWrite c = checkOffsets(r.offsets, clientMode() ? nullptr : &r.consumerId);
   c.kind = OffsetWrite::Kind::Commit;
   c.done = std::move(done);
   if (c.accepted.empty()) return c.succeed(lk.out);
@@ -346,8 +410,19 @@ void GroupController::scanLiveness(TimePoint now) {
       rm.silentMs = millisBetween(m.lastSeen, now);
       removals_.pending().emplace(id, std::move(rm));
       removing = true;
+    } else if (clientMode() && m.registeredAt != version_ && now - movedAt_ > timeout) {
+      // Heartbeating, but not registered at this generation in time: it
+      // holds up everybody else's start.
+      Removal rm;
+      rm.memberId = id;
+      rm.evicted = true;
+      rm.unregistered = true;
+      rm.silentMs = millisBetween(movedAt_, now);
+      removals_.pending().emplace(id, std::move(rm));
+      removing = true;
     } else {
       next = std::min(next, m.lastSeen + timeout);
+      if (clientMode() && m.registeredAt != version_) next = std::min(next, movedAt_ + timeout);
     }
   }
   nextLivenessScan_ = removing ? now : next;
@@ -516,6 +591,15 @@ protocol::DescribeGroupResponse GroupController::describe(const protocol::Broker
   d.offsets.reserve(committed_.offsets.size());
   for (auto& [p, o] : committed_.offsets) d.offsets.push_back(PartitionOffset{p.topic, p.partition, o});
   d.history = history_.all();
+  d.mode = settings_.mode;
+  for (auto& m : d.members) {
+    auto it = members_.find(m.consumerId);
+    m.metadata = it->second.metadata;
+    m.rack = it->second.rack;
+  }
+  if (clientMode() && !handover_) {
+    d.state = agreed() ? protocol::GroupState::STABLE : protocol::GroupState::REBALANCING;
+  }
   return d;
 }
 
@@ -579,7 +663,12 @@ std::vector<RebalanceEvent> GroupController::batchEvents(int64_t generation) con
     const std::string clientId = m == members_.end() ? "" : m->second.clientId;
     const std::string host = m == members_.end() ? "" : m->second.host;
     RebalanceEvent e;
-    if (rm.evicted) {
+    if (rm.unregistered) {
+      e = event(RebalanceReason::MEMBER_EVICTED,
+                "member " + id + " evicted: it did not register at generation " + std::to_string(version_) +
+                    " within the session timeout (" + std::to_string(settings_.sessionTimeoutMs) + " ms)");
+      e.value = rm.silentMs;
+    } else if (rm.evicted) {
       e = event(RebalanceReason::MEMBER_EVICTED,
                 "member " + id + " evicted after " + std::to_string(rm.silentMs) + " ms of silence (session timeout " +
                     std::to_string(settings_.sessionTimeoutMs) + " ms)");

@@ -56,6 +56,8 @@ struct GroupConfig {
   Millis batchInterval{10};
   // Upper bound of membership changes in one ZooKeeper transaction.
   size_t maxChangesPerTransaction = 1000;
+  // Largest member metadata a registration may carry; larger is INVALID_REQUEST.
+  size_t maxMetadataBytes = 4096;
 };
 
 // What every controlled group shares: the session, the other parts, and
@@ -150,6 +152,9 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     std::string host;  // "" until it is heard from (members found in ZooKeeper)
     uint16_t port = 0;
     int64_t joinedAtMs = -1;  // wall clock; -1 for members found in ZooKeeper
+    std::string metadata;     // RegisterConsumer v1
+    std::string rack;
+    int32_t registeredAt = -1;  // client mode: the generation it last registered at
   };
   // A member removed lately, by the address it connected from: a
   // registration without an id from there is the same client again
@@ -192,6 +197,13 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void requeueEvents() REQUIRES(mu_);
   void rememberRemoved(const std::string& id, const Member& m, TimePoint now) REQUIRES(mu_);
   void recordTakeover(protocol::RebalanceReason reason, int32_t from) REQUIRES(mu_);
+  // Client mode (docs/protocol.md §14).
+  bool clientMode() const REQUIRES(mu_) { return settings_.mode == protocol::AssignmentMode::CLIENT; }
+  // Every member has registered at the current generation: they may start.
+  bool agreed() const REQUIRES(mu_) { return registeredAtCurrent_ == members_.size(); }
+  void markRegistered(Member& m) REQUIRES(mu_);
+  // The generation moved (or was found to have moved) at `now`.
+  void generationMoved(TimePoint now) REQUIRES(mu_);
 
   // GroupWrites.cpp
   // The continuations return why the group is gone (it is then dropped,
@@ -278,6 +290,11 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   std::vector<protocol::RebalanceEvent> topicEventsInFlight_ GUARDED_BY(mu_);
   std::map<std::string, int32_t> knownPartitions_ GUARDED_BY(mu_);  // topic counts of the current target
   std::map<std::string, Removed> removedFrom_ GUARDED_BY(mu_);      // by "host:port"
+
+  // Client mode: members registered at the current generation, and when it
+  // was reached (a member not registered one session timeout later is evicted).
+  size_t registeredAtCurrent_ GUARDED_BY(mu_) = 0;
+  TimePoint movedAt_ GUARDED_BY(mu_);
 
   Ownership ownership_ GUARDED_BY(mu_);
   CommittedOffsets committed_ GUARDED_BY(mu_);

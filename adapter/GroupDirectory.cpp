@@ -70,6 +70,7 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
         info.topics = s->topics;
         info.sessionTimeoutMs = s->sessionTimeoutMs;
         info.ephemeral = s->ephemeral;
+        info.mode = s->mode;
         info.generation = g.stat.version;
       } else {
         info.error = ErrorCode::UNKNOWN_SERVER_ERROR;

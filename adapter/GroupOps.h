@@ -21,6 +21,8 @@ struct Join {
   std::string host;  // where it registers from (DescribeGroup)
   uint16_t port = 0;
   std::string replaces;  // the id it had before, when it registers again under a new one
+  std::string metadata;  // RegisterConsumer v1
+  std::string rack;
   std::vector<protocol::ResponseCallback> waiters;
 
   void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
@@ -39,6 +41,7 @@ struct Join {
 struct Removal {
   std::string memberId;
   bool evicted = false;
+  bool unregistered = false;  // client mode: evicted for not registering at the generation in time
   int64_t silentMs = 0;
   std::vector<protocol::ResponseCallback> waiters;
 

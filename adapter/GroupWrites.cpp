@@ -171,6 +171,20 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   } else if (before != version_) {
     spdlog::info("group {}: generation {} -> {} found in ZooKeeper", name_, before, version_);
   }
+  if (first || before != version_) {
+    generationMoved(now);
+  } else {
+    registeredAtCurrent_ = 0;  // members may have gone
+    for (auto& [_, m] : members_) registeredAtCurrent_ += m.registeredAt == version_ ? 1 : 0;
+  }
+  if (first && clientMode() && !members_.empty()) {
+    // The members' metadata is in the previous controller's memory only:
+    // a new generation makes every member register again, here.
+    topicEvents_.push_back(event(protocol::RebalanceReason::OTHER,
+                                 "server " + std::to_string(ctx_.serverId) +
+                                     " controls the group now: every member registers again with it"));
+    bump_.request();
+  }
   if (members_.empty()) emptySince_ = now;
   if (!taken.targetKept) retarget();
   if (!taken.adopt.empty()) return adoptMembers(taken.adopt), nullptr;
@@ -327,7 +341,8 @@ void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, O
   auto joined = joins_.takeInFlight();
   if (!joined.empty()) hadMembers_ = true;
   const int64_t wallNow = ctx_.time.wallMs();
-  for (auto& [id, j] : joined) members_[id] = Member{j.clientId, now, j.host, j.port, wallNow};
+  for (auto& [id, j] : joined) members_[id] = Member{j.clientId, now, j.host, j.port, wallNow, j.metadata, j.rack, -1};
+  generationMoved(now);
   auto rewound = rewinds_.takeInFlight();
   for (auto& w : rewound) {
     committed_.apply(w.accepted);

@@ -13,6 +13,7 @@ std::string encodeSettings(const GroupSettings& s) {
   j["session_timeout_ms"] = s.sessionTimeoutMs;
   j["topics"] = s.topics;
   j["ephemeral"] = s.ephemeral;
+  if (s.mode == protocol::AssignmentMode::CLIENT) j["assignment"] = "client";
   return j.dump();
 }
 
@@ -35,6 +36,15 @@ std::optional<GroupSettings> decodeSettings(std::string_view data) {
   if (eph != j.end()) {
     if (!eph->is_boolean()) return std::nullopt;
     s.ephemeral = eph->get<bool>();
+  }
+  if (auto mode = j.find("assignment"); mode != j.end()) {
+    // A mode this version does not know: not a group it can serve.
+    if (!mode->is_string()) return std::nullopt;
+    if (*mode == "client") {
+      s.mode = protocol::AssignmentMode::CLIENT;
+    } else if (*mode != "server") {
+      return std::nullopt;
+    }
   }
   return s;
 }

@@ -53,6 +53,9 @@ struct GroupSettings {
   int64_t sessionTimeoutMs = 10000;
   std::vector<std::string> topics;
   bool ephemeral = false;
+  // Written only for client mode ("assignment":"client"), so a server-mode
+  // group's data is what it always was.
+  protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER;
   bool operator==(const GroupSettings&) const = default;
 };
 

@@ -112,6 +112,10 @@ std::vector<OptionSpec> makeSpecs() {
                            "groups this server hands over to other servers at once (after a server joins, or while "
                            "this one is drained)",
                            &ServerConfig::handoverMaxInFlight));
+  s.push_back(numberOption("group.max.metadata.bytes", "BYTES",
+                           "largest member metadata a registration may carry (RegisterConsumer version 1); a "
+                           "larger one is answered INVALID_REQUEST",
+                           &ServerConfig::maxMetadataBytes));
   s.push_back(numberOption("max.frame.bytes", "BYTES", "largest request frame; a larger one closes its connection",
                            &ServerConfig::maxFrameBytes));
   s.push_back(numberOption("max.connections", "N", "most client connections; past it new ones are closed at once",
@@ -305,6 +309,9 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.handoverMaxInFlight < 1 || c.handoverMaxInFlight > 10'000) {
     return badValue("handover.max.in.flight", num(c.handoverMaxInFlight), "must be 1..10000");
+  }
+  if (c.maxMetadataBytes < 0 || c.maxMetadataBytes > 65'536) {
+    return badValue("group.max.metadata.bytes", num(c.maxMetadataBytes), "must be 0..65536");
   }
   if (c.maxFrameBytes < 64 || c.maxFrameBytes > (int64_t{1} << 30)) {
     return badValue("max.frame.bytes", num(c.maxFrameBytes), "must be 64..1073741824");

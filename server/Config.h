@@ -54,6 +54,7 @@ struct ServerConfig {
   // Placement of groups across servers.
   int64_t handoverSettleMs = 10000;
   int64_t handoverMaxInFlight = 8;
+  int64_t maxMetadataBytes = 4096;
 
   // Limits of the TCP server.
   int64_t maxFrameBytes = 1 << 20;

@@ -52,6 +52,7 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);
   s.coordinator.handoverMaxInFlight = static_cast<size_t>(config.handoverMaxInFlight);
+  s.coordinator.maxMetadataBytes = static_cast<size_t>(config.maxMetadataBytes);
   s.zkConnect = config.zkConnect;
   s.zkSessionTimeout = std::chrono::milliseconds(config.zkSessionTimeoutMs);
   s.zkDigestUser = config.zkDigestUser;

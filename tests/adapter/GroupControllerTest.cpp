@@ -68,10 +68,12 @@ class GroupControllerTest : public ::testing::Test {
 
   // The group's znodes as CreateGroup writes them, and the controller znode
   // as the claim writes it (in the controller's session).
-  void createGroup(int64_t sessionTimeoutMs = 2000, std::vector<std::string> topics = {}) {
+  void createGroup(int64_t sessionTimeoutMs = 2000, std::vector<std::string> topics = {},
+                   protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER) {
     layout::GroupSettings s;
     s.sessionTimeoutMs = sessionTimeoutMs;
     s.topics = std::move(topics);
+    s.mode = mode;
     auto r = admin_.multiSync({zk::makeCreate(layout_.groupPath(kGroup), layout::encodeSettings(s)),
                                zk::makeCreate(layout_.membersPath(kGroup), ""),
                                zk::makeCreate(layout_.offsetsPath(kGroup), "")});
@@ -138,6 +140,18 @@ class GroupControllerTest : public ::testing::Test {
     std::vector<protocol::RebalanceReason> out;
     for (auto& e : h) out.push_back(e.reason);
     return out;
+  }
+  // A version-1 registration with metadata.
+  protocol::RegisterConsumerResponse joinV1(const std::string& id, const std::string& metadata,
+                                            const std::string& rack = "") {
+    Answer<protocol::Response> a;
+    auto h = header();
+    h.version = 1;
+    drive([&] {
+      controller_->registerMember(h, protocol::RegisterConsumerRequest{kGroup, id, {}, metadata, rack}, a.callback());
+    });
+    EXPECT_TRUE(a.ready());
+    return a.ready() ? std::get<protocol::RegisterConsumerResponse>(a.get()) : protocol::RegisterConsumerResponse{};
   }
   static protocol::RequestHeader header() {
     protocol::RequestHeader h;
@@ -805,6 +819,103 @@ TEST_F(GroupControllerTest, ATakeoverKeepsTheWrittenHistoryAndSaysFromWhichServe
   second.close();
   settle();
   taken.reset();
+}
+
+// ---- Client mode (docs/protocol.md §14) ---------------------------------------------
+
+using protocol::AssignmentMode;
+using protocol::MemberMetadata;
+
+TEST_F(GroupControllerTest, ClientModeAnswersTheMemberListAndHoldsTheBarrier) {
+  createGroup(2000, {}, AssignmentMode::CLIENT);
+  load();
+  auto b = joinV1("b", "weight=2", "r2");
+  ASSERT_EQ(b.error, ErrorCode::NONE);
+  EXPECT_EQ(b.mode, AssignmentMode::CLIENT);
+  EXPECT_EQ(b.generation, 1);
+  EXPECT_EQ(b.memberData, (std::vector<MemberMetadata>{{"b", "weight=2", "r2"}}));
+  EXPECT_EQ(heartbeat("b", 1).error, ErrorCode::NONE) << "alone and registered: it may start";
+
+  // a joins: generation 2. a is registered at 2 by its own answer; b is not yet.
+  auto a = joinV1("a", std::string("\0bin", 4));
+  ASSERT_EQ(a.generation, 2);
+  EXPECT_EQ(a.members, (std::vector<std::string>{"a", "b"})) << "one order for everybody: by id";
+  EXPECT_EQ(a.memberData,
+            (std::vector<MemberMetadata>{{"a", std::string("\0bin", 4), ""}, {"b", "weight=2", "r2"}}));
+  EXPECT_TRUE(a.partitions.empty()) << "the server assigns nothing";
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::REBALANCE_IN_PROGRESS) << "b has not registered at 2";
+  EXPECT_EQ(heartbeat("b", 1).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(describe().state, protocol::GroupState::REBALANCING);
+  // b stops using generation 1 and registers at 2: the same list.
+  auto b2 = joinV1("b", "weight=2", "r2");
+  ASSERT_EQ(b2.generation, 2);
+  EXPECT_EQ(b2.memberData, a.memberData);
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+  EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::NONE);
+  auto d = describe();
+  EXPECT_EQ(d.state, protocol::GroupState::STABLE);
+  EXPECT_EQ(d.mode, AssignmentMode::CLIENT);
+  ASSERT_EQ(d.members.size(), 2u);
+  EXPECT_EQ(d.members[1].metadata, "weight=2");
+  EXPECT_EQ(d.members[1].rack, "r2");
+}
+
+TEST_F(GroupControllerTest, ClientModeRefusesVersionZeroAndOversizedMetadata) {
+  createGroup(2000, {}, AssignmentMode::CLIENT);
+  load();
+  auto old = join("a");
+  EXPECT_EQ(old.error, ErrorCode::UNSUPPORTED_VERSION);
+  EXPECT_EQ(controller_->memberCount(), 0u);
+  EXPECT_EQ(joinV1("a", std::string(4097, 'x')).error, ErrorCode::INVALID_REQUEST);
+  EXPECT_EQ(joinV1("a", "", "bad/rack").error, ErrorCode::INVALID_REQUEST);
+  EXPECT_EQ(joinV1("a", std::string(4096, 'x')).error, ErrorCode::NONE) << "4096 bytes is the default bound";
+}
+
+TEST_F(GroupControllerTest, ClientModeEvictsAMemberThatHeartbeatsButDoesNotRegister) {
+  createGroup(2000, {}, AssignmentMode::CLIENT);
+  load();
+  ASSERT_EQ(joinV1("a", "").generation, 1);
+  ASSERT_EQ(joinV1("b", "").generation, 2);
+  // a keeps heartbeating at 1 (it is told to register again) but never does.
+  for (int i = 0; i < 4; ++i) {
+    time_.advance(600ms);
+    EXPECT_EQ(heartbeat("a", 1).error, ErrorCode::REBALANCE_NEEDED);
+    EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::REBALANCE_IN_PROGRESS);
+    drive([&] { controller_->tick(time_.now()); });
+  }
+  // 2.4 s after the move to 2, more than the 2 s session timeout: a is gone.
+  EXPECT_EQ(controller_->memberIds(), std::vector<std::string>{"b"});
+  EXPECT_EQ(controller_->generation(), 3);
+  auto h = controller_->history();
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h.back().reason, protocol::RebalanceReason::MEMBER_EVICTED);
+  EXPECT_NE(h.back().detail.find("did not register at generation 2"), std::string::npos) << h.back().detail;
+}
+
+TEST_F(GroupControllerTest, ClientModeCommitsOnlyFromTheAgreedGeneration) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(2000, {"t"}, AssignmentMode::CLIENT);
+  load();
+  settle();
+  joinV1("a", "");
+  joinV1("b", "");  // generation 2; a not registered at 2 yet
+  auto commit = [&](const std::string& id, int64_t generation) {
+    Answer<protocol::Response> done;
+    drive([&] {
+      controller_->commit(protocol::CommitOffsetsRequest{kGroup, id, generation, {{"t", 1, 7}}}, done.callback());
+    });
+    EXPECT_TRUE(done.ready());
+    return done.ready() ? std::get<protocol::CommitOffsetsResponse>(done.get()) : protocol::CommitOffsetsResponse{};
+  };
+  EXPECT_EQ(commit("a", 1).error, ErrorCode::REBALANCE_NEEDED) << "an older generation";
+  EXPECT_EQ(commit("b", 2).error, ErrorCode::REBALANCE_IN_PROGRESS) << "not agreed yet";
+  joinV1("a", "");
+  auto ok = commit("b", 2);
+  EXPECT_EQ(ok.error, ErrorCode::NONE);
+  ASSERT_EQ(ok.results.size(), 1u);
+  EXPECT_EQ(ok.results[0].error, ErrorCode::NONE) << "any partition of the group's topics: no owner to check";
 }
 
 }  // namespace
