@@ -89,7 +89,18 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
     }
     connectedTo_ = server;
   }
-  auto r = conn_.call(request, options_.requestTimeout);
+  // Version 1 where the API has one, until a server says it does not speak
+  // it; a client-mode CreateGroup cannot be said in version 0.
+  const protocol::ApiKey api = protocol::apiKeyOf(request);
+  const auto* create = std::get_if<protocol::CreateGroupRequest>(&request);
+  const bool needsV1 = create && create->mode != protocol::AssignmentMode::SERVER;
+  int16_t version = speaksV1_ ? protocol::maxVersion(api) : protocol::kProtocolVersion;
+  auto r = conn_.call(request, options_.requestTimeout, version);
+  if (r.ok && version > 0 && !needsV1 && std::holds_alternative<protocol::ErrorOnlyResponse>(r.response) &&
+      protocol::responseError(r.response) == ErrorCode::UNSUPPORTED_VERSION) {
+    speaksV1_ = false;
+    r = conn_.call(request, options_.requestTimeout, protocol::kProtocolVersion);
+  }
   if (!r.ok) {
     // A connection that timed out may still deliver the late answer: never reuse it.
     conn_.close();
@@ -160,9 +171,10 @@ Result<protocol::Response> Admin::callController(const std::string& group, const
 }
 
 Result<protocol::Broker> Admin::createGroup(const std::string& group, std::chrono::milliseconds sessionTimeout,
-                                            const std::vector<std::string>& topics, bool ephemeral) {
+                                            const std::vector<std::string>& topics, bool ephemeral,
+                                            protocol::AssignmentMode mode) {
   Result<protocol::Broker> out;
-  auto r = callAny(protocol::CreateGroupRequest{group, sessionTimeout.count(), topics, ephemeral});
+  auto r = callAny(protocol::CreateGroupRequest{group, sessionTimeout.count(), topics, ephemeral, mode});
   out.status = r.status;
   if (auto* resp = std::get_if<protocol::CreateGroupResponse>(&r.value)) out.value = resp->controller;
   return out;

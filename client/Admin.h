@@ -40,8 +40,11 @@ class Admin {
 
   // value: the group's controller when the answer was sent ("no controller"
   // Broker when none had claimed it yet; listGroups names it later).
+  // mode CLIENT: a membership-only group (docs/protocol.md §14), which
+  // needs servers that speak CreateGroup version 1.
   Result<protocol::Broker> createGroup(const std::string& group, std::chrono::milliseconds sessionTimeout,
-                                       const std::vector<std::string>& topics, bool ephemeral);
+                                       const std::vector<std::string>& topics, bool ephemeral,
+                                       protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER);
   Status deleteGroup(const std::string& group);
   // Empty names: every group. A named group that does not exist comes back
   // with UNKNOWN_GROUP in its own GroupInfo, not in the Status.
@@ -82,6 +85,9 @@ class Admin {
   Connection conn_;
   std::optional<Endpoint> connectedTo_;
   size_t nextBootstrap_ = 0;
+  // The servers speak version 1 of CreateGroup, ListGroups, DescribeGroup
+  // (RegisterConsumer is the Consumer's); false after one said it does not.
+  bool speaksV1_ = true;
 };
 
 // ErrorCode of any response, and a sentence naming the call and the server.

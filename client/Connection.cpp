@@ -414,10 +414,10 @@ IoStatus Connection::writeAll(const uint8_t* data, size_t size) {
   return IoStatus::Ok;
 }
 
-int64_t Connection::send(const protocol::Request& request) {
+int64_t Connection::send(const protocol::Request& request, int16_t version) {
   protocol::RequestHeader header;
   header.apiKey = protocol::apiKeyOf(request);
-  header.version = protocol::kProtocolVersion;
+  header.version = version;
   header.correlationId = nextCorrelationId_;
   header.clientId = clientId_;
   if (send(header, request) != IoStatus::Ok) return -1;
@@ -493,8 +493,9 @@ protocol::DecodedResponse Connection::receive(protocol::ApiKey expected, std::ch
   return decoded;
 }
 
-protocol::DecodedResponse Connection::call(const protocol::Request& request, std::chrono::milliseconds timeout) {
-  const int64_t id = send(request);
+protocol::DecodedResponse Connection::call(const protocol::Request& request, std::chrono::milliseconds timeout,
+                                           int16_t version) {
+  const int64_t id = send(request, version);
   if (id < 0) {
     protocol::DecodedResponse failed;
     failed.detail = lastError_;

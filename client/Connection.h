@@ -85,9 +85,9 @@ class Connection {
   bool unreachable() const { return unreachable_; }
   bool isTls() const { return ssl_ != nullptr; }
 
-  // Builds the header (the request's API, version 0, the next correlation id,
-  // the client id) and sends. Returns the correlation id, or -1 on failure.
-  int64_t send(const protocol::Request& request);
+  // Builds the header (the request's API, `version`, the next correlation
+  // id, the client id) and sends. Returns the correlation id, or -1 on failure.
+  int64_t send(const protocol::Request& request, int16_t version = protocol::kProtocolVersion);
   // Sends with the caller's header, as given.
   IoStatus send(const protocol::RequestHeader& header, const protocol::Request& request);
   // Sends bytes as they are (for malformed frames in tests).
@@ -103,7 +103,8 @@ class Connection {
   // timeout or a close from a frame that did not decode.
   protocol::DecodedResponse receive(protocol::ApiKey expected, std::chrono::milliseconds timeout);
   // send(request) then receive(); a response with another correlation id is a failure.
-  protocol::DecodedResponse call(const protocol::Request& request, std::chrono::milliseconds timeout);
+  protocol::DecodedResponse call(const protocol::Request& request, std::chrono::milliseconds timeout,
+                                 int16_t version = protocol::kProtocolVersion);
 
   IoStatus lastStatus() const { return lastStatus_; }
   const std::string& lastError() const { return lastError_; }

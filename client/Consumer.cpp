@@ -96,12 +96,12 @@ bool Consumer::connectToController(Status& why) {
   return true;
 }
 
-std::optional<protocol::Response> Consumer::call(const protocol::Request& request, Status& why) {
+std::optional<protocol::Response> Consumer::call(const protocol::Request& request, Status& why, int16_t version) {
   if (!connectToController(why)) return std::nullopt;
   // A request must not keep the member waiting much past its lease.
   auto timeout = config_.requestTimeout;
   if (sessionTimeout_ > 0ms) timeout = std::min(timeout, std::max<std::chrono::milliseconds>(sessionTimeout_ / 2, 100ms));
-  auto r = conn_.call(request, timeout);
+  auto r = conn_.call(request, timeout, version);
   const std::string api(protocol::apiName(protocol::apiKeyOf(request)));
   if (!r.ok) {
     // A timed-out connection may still deliver the late answer: never reuse it.
@@ -133,21 +133,42 @@ void Consumer::loseAll() {
   if (callbacks_.onLost) callbacks_.onLost(lost);
 }
 
+void Consumer::stopStarted() {
+  if (started_ < 0) return;
+  const int64_t g = started_;
+  started_ = -1;
+  if (callbacks_.onStop) callbacks_.onStop(g);
+}
+
 void Consumer::fenceIfOverdue() {
-  if (held_.empty()) return;
+  if (held_.empty() && started_ < 0) return;
   if (Clock::now() < leaseExpiry()) return;
   // The controller may evict this member from now on and hand its partitions
   // to another one: stop using them before that can happen.
   loseAll();
+  stopStarted();
   needRegister_ = true;
 }
 
 Consumer::Step Consumer::registerNow(Status& why) {
+  // Client mode: what was derived from the previous generation stops before
+  // this registration (the server's barrier counts on it).
+  stopStarted();
   auto sent = Clock::now();
-  auto resp = call(protocol::RegisterConsumerRequest{config_.group, memberId_, assignment()}, why);
+  auto resp = call(protocol::RegisterConsumerRequest{config_.group, memberId_, assignment(), config_.metadata,
+                                                     config_.rack},
+                   why, registerVersion_);
   if (!resp) return retriable(why.code) ? Step::Retry : Step::Fatal;
   auto* reg = std::get_if<protocol::RegisterConsumerResponse>(&*resp);
-  if (!reg) return Step::Retry;
+  if (!reg) {
+    // A server that speaks only version 0 answers with an error-only
+    // UNSUPPORTED_VERSION: speak version 0 to it from now on.
+    if (why.code == ErrorCode::UNSUPPORTED_VERSION && registerVersion_ > 0) {
+      registerVersion_ = 0;
+      return Step::Retry;
+    }
+    return why.code == ErrorCode::UNSUPPORTED_VERSION ? Step::Fatal : Step::Retry;
+  }
   if (reg->error != ErrorCode::NONE) {
     // UNKNOWN_CONSUMER: a leave or eviction overtook the registration; register again.
     if (retriable(reg->error) || reg->error == ErrorCode::UNKNOWN_CONSUMER) return Step::Retry;
@@ -159,6 +180,14 @@ Consumer::Step Consumer::registerNow(Status& why) {
   generation_ = reg->generation;
   lastSuccessSent_ = sent;
   needRegister_ = false;
+  mode_ = registerVersion_ >= 1 ? reg->mode : protocol::AssignmentMode::SERVER;
+  if (mode_ == protocol::AssignmentMode::CLIENT) {
+    // Nothing to hold: the member list is the answer; start once the
+    // heartbeats say everybody has registered at this generation.
+    memberList_ = std::move(reg->memberData);
+    nextHeartbeat_ = sent + std::min<std::chrono::milliseconds>(heartbeatInterval_, 100ms);
+    return Step::Done;
+  }
 
   std::map<TopicPartition, int64_t> granted;
   for (auto& p : reg->partitions) granted[{p.topic, p.partition}] = p.offset;
@@ -200,6 +229,16 @@ Consumer::Step Consumer::heartbeatNow(Status& why) {
     case ErrorCode::NONE:
       lastSuccessSent_ = sent;
       nextHeartbeat_ = sent + heartbeatInterval_;
+      if (mode_ == protocol::AssignmentMode::CLIENT && started_ != generation_) {
+        started_ = generation_;
+        if (callbacks_.onMembers) callbacks_.onMembers(generation_, memberList_);
+      }
+      return Step::Done;
+    case ErrorCode::REBALANCE_IN_PROGRESS:
+      // Registered at this generation, others not yet: wait, heartbeating
+      // more often than usual so the start is not late.
+      lastSuccessSent_ = sent;
+      nextHeartbeat_ = sent + std::min<std::chrono::milliseconds>(heartbeatInterval_, 100ms);
       return Step::Done;
     case ErrorCode::REBALANCE_NEEDED:
       // Still a member as of this send: the lease is renewed.
@@ -210,6 +249,7 @@ Consumer::Step Consumer::heartbeatNow(Status& why) {
       // Evicted, or a controller that never saw it: nothing it holds is its
       // own any more.
       loseAll();
+      stopStarted();
       generation_ = -1;
       if (!config_.consumerId) memberId_.clear();
       needRegister_ = true;
@@ -232,7 +272,7 @@ void Consumer::scheduleBackoff() {
 Consumer::Clock::time_point Consumer::nextWake() const {
   Clock::time_point t = (needRegister_ || !groupLoaded_) ? Clock::now() : nextHeartbeat_;
   t = std::max(t, backoffUntil_);
-  if (!held_.empty()) t = std::min(t, leaseExpiry());
+  if (!held_.empty() || started_ >= 0) t = std::min(t, leaseExpiry());
   return t;
 }
 
@@ -307,6 +347,7 @@ Status Consumer::commitSync(const std::vector<protocol::PartitionOffset>& offset
 
 Status Consumer::close() {
   if (closed_) return Status::success();
+  stopStarted();
   if (!held_.empty()) {
     auto revoked = assignment();
     held_.clear();

@@ -43,6 +43,13 @@ struct ConsumerConfig {
   // Credentials and TLS, applied on every (re)connect; a refused
   // Authenticate makes poll() return NOT_AUTHORIZED.
   SecurityOptions security;
+  // Sent with every registration (RegisterConsumer version 1): opaque bytes
+  // the other members of a client-mode group receive (at most the server's
+  // group.max.metadata.bytes, 4 KiB by default), and this member's rack,
+  // which server-side assignment prefers for partitions with a replica
+  // there. A server that only speaks version 0 gets neither.
+  std::string metadata;
+  std::string rack;
 };
 
 struct ConsumerCallbacks {
@@ -53,6 +60,16 @@ struct ConsumerCallbacks {
   std::function<void(const std::vector<protocol::TopicPartition>&)> onRevoked;
   // Partitions already lost (fenced or evicted): committing them will fail.
   std::function<void(const std::vector<protocol::TopicPartition>&)> onLost;
+
+  // Client-mode groups (membership only, docs/protocol.md §14):
+  // Generation `generation` is agreed: every member has registered at it and
+  // received this same list (in this order, with each member's metadata).
+  // Start on this member's share of it.
+  std::function<void(int64_t generation, const std::vector<protocol::MemberMetadata>& members)> onMembers;
+  // Stop using everything derived from `generation`: called before the
+  // member registers at a later generation, before it leaves, and when it
+  // fences itself (no heartbeat succeeded for the session timeout).
+  std::function<void(int64_t generation)> onStop;
 };
 
 class Consumer {
@@ -79,6 +96,11 @@ class Consumer {
   std::vector<protocol::TopicPartition> assignment() const;
   int64_t generation() const { return generation_; }
   const std::string& memberId() const { return memberId_; }
+  protocol::AssignmentMode assignmentMode() const { return mode_; }
+  // Client mode: the generation this member has started on (onMembers), -1 when none.
+  int64_t startedGeneration() const { return started_; }
+  // Client mode: the member list of the last registration.
+  const std::vector<protocol::MemberMetadata>& members() const { return memberList_; }
   // The instant by which this member stops using its partitions unless a
   // heartbeat succeeds first (last successful send + session timeout).
   Clock::time_point leaseExpiry() const { return lastSuccessSent_ + sessionTimeout_; }
@@ -89,11 +111,14 @@ class Consumer {
 
   Status loadGroup();
   bool connectToController(Status& why);
-  std::optional<protocol::Response> call(const protocol::Request& request, Status& why);
+  std::optional<protocol::Response> call(const protocol::Request& request, Status& why,
+                                         int16_t version = protocol::kProtocolVersion);
   Step registerNow(Status& why);
   Step heartbeatNow(Status& why);
   void fenceIfOverdue();
   void loseAll();
+  // Client mode: onStop for the generation started on, if any.
+  void stopStarted();
   void scheduleBackoff();
   Clock::time_point nextWake() const;
 
@@ -110,6 +135,11 @@ class Consumer {
   std::map<protocol::TopicPartition, int64_t> held_;  // partition -> offset granted with it
 
   bool groupLoaded_ = false;
+  // Version 1 of RegisterConsumer until a server answers that it does not speak it.
+  int16_t registerVersion_ = 1;
+  protocol::AssignmentMode mode_ = protocol::AssignmentMode::SERVER;
+  std::vector<protocol::MemberMetadata> memberList_;
+  int64_t started_ = -1;
   std::chrono::milliseconds sessionTimeout_{0};
   std::chrono::milliseconds heartbeatInterval_{0};
   Clock::time_point lastSuccessSent_{};

@@ -8,7 +8,7 @@
 //   describe      {"group":GroupInfo,"state":STATE,"offsets":[Offset...],
 //                  "partitions":[{"topic","partition","committed_offset","owner","host","client_id","waiting"}],
 //                  "members":[{"id","client_id","host","port","joined_at","last_heard","held":[TP..],
-//                              "waiting":[TP..]}],
+//                              "waiting":[TP..],"rack","metadata_hex"}],
 //                  "history":[{"time","generation","reason","count","member","client_id","host","subject",
 //                              "value","detail"}]}
 //                 (STATE: LOADING, STABLE, REBALANCING, HANDING_OVER; times in ms since the Unix epoch;
@@ -26,7 +26,7 @@
 //   undrain       {"server":ID,"draining":false}
 //   servers       {"servers":[{"id","host","port","groups":[NAME...]}],"without_controller":[NAME...]}
 //   GroupInfo     {"name","members":[..],"topics":[..],"controller":Broker|null,
-//                  "session_timeout_ms","generation","ephemeral"}
+//                  "session_timeout_ms","generation","ephemeral","assignment":"server"|"client"}
 //   Broker        {"id","host","port"}
 //   Offset        {"topic","partition","offset"}  (offset -1: nothing committed)
 
@@ -112,8 +112,12 @@ const std::map<std::string, std::string> kCommandHelp = {
      "  the whole history included.\n"},
     {"create",
      "usage: groupctl create GROUP --topics a,b --session-timeout DURATION [--ephemeral]\n"
+     "                      [--assignment server|client]\n"
      "  DURATION: 500ms, 10s, 2m, or plain milliseconds.\n"
-     "  --ephemeral: the group goes away when its last member leaves.\n"},
+     "  --ephemeral: the group goes away when its last member leaves.\n"
+     "  --assignment: server (the default) assigns the topics' partitions; client makes a\n"
+     "  membership-only group whose members share out work themselves from the member\n"
+     "  list (--topics is then optional: offsets may still be committed for them).\n"},
     {"delete", "usage: groupctl delete GROUP\n  Deletes a group that has no members.\n"},
     {"offsets", "usage: groupctl offsets GROUP\n  Shows the group's committed offsets.\n"},
     {"rewind",
@@ -448,7 +452,8 @@ class Command {
             {"controller", brokerJson(g.controller)},
             {"session_timeout_ms", g.sessionTimeoutMs},
             {"generation", g.generation},
-            {"ephemeral", g.ephemeral}};
+            {"ephemeral", g.ephemeral},
+            {"assignment", std::string(protocol::assignmentModeName(g.mode))}};
   }
   static json offsetsJson(const std::vector<protocol::PartitionOffset>& offsets) {
     json out = json::array();
@@ -570,8 +575,20 @@ class Command {
     return (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
   }
 
+  static std::string hex(std::string_view bytes) {
+    static const char* kDigits = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (unsigned char c : bytes) {
+      out += kDigits[c >> 4];
+      out += kDigits[c & 15];
+    }
+    return out;
+  }
+
   static json describeJson(const protocol::DescribeGroupResponse& d) {
-    protocol::GroupInfo info{d.group, d.error, {}, {}, d.controller, d.sessionTimeoutMs, d.generation, d.ephemeral};
+    protocol::GroupInfo info{d.group,      d.error,      {}, {}, d.controller, d.sessionTimeoutMs, d.generation,
+                             d.ephemeral, d.mode};
     for (auto& m : d.members) info.members.push_back(m.consumerId);
     for (auto& t : d.topics) info.topics.push_back(t.topic);
     auto tps = [](const std::vector<protocol::TopicPartition>& ps) {
@@ -598,7 +615,9 @@ class Command {
                          {"joined_at", m.joinedAtMs},
                          {"last_heard", m.lastHeardMs},
                          {"held", tps(m.held)},
-                         {"waiting", tps(m.waiting)}});
+                         {"waiting", tps(m.waiting)},
+                         {"rack", m.rack},
+                         {"metadata_hex", hex(m.metadata)}});
     }
     json history = json::array();
     for (auto& e : d.history) {
@@ -648,6 +667,8 @@ class Command {
               << "generation:      " << d.generation << "\n"
               << "controller:      " << brokerText(d.controller) << "\n"
               << "session timeout: " << d.sessionTimeoutMs << " ms" << (d.ephemeral ? " (ephemeral)" : "") << "\n"
+              << "assignment:      " << protocol::assignmentModeName(d.mode)
+              << (d.mode == protocol::AssignmentMode::CLIENT ? " (the members assign)" : "") << "\n"
               << "topics:          " << (topics.empty() ? "-" : joinList(topics)) << "\n\n";
     auto rows = partitionRows(d);
     if (rows.empty()) {
@@ -695,15 +716,25 @@ class Command {
   }
 
   int create() {
-    allowOnly(args_, "create", {"--topics", "--session-timeout", "--ephemeral"});
+    allowOnly(args_, "create", {"--topics", "--session-timeout", "--ephemeral", "--assignment"});
     const std::string group = groupArg("create");
-    if (!args_.options.count("--topics")) throw UsageError{"create needs --topics a,b"};
+    auto mode = protocol::AssignmentMode::SERVER;
+    if (args_.options.count("--assignment")) {
+      const std::string& m = args_.options["--assignment"];
+      if (m == "client") {
+        mode = protocol::AssignmentMode::CLIENT;
+      } else if (m != "server") {
+        throw UsageError{"--assignment must be server or client, not '" + m + "'"};
+      }
+    }
+    const bool client = mode == protocol::AssignmentMode::CLIENT;
+    if (!client && !args_.options.count("--topics")) throw UsageError{"create needs --topics a,b"};
     if (!args_.options.count("--session-timeout")) throw UsageError{"create needs --session-timeout (e.g. 10s)"};
-    auto topics = splitList(args_.options["--topics"]);
-    if (topics.empty()) throw UsageError{"--topics names no topic"};
+    auto topics = args_.options.count("--topics") ? splitList(args_.options["--topics"]) : std::vector<std::string>{};
+    if (!client && topics.empty()) throw UsageError{"--topics names no topic"};
     auto timeout = parseDuration(args_.options["--session-timeout"]);
     bool ephemeral = args_.flags.count("--ephemeral") > 0;
-    auto r = admin().createGroup(group, timeout, topics, ephemeral);
+    auto r = admin().createGroup(group, timeout, topics, ephemeral, mode);
     if (!r.ok()) return fail(r.status, group);
     if (json_) {
       std::cout << json{{"group", group}, {"controller", brokerJson(r.value)}}.dump(2) << "\n";
