@@ -51,16 +51,18 @@ Assignment assignPartitions(const std::vector<std::string>& members,
                             const std::map<std::string, int32_t>& partitions,
                             const Assignment& previous);
 
+// Topic -> racks holding a replica of each partition, indexed by partition
+// number; a topic absent, a partition past the end, or an empty set: no rack
+// known for it.
+using ReplicaRacks = std::map<std::string, std::vector<std::set<std::string>>>;
+
 // Racks, for rack-aware assignment (docs/design.md, "Assignment"). A member
 // whose rack holds a replica of a partition reads it without crossing racks;
 // such a placement is "in-rack".
 struct RackInfo {
   // Member id -> its rack; a member absent here, or with "", has none.
   std::map<std::string, std::string> members;
-  // Topic -> racks holding a replica of each partition, indexed by partition
-  // number; a topic absent, a partition past the end, or an empty set: no
-  // rack known for it.
-  std::map<std::string, std::vector<std::set<std::string>>> replicas;
+  ReplicaRacks replicas;
 
   bool operator==(const RackInfo&) const = default;
 };
