@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <tuple>
 #include <cstdint>
@@ -314,6 +315,45 @@ TEST(AssignmentRacks, CountInRack) {
   racks.replicas["t"] = {{"r1", "r2"}, {"r2"}};
   const Assignment a = {{"a", {{"t", 0}, {"t", 1}, {"u", 0}}}, {"b", {{"t", 0}}}, {"c", {{"t", 1}, {"t", 7}}}};
   EXPECT_EQ(countInRack(a, racks), 2u);  // a's t/0 and c's t/1
+}
+
+TEST(AssignmentRacks, ThousandMembersInThreeRacksIsFast) {
+  struct Shape {
+    const char* name;
+    int topics;
+    int partitions;
+  };
+  std::vector<std::string> members;
+  RackInfo racks;
+  for (int i = 0; i < 1000; ++i) {
+    members.push_back("member-" + std::to_string(i));
+    racks.members[members.back()] = kRacks[static_cast<size_t>(i) % kRacks.size()];
+  }
+  for (const Shape& s : {Shape{"8 topics x 1250", 8, 1250}, Shape{"1000 topics x 10", 1000, 10},
+                         Shape{"10000 topics x 1", 10000, 1}}) {
+    Topics topics;
+    racks.replicas.clear();
+    for (int t = 0; t < s.topics; ++t) {
+      const std::string name = "topic-" + std::to_string(t);
+      topics[name] = s.partitions;
+      racks.replicas[name] = roundRobin(s.partitions, t % 3, 1 + t % 2);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const Assignment fresh = assignPartitions(members, topics, {}, racks);
+    std::vector<std::string> rest(members.begin() + 1, members.end());
+    const Assignment left = assignPartitions(rest, topics, fresh, racks);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(balanceViolation(members, topics, fresh), "") << s.name;
+    ASSERT_EQ(balanceViolation(rest, topics, left), "") << s.name;
+    EXPECT_EQ(countMoves(fresh, left), countMoves(fresh, assignPartitions(rest, topics, fresh))) << s.name;
+    size_t total = 0;
+    for (const auto& [_, n] : topics) total += static_cast<size_t>(n);
+    std::cout << "[figure] speed with racks, 1000 members, " << s.name << ": fresh + leave " << ms << " ms; in-rack "
+              << countInRack(fresh, racks) << " of " << total << " (without racks "
+              << countInRack(assignPartitions(members, topics, {}), racks) << ")\n";
+    // Only catches a blow-up; bench/ measures.
+    EXPECT_LT(ms, 10000.0) << s.name;
+  }
 }
 
 }  // namespace
