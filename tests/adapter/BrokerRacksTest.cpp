@@ -235,6 +235,24 @@ TEST_F(BrokerRacksTest, AFailedListIsRetriedByRewatchAndClearForgets) {
   EXPECT_TRUE(brokers_->racksOf({1}).empty());
 }
 
+TEST_F(BrokerRacksTest, ANewSessionWatchesAgainFromScratch) {
+  // What the Coordinator does when its session ends and a new one starts:
+  // the epoch moves, clear(), then watch() in the new session.
+  writeBroker(1, "eu-1a");
+  brokers_->watch();
+  settle();
+  ASSERT_EQ(brokers_->racksOf({1}), (std::map<int32_t, std::string>{{1, "eu-1a"}}));
+  epoch_.advance();
+  brokers_->clear();
+  writeBroker(1, "eu-1b");  // the old session's watch fires for nothing
+  EXPECT_TRUE(brokers_->racksOf({1}).empty());
+  brokers_->watch();
+  settle();
+  EXPECT_EQ(brokers_->racksOf({1}), (std::map<int32_t, std::string>{{1, "eu-1b"}}));
+  writeBroker(1, "eu-1c");  // and the new watches follow
+  EXPECT_EQ(brokers_->racksOf({1}), (std::map<int32_t, std::string>{{1, "eu-1c"}}));
+}
+
 TEST_F(BrokerRacksTest, WithoutBrokerRacksThereAreNoReplicaRacks) {
   writeBroker(1, "eu-1a");
   writeTopic("t", {{1}});
