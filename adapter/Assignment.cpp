@@ -52,6 +52,7 @@ namespace {
 
 constexpr uint8_t kGain = 1;  // the member held more than q_t of the topic before
 constexpr uint8_t kHas = 2;   // the member currently has the topic's extra
+constexpr uint8_t kRack = 4;  // the extra would likely land in-rack (rack-aware only)
 
 // Flags of (member, topic) pairs of the extras matrix. Open addressing: the
 // pairs looked up most are in hot loops, and the table is never iterated, so
@@ -153,9 +154,17 @@ class NextFree {
 // Chooses which members get each topic's extra partition: the 0/1 matrix with
 // `need[c]` ones in column c, f or f + 1 ones per row, and the most gain pairs.
 // Rows are member indexes, columns index the topics that have extras.
+//
+// Rack-aware, `rackRows` names (member, topic) "rack pairs" too: among the
+// matrices with the most gain pairs, the solver takes one with the most rack
+// pairs. Costs are then -K for a gain pair and -1 for a rack pair, with K =
+// min(rows, columns) + 1: a simple cycle of the residual graph crosses at most
+// that many topic -> member edges, so no exchange can buy rack pairs with a
+// gain pair. Without rack pairs K = 1 and every cost is as it was.
 class ExtrasSolver {
  public:
-  ExtrasSolver(int32_t rows, std::vector<int32_t> need, std::vector<std::vector<int32_t>> gainRows)
+  ExtrasSolver(int32_t rows, std::vector<int32_t> need, std::vector<std::vector<int32_t>> gainRows,
+               std::vector<std::vector<int32_t>> rackRows = {})
       : rows_(rows),
         cols_(static_cast<int32_t>(need.size())),
         need_(std::move(need)),
@@ -166,11 +175,25 @@ class ExtrasSolver {
     total_ = total;
     floor_ = total / rows_;
     overflowSlots_ = total % rows_;
+    rackRows.resize(static_cast<size_t>(cols_));
     size_t pairs = 0;
-    for (const auto& g : gainRows_) pairs += g.size();
+    bool anyRack = false;
+    for (int32_t c = 0; c < cols_; ++c) {
+      pairs += gainRows_[c].size() + rackRows[c].size();
+      anyRack = anyRack || !rackRows[c].empty();
+    }
+    gainWeight_ = anyRack ? std::min<int64_t>(rows_, cols_) + 1 : 1;
+    maxWeight_ = gainWeight_ + (anyRack ? 1 : 0);
     flags_ = PairFlags(pairs + static_cast<size_t>(total));
+    // Special rows of a column: its gain and rack pairs, sorted, each once.
+    specialRows_.resize(static_cast<size_t>(cols_));
     for (int32_t c = 0; c < cols_; ++c) {
       for (int32_t r : gainRows_[c]) flags_.set(r, c, kGain);
+      for (int32_t r : rackRows[c]) flags_.set(r, c, kRack);
+      auto& special = specialRows_[c];
+      special.reserve(gainRows_[c].size() + rackRows[c].size());
+      std::set_union(gainRows_[c].begin(), gainRows_[c].end(), rackRows[c].begin(), rackRows[c].end(),
+                     std::back_inserter(special));
     }
   }
 
@@ -187,9 +210,9 @@ class ExtrasSolver {
     // start one below the topics.
     potS_ = 0;
     potCol_.assign(cols_, 0);
-    potRow_.assign(rows_, -1);
-    potO_ = -1;
-    potT_ = -1;
+    potRow_.assign(rows_, -maxWeight_);
+    potO_ = -maxWeight_;
+    potT_ = -maxWeight_;
 
     int64_t routed = 0;
     bool ok = true;
@@ -240,7 +263,12 @@ class ExtrasSolver {
   int32_t colNode(int32_t c) const { return 3 + rows_ + c; }
 
   int64_t base(int32_t r) const { return static_cast<int64_t>(rowCols_[r].size()) - over_[r]; }
-  bool gain(int32_t r, int32_t c) const { return (flags_.get(r, c) & kGain) != 0; }
+  // Cost of the topic -> member edge (r, c): -K for a gain pair, -1 for a
+  // rack pair, both for both, 0 otherwise.
+  int64_t cost(int32_t r, int32_t c) const {
+    const uint8_t f = flags_.get(r, c);
+    return -((f & kGain) ? gainWeight_ : 0) - ((f & kRack) ? 1 : 0);
+  }
 
   // Rows sorted by potential: a topic -> member edge without gain has reduced
   // cost potCol - potRow, the same for every member of one potential, so the
@@ -281,7 +309,7 @@ class ExtrasSolver {
     NextFree unsettled;
     unsettled.reset(rows_);
     // A distance this large means a bug, not a graph: give up and fall back.
-    const int64_t limit = 4 * static_cast<int64_t>(nodes) + 64;
+    const int64_t limit = (4 * static_cast<int64_t>(nodes) + 64) * maxWeight_;
     bool overLimit = false;
 
     auto push = [&](int32_t node, int64_t d) {
@@ -318,11 +346,11 @@ class ExtrasSolver {
         unsettled.take(posOf_[r]);
         if (base(r) < floor_) push(kT, d + potRow_[r] - potT_);
         if (!over_[r]) push(kO, d + potRow_[r] - potO_);
-        for (int32_t c : rowCols_[r]) push(colNode(c), d + (gain(r, c) ? 1 : 0) + potRow_[r] - potCol_[c]);
+        for (int32_t c : rowCols_[r]) push(colNode(c), d - cost(r, c) + potRow_[r] - potCol_[c]);
       } else {
         const int32_t c = node - 3 - rows_;
-        for (int32_t r : gainRows_[c]) {
-          if (!(flags_.get(r, c) & kHas)) push(rowNode(r), d - 1 + potCol_[c] - potRow_[r]);
+        for (int32_t r : specialRows_[c]) {
+          if (!(flags_.get(r, c) & kHas)) push(rowNode(r), d + cost(r, c) + potCol_[c] - potRow_[r]);
         }
         for (int32_t g = 0; g < static_cast<int32_t>(groups_.size()); ++g) {
           // A group above the topic's potential can hold no member this
@@ -354,7 +382,7 @@ class ExtrasSolver {
           const auto [c, g] = eventBuckets[d].back();
           eventBuckets[d].pop_back();
           // Every member of the block not settled yet, other than the
-          // topic's own extras and gain pairs, is reached at this distance.
+          // topic's own extras and special pairs, is reached at this distance.
           for (int32_t p = unsettled.find(groups_[g].begin); p < groups_[g].end; p = unsettled.find(p + 1)) {
             const int32_t r = sorted_[p];
             if (flags_.get(r, c) != 0) continue;
@@ -409,14 +437,14 @@ class ExtrasSolver {
   }
 
   // Next member topic c can hand its extra to along a zero-reduced-cost edge:
-  // gain pairs first, then any other member of the matching potential block.
+  // special pairs first, then any other member of the matching potential block.
   // Cursors only move forward: within a round a member not visited keeps its
   // flags, so what a cursor passed stays unusable.
   int32_t nextRow(int32_t c) {
-    const auto& gains = gainRows_[c];
-    while (gainCursor_[c] < static_cast<int32_t>(gains.size())) {
-      const int32_t r = gains[gainCursor_[c]++];
-      if (!visited_[r] && !(flags_.get(r, c) & kHas) && potRow_[r] == potCol_[c] - 1) return r;
+    const auto& special = specialRows_[c];
+    while (gainCursor_[c] < static_cast<int32_t>(special.size())) {
+      const int32_t r = special[gainCursor_[c]++];
+      if (!visited_[r] && !(flags_.get(r, c) & kHas) && potRow_[r] == potCol_[c] + cost(r, c)) return r;
     }
     const int32_t g = admissible_[c];
     if (g < 0) return -1;
@@ -479,7 +507,7 @@ class ExtrasSolver {
           const int32_t c = rowCols_[r][top.step - 1];
           ++top.step;
           if (colDead_[c]) continue;
-          if ((gain(r, c) ? 1 : 0) + potRow_[r] - potCol_[c] != 0) continue;
+          if (-cost(r, c) + potRow_[r] - potCol_[c] != 0) continue;
           stack_.push_back({Kind::Col, c, 0});
           pushed = true;
           break;
@@ -605,7 +633,10 @@ class ExtrasSolver {
   int32_t cols_;
   std::vector<int32_t> need_;
   std::vector<std::vector<int32_t>> gainRows_;
+  std::vector<std::vector<int32_t>> specialRows_;
   PairFlags flags_;
+  int64_t gainWeight_ = 1;
+  int64_t maxWeight_ = 1;
   int64_t total_ = 0;
   int64_t floor_ = 0;
   int64_t overflowSlots_ = 0;
@@ -646,13 +677,225 @@ struct Topic {
   int32_t extras;  // r_t: how many members get one more
   int32_t column;  // index in the extras matrix, -1 without extras
   size_t first;    // where this topic's partitions start in the owner array
+  int32_t racked = -1;  // index in Racks' partition tables, -1: no rack counts here
 };
 
-}  // namespace
+// Racks as small numbers, in name order; only racks some member has count,
+// since a partition can land in-rack only there.
+class Racks {
+ public:
+  Racks(const std::vector<std::string>& ids, const RackInfo& info) : info_(info), memberRack_(ids.size(), -1) {
+    std::map<std::string_view, int32_t> byName;
+    std::vector<const std::string*> named(ids.size(), nullptr);
+    for (size_t r = 0; r < ids.size(); ++r) {
+      auto it = info.members.find(ids[r]);
+      if (it == info.members.end() || it->second.empty()) continue;
+      named[r] = &it->second;
+      byName.emplace(it->second, 0);
+    }
+    int32_t next = 0;
+    for (auto& [name, k] : byName) k = next++;
+    byName_ = std::move(byName);
+    rowsOf_.resize(static_cast<size_t>(next));
+    for (size_t r = 0; r < ids.size(); ++r) {
+      if (named[r] == nullptr) continue;
+      memberRack_[r] = byName_.at(*named[r]);
+      rowsOf_[memberRack_[r]].push_back(static_cast<int32_t>(r));
+    }
+  }
 
-Assignment assignPartitions(const std::vector<std::string>& members,
-                            const std::map<std::string, int32_t>& partitions,
-                            const Assignment& previous) {
+  bool any() const { return !rowsOf_.empty(); }
+  int32_t count() const { return static_cast<int32_t>(rowsOf_.size()); }
+  int32_t of(int32_t row) const { return memberRack_[row]; }
+  const std::vector<int32_t>& rows(int32_t rack) const { return rowsOf_[rack]; }
+
+  // Reads the topic's replica racks; returns its index for partition(), or
+  // -1 when none of its partitions has a replica in a member's rack.
+  int32_t addTopic(const std::string& topic, int32_t count) {
+    auto it = info_.replicas.find(topic);
+    if (it == info_.replicas.end()) return -1;
+    std::vector<std::vector<int32_t>> table(static_cast<size_t>(count));
+    bool any = false;
+    for (size_t p = 0; p < table.size() && p < it->second.size(); ++p) {
+      for (const auto& name : it->second[p]) {  // a set: names ascending, so numbers ascending
+        auto k = byName_.find(name);
+        if (k == byName_.end()) continue;
+        table[p].push_back(k->second);
+        any = true;
+      }
+    }
+    if (!any) return -1;
+    tables_.push_back(std::move(table));
+    return static_cast<int32_t>(tables_.size() - 1);
+  }
+
+  // Racks (ascending) of partition p of a topic that addTopic() numbered.
+  const std::vector<int32_t>& partition(int32_t racked, int32_t p) const { return tables_[racked][p]; }
+
+  bool inRack(int32_t row, int32_t racked, int32_t p) const {
+    if (racked < 0 || memberRack_[row] < 0) return false;
+    const auto& ks = tables_[racked][p];
+    return std::binary_search(ks.begin(), ks.end(), memberRack_[row]);
+  }
+
+ private:
+  const RackInfo& info_;
+  std::map<std::string_view, int32_t> byName_;
+  std::vector<int32_t> memberRack_;
+  std::vector<std::vector<int32_t>> rowsOf_;
+  std::vector<std::vector<std::vector<int32_t>>> tables_;
+};
+
+// Rack pairs of one topic's column: for each rack whose replicas of the topic
+// outnumber what its members' base quotas take, as many of its members as
+// that surplus (at most all of them) are marked, the rack's gain pairs first,
+// then from an offset that moves with the column so that a rack's marks
+// spread over its members across topics.
+std::vector<int32_t> rackPairs(const Racks& racks, const Topic& topic, const std::vector<int32_t>& gains) {
+  std::vector<int64_t> local(static_cast<size_t>(racks.count()), 0);
+  for (int32_t p = 0; p < topic.count; ++p) {
+    for (int32_t k : racks.partition(topic.racked, p)) ++local[k];
+  }
+  std::vector<int32_t> marked;
+  for (int32_t k = 0; k < racks.count(); ++k) {
+    const auto& rows = racks.rows(k);
+    const int64_t members = static_cast<int64_t>(rows.size());
+    const int64_t surplus = std::min(local[k] - static_cast<int64_t>(topic.base) * members, members);
+    if (surplus <= 0) continue;
+    int64_t left = surplus;
+    for (int32_t r : gains) {
+      if (left > 0 && racks.of(r) == k) {
+        marked.push_back(r);
+        --left;
+      }
+    }
+    const size_t offset = static_cast<size_t>(topic.column) % rows.size();
+    for (size_t i = 0; i < rows.size() && left > 0; ++i) {
+      const int32_t r = rows[(offset + i) % rows.size()];
+      if (std::binary_search(gains.begin(), gains.end(), r)) continue;
+      marked.push_back(r);
+      --left;
+    }
+  }
+  std::sort(marked.begin(), marked.end());
+  return marked;
+}
+
+// Deals out the free partitions of one topic, rack-aware: a maximum flow from
+// classes of partitions (same racks) to racks (capacity: what the rack's
+// members still take) fixes how many of each class go to each rack, then each
+// rack's members in id order take them, and what is left fills the members
+// still below quota in `candidates` order. `room[r]` is what member r still
+// takes; it is consumed.
+void dealInRack(const Racks& racks, const Topic& topic, const std::vector<int32_t>& spare,
+                const std::vector<int32_t>& candidates, std::vector<int32_t>& room,
+                const std::vector<std::vector<protocol::TopicPartition>*>& slots) {
+  const int32_t nr = racks.count();
+  std::vector<int64_t> rackRoom(static_cast<size_t>(nr), 0);
+  for (int32_t r : candidates) {
+    if (racks.of(r) >= 0) rackRoom[racks.of(r)] += room[r];
+  }
+  // Classes in order of their rack lists (a map: deterministic).
+  std::map<std::vector<int32_t>, std::vector<int32_t>> classes;
+  for (int32_t p : spare) {
+    const auto& ks = racks.partition(topic.racked, p);
+    if (!ks.empty()) classes[ks].push_back(p);
+  }
+  std::vector<const std::vector<int32_t>*> classRacks;
+  std::vector<const std::vector<int32_t>*> classParts;
+  for (auto& [ks, ps] : classes) {
+    classRacks.push_back(&ks);
+    classParts.push_back(&ps);
+  }
+  const int32_t nc = static_cast<int32_t>(classRacks.size());
+  std::vector<int64_t> sent(static_cast<size_t>(nc), 0);
+  std::vector<int64_t> taken(static_cast<size_t>(nr), 0);
+  std::vector<std::vector<int64_t>> flow(static_cast<size_t>(nc), std::vector<int64_t>(static_cast<size_t>(nr), 0));
+  // Augmenting paths source -> class -> rack (-> class -> rack)* -> sink,
+  // breadth first; nodes 0..nc-1 are classes, nc..nc+nr-1 racks.
+  for (;;) {
+    std::vector<int32_t> from(static_cast<size_t>(nc + nr), -2);
+    std::vector<int32_t> queue;
+    for (int32_t c = 0; c < nc; ++c) {
+      if (sent[c] < static_cast<int64_t>(classParts[c]->size())) {
+        from[c] = -1;
+        queue.push_back(c);
+      }
+    }
+    int32_t end = -1;
+    for (size_t at = 0; at < queue.size() && end < 0; ++at) {
+      const int32_t u = queue[at];
+      if (u < nc) {
+        for (int32_t k : *classRacks[u]) {
+          if (from[nc + k] != -2) continue;
+          from[nc + k] = u;
+          if (taken[k] < rackRoom[k]) {
+            end = nc + k;
+            break;
+          }
+          queue.push_back(nc + k);
+        }
+      } else {
+        const int32_t k = u - nc;
+        for (int32_t c = 0; c < nc; ++c) {
+          if (from[c] == -2 && flow[c][k] > 0) {
+            from[c] = u;
+            queue.push_back(c);
+          }
+        }
+      }
+    }
+    if (end < 0) break;
+    // Bottleneck along the path.
+    int64_t amount = rackRoom[end - nc] - taken[end - nc];
+    int32_t start = end;
+    for (; from[start] != -1; start = from[start]) {
+      const int32_t u = from[start];
+      if (u >= nc) amount = std::min(amount, flow[start][u - nc]);  // rack u -> class undoes flow
+    }
+    amount = std::min(amount, static_cast<int64_t>(classParts[start]->size()) - sent[start]);
+    int32_t v = end;
+    while (from[v] != -1) {
+      const int32_t u = from[v];
+      if (u < nc) {
+        flow[u][v - nc] += amount;
+      } else {
+        flow[v][u - nc] -= amount;
+      }
+      v = u;
+    }
+    sent[v] += amount;
+    taken[end - nc] += amount;
+  }
+
+  std::vector<uint8_t> placed(static_cast<size_t>(topic.count), 0);
+  std::vector<size_t> cursor(static_cast<size_t>(nr), 0);
+  for (int32_t c = 0; c < nc; ++c) {
+    size_t next = 0;
+    for (int32_t k : *classRacks[c]) {
+      const auto& rows = racks.rows(k);
+      for (int64_t i = 0; i < flow[c][k]; ++i) {
+        while (room[rows[cursor[k]]] == 0) ++cursor[k];
+        const int32_t r = rows[cursor[k]];
+        const int32_t p = (*classParts[c])[next++];
+        slots[r]->push_back({*topic.name, p});
+        placed[p] = 1;
+        --room[r];
+      }
+    }
+  }
+  size_t next = 0;
+  for (int32_t r : candidates) {
+    for (; room[r] > 0; --room[r]) {
+      while (next < spare.size() && placed[spare[next]]) ++next;
+      if (next == spare.size()) break;
+      slots[r]->push_back({*topic.name, spare[next++]});
+    }
+  }
+}
+
+Assignment assign(const std::vector<std::string>& members, const std::map<std::string, int32_t>& partitions,
+                  const Assignment& previous, const RackInfo& rackInfo) {
   std::vector<std::string> ids(members);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -663,6 +906,8 @@ Assignment assignPartitions(const std::vector<std::string>& members,
   std::vector<std::vector<protocol::TopicPartition>*> slots;
   slots.reserve(ids.size());
   for (const auto& id : ids) slots.push_back(&result.emplace_hint(result.end(), id, std::vector<protocol::TopicPartition>{})->second);
+
+  Racks racks(ids, rackInfo);
 
   // Previous owner (member index, -1 if none) of every partition, all topics
   // in one array. The name index is a hash map: it is only looked up, never
@@ -675,6 +920,7 @@ Assignment assignPartitions(const std::vector<std::string>& members,
     if (count <= 0) continue;
     topicIndex.emplace(name, topics.size());
     topics.push_back({&name, count, count / n, count % n, -1, totalPartitions});
+    if (racks.any()) topics.back().racked = racks.addTopic(name, count);
     totalPartitions += static_cast<size_t>(count);
   }
   std::vector<int32_t> owner(totalPartitions, -1);
@@ -695,9 +941,11 @@ Assignment assignPartitions(const std::vector<std::string>& members,
     }
   }
 
-  // Gain pairs: members that held more than q_t of a topic with extras.
+  // Gain pairs: members that held more than q_t of a topic with extras; rack
+  // pairs where racks count.
   std::vector<int32_t> need;
   std::vector<std::vector<int32_t>> gainRows;
+  std::vector<std::vector<int32_t>> rackRows;
   std::vector<int32_t> held(ids.size(), 0);
   std::vector<int32_t> touched;
   for (Topic& topic : topics) {
@@ -716,39 +964,73 @@ Assignment assignPartitions(const std::vector<std::string>& members,
     }
     touched.clear();
     std::sort(gains.begin(), gains.end());
+    if (topic.racked >= 0) {
+      rackRows.resize(need.size());
+      rackRows.back() = rackPairs(racks, topic, gains);
+    }
     gainRows.push_back(std::move(gains));
   }
 
   std::vector<std::vector<int32_t>> colRows;
-  if (!need.empty()) colRows = ExtrasSolver(n, std::move(need), std::move(gainRows)).solve();
+  if (!need.empty()) colRows = ExtrasSolver(n, std::move(need), std::move(gainRows), std::move(rackRows)).solve();
 
   // Deal each topic out: keep previous partitions up to quota, then fill.
   std::vector<uint8_t> extra(ids.size(), 0);
   std::vector<int32_t> spare;
+  std::vector<int32_t> room;
+  std::vector<int32_t> everyone;
   const std::vector<int32_t> kNone;
   for (const Topic& topic : topics) {
     const std::vector<int32_t>& withExtra = topic.column >= 0 ? colRows[topic.column] : kNone;
     for (int32_t r : withExtra) extra[r] = 1;
     spare.clear();
-    for (int32_t p = 0; p < topic.count; ++p) {
-      const int32_t o = owner[topic.first + static_cast<size_t>(p)];
-      if (o >= 0 && held[o] < topic.base + extra[o]) {
-        if (held[o]++ == 0) touched.push_back(o);
-        slots[o]->push_back({*topic.name, p});
-      } else {
-        spare.push_back(p);
+    if (topic.racked >= 0) {
+      // Rack-aware: of what a member held, its in-rack partitions are kept
+      // first; as many are kept as without racks.
+      std::vector<uint8_t> kept(static_cast<size_t>(topic.count), 0);
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int32_t p = 0; p < topic.count; ++p) {
+          const int32_t o = owner[topic.first + static_cast<size_t>(p)];
+          if (o < 0 || kept[p] || (pass == 0 && !racks.inRack(o, topic.racked, p))) continue;
+          if (held[o] < topic.base + extra[o]) {
+            if (held[o]++ == 0) touched.push_back(o);
+            slots[o]->push_back({*topic.name, p});
+            kept[p] = 1;
+          }
+        }
       }
-    }
-    size_t next = 0;
-    auto fill = [&](int32_t r) {
-      for (int32_t k = held[r]; k < topic.base + extra[r] && next < spare.size(); ++k) {
-        slots[r]->push_back({*topic.name, spare[next++]});
+      for (int32_t p = 0; p < topic.count; ++p) {
+        if (!kept[p]) spare.push_back(p);
       }
-    };
-    if (topic.base > 0) {
-      for (int32_t r = 0; r < n; ++r) fill(r);  // count >= n here, so this is O(count)
+      if (topic.base > 0 && everyone.empty()) {
+        everyone.resize(ids.size());
+        std::iota(everyone.begin(), everyone.end(), 0);
+      }
+      const std::vector<int32_t>& candidates = topic.base > 0 ? everyone : withExtra;
+      room.assign(ids.size(), 0);
+      for (int32_t r : candidates) room[r] = topic.base + extra[r] - held[r];
+      dealInRack(racks, topic, spare, candidates, room, slots);
     } else {
-      for (int32_t r : withExtra) fill(r);
+      for (int32_t p = 0; p < topic.count; ++p) {
+        const int32_t o = owner[topic.first + static_cast<size_t>(p)];
+        if (o >= 0 && held[o] < topic.base + extra[o]) {
+          if (held[o]++ == 0) touched.push_back(o);
+          slots[o]->push_back({*topic.name, p});
+        } else {
+          spare.push_back(p);
+        }
+      }
+      size_t next = 0;
+      auto fill = [&](int32_t r) {
+        for (int32_t k = held[r]; k < topic.base + extra[r] && next < spare.size(); ++k) {
+          slots[r]->push_back({*topic.name, spare[next++]});
+        }
+      };
+      if (topic.base > 0) {
+        for (int32_t r = 0; r < n; ++r) fill(r);  // count >= n here, so this is O(count)
+      } else {
+        for (int32_t r : withExtra) fill(r);
+      }
     }
     for (int32_t r : touched) held[r] = 0;
     touched.clear();
@@ -757,6 +1039,37 @@ Assignment assignPartitions(const std::vector<std::string>& members,
 
   for (auto* s : slots) std::sort(s->begin(), s->end());
   return result;
+}
+
+}  // namespace
+
+Assignment assignPartitions(const std::vector<std::string>& members,
+                            const std::map<std::string, int32_t>& partitions,
+                            const Assignment& previous) {
+  return assign(members, partitions, previous, RackInfo{});
+}
+
+Assignment assignPartitions(const std::vector<std::string>& members,
+                            const std::map<std::string, int32_t>& partitions,
+                            const Assignment& previous,
+                            const RackInfo& racks) {
+  return assign(members, partitions, previous, racks);
+}
+
+size_t countInRack(const Assignment& assignment, const RackInfo& racks) {
+  size_t in = 0;
+  for (const auto& [member, held] : assignment) {
+    auto rack = racks.members.find(member);
+    if (rack == racks.members.end() || rack->second.empty()) continue;
+    for (const auto& tp : held) {
+      auto topic = racks.replicas.find(tp.topic);
+      if (topic == racks.replicas.end() || tp.partition < 0 ||
+          static_cast<size_t>(tp.partition) >= topic->second.size())
+        continue;
+      if (topic->second[static_cast<size_t>(tp.partition)].count(rack->second)) ++in;
+    }
+  }
+  return in;
 }
 
 size_t countMoves(const Assignment& before, const Assignment& after) {

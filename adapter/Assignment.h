@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,47 @@ using Assignment = std::map<std::string, std::vector<protocol::TopicPartition>>;
 Assignment assignPartitions(const std::vector<std::string>& members,
                             const std::map<std::string, int32_t>& partitions,
                             const Assignment& previous);
+
+// Topic -> racks holding a replica of each partition, indexed by partition
+// number; a topic absent, a partition past the end, or an empty set: no rack
+// known for it.
+using ReplicaRacks = std::map<std::string, std::vector<std::set<std::string>>>;
+
+// Racks, for rack-aware assignment (docs/design.md, "Assignment"). A member
+// whose rack holds a replica of a partition reads it without crossing racks;
+// such a placement is "in-rack".
+struct RackInfo {
+  // Member id -> its rack; a member absent here, or with "", has none.
+  std::map<std::string, std::string> members;
+  ReplicaRacks replicas;
+
+  bool operator==(const RackInfo&) const = default;
+};
+
+// The same, rack-aware. On top of everything above, which stays as it is
+// (complete, disjoint, both balance rules, and exactly as sticky: no held
+// partition ever moves for locality), partitions that do change hands go
+// in-rack where the balance rules leave room:
+// - a member keeps, of what it held beyond its quota, its in-rack partitions
+//   first;
+// - which members get a topic's extra partition prefers members of racks
+//   whose replicas of the topic outnumber what the rack's members' base
+//   quotas take (a cost in the same flow that keeps stickiness, weighted
+//   below it);
+// - the partitions left free go to members below quota with the most
+//   in-rack placements possible (a maximum matching between the partitions'
+//   racks and the members' racks).
+// Without racks (empty RackInfo, members without racks, partitions without
+// replica racks, or racks that no member has) the result is exactly that of
+// the overload above. Deterministic.
+Assignment assignPartitions(const std::vector<std::string>& members,
+                            const std::map<std::string, int32_t>& partitions,
+                            const Assignment& previous,
+                            const RackInfo& racks);
+
+// How many of the assignment's partitions sit with a member whose rack holds
+// one of their replicas.
+size_t countInRack(const Assignment& assignment, const RackInfo& racks);
 
 // How many partitions changed owner from `before` to `after`: a partition
 // owned in `before` by X (the smallest id if several claim it) and in `after`

@@ -34,8 +34,11 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       servers_(zk_, layout_, time_, epoch_,
                ServerRegistry::Events{[this] { serversChanged(); }, [this] { claims_.reconsider(); }},
                config_.handoverSettleDelay),
-      topics_(zk_, config_.topicsPath, epoch_,
-              [this](const std::string& topic) { groups_.forEach([&](GroupController& g) { g.topicChanged(topic); }); }),
+      brokers_(zk_, config_.brokersPath, epoch_, [this](int32_t broker) { topics_.brokerChanged(broker); }),
+      topics_(
+          zk_, config_.topicsPath, epoch_,
+          [this](const std::string& topic) { groups_.forEach([&](GroupController& g) { g.topicChanged(topic); }); },
+          &brokers_),
       offsets_(zk_, layout_),
       claims_(zk_, layout_, time_, epoch_, servers_,
               ClaimsConfig{config_.claimFallback, config_.createWaitForController},
@@ -97,6 +100,7 @@ zk::Error Coordinator::start(Millis wait) {
   servers_.registerSelf();
   servers_.watch();
   claims_.watchGroups();
+  brokers_.watch();
   return zk::Error::Ok;
 }
 
@@ -142,6 +146,7 @@ void Coordinator::tick() {
     servers_.tick(now);
     claims_.tick(now);
     topics_.rewatch();
+    brokers_.rewatch();
   }
   groups_.forEach([now](GroupController& g) { g.tick(now); });
   if (connected_ && servers_.registered() && !stall_.stalled(now)) handovers_.tick(now);
@@ -190,6 +195,7 @@ void Coordinator::onNewSession(int64_t id) {
     servers_.registerSelf();
     servers_.watch();
     claims_.watchGroups();
+    brokers_.watch();
   } else {
     spdlog::info("ZooKeeper connection restored, session 0x{:x} kept: evictions resume", id);
     servers_.rewatchSoon();
@@ -205,6 +211,7 @@ void Coordinator::onSessionLost(zk::SessionState state) {
   for (auto& g : lost) g->drop(ErrorCode::CONTROLLER_NOT_AVAILABLE, "the ZooKeeper session ended");
   claims_.reset();
   topics_.clear();  // their watches went with the session
+  brokers_.clear();
   spdlog::error(
       "ZooKeeper session 0x{:x} {}: gave up control of {} groups (their members must register again); opening a new "
       "session",

@@ -13,7 +13,8 @@
 //   GroupController   one controlled group: members, generation,
 //                     ownership, batched writes, commits
 //   OffsetStore       committed offsets in ZooKeeper
-//   TopicWatcher      partition counts of subscribed topics
+//   TopicWatcher      partition counts and replicas of subscribed topics
+//   BrokerRacks       brokers' racks (rack-aware assignment)
 //   GroupDirectory    ListGroups and FetchOffsets, read from ZooKeeper
 //   StallGuard        the stall rule
 //   Handovers         groups handed over to the server that should
@@ -26,7 +27,8 @@
 // watches on the zk::Client's completion thread; tick() on the ticker
 // thread (or a test's thread). None of them blocks on ZooKeeper. Each part
 // has its own lock (or none); no part calls another while holding its own
-// lock, except a group's lock held while asking TopicWatcher, and answers
+// lock, except a group's lock held while asking TopicWatcher (which asks
+// BrokerRacks with its own lock released), and answers
 // run after every lock is released.
 
 #include <atomic>
@@ -37,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "adapter/BrokerRacks.h"
 #include "adapter/Clock.h"
 #include "adapter/ControllerClaims.h"
 #include "adapter/GroupController.h"
@@ -64,6 +67,9 @@ struct CoordinatorConfig {
   uint16_t advertisedPort = 7400;
   std::string root = "/groupcoord";
   std::string topicsPath = "/brokers/topics";
+  // Kafka's broker registrations, whose "rack" fields rack-aware assignment
+  // reads.
+  std::string brokersPath = "/brokers/ids";
   int64_t minSessionTimeoutMs = 1000;
   int64_t maxSessionTimeoutMs = 300000;
   // How often liveness, claims and deadlines are checked: bounds how late an
@@ -189,6 +195,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::atomic<int64_t> sessionId_{0};
 
   ServerRegistry servers_;
+  BrokerRacks brokers_;
   TopicWatcher topics_;
   OffsetStore offsets_;
   ControllerClaims claims_;

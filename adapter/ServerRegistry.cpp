@@ -1,6 +1,5 @@
 #include "adapter/ServerRegistry.h"
 
-#include <charconv>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -13,17 +12,6 @@ namespace groupcoord::adapter {
 ServerRegistry::ServerRegistry(zk::Client& zk, const layout::Layout& layout, const TimeSource& time,
                                const SessionEpoch& epoch, Events events, Millis settleDelay)
     : zk_(zk), layout_(layout), time_(time), epoch_(epoch), events_(std::move(events)), settleDelay_(settleDelay) {}
-
-namespace {
-
-std::optional<int32_t> parseId(const std::string& c) {
-  int32_t v = 0;
-  auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
-  if (ec != std::errc() || end != c.data() + c.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 void ServerRegistry::retryRegistrationLater() {
   MutexLock lock(mu_);
@@ -117,7 +105,7 @@ void ServerRegistry::watchDraining() {
 void ServerRegistry::onDrainingListed(std::vector<std::string> children) {
   std::set<int32_t> ids;
   for (auto& c : children)
-    if (auto id = parseId(c)) ids.insert(*id);
+    if (auto id = layout::parseNodeId(c)) ids.insert(*id);
   {
     MutexLock lock(mu_);
     if (ids == draining_) return;
@@ -133,7 +121,7 @@ void ServerRegistry::onDrainingListed(std::vector<std::string> children) {
 void ServerRegistry::onListed(std::vector<std::string> children) {
   std::set<int32_t> ids;
   for (auto& c : children)
-    if (auto id = parseId(c)) ids.insert(*id);
+    if (auto id = layout::parseNodeId(c)) ids.insert(*id);
   std::vector<int32_t> unknown;
   const TimePoint now = time_.now();
   {

@@ -1,19 +1,24 @@
 #pragma once
 
-// Topic metadata: how many partitions each subscribed topic has, from
-// Kafka's layout at <topics-path>/<topic> (docs/design.md). A topic is
-// watched from the first time a group controlled here subscribes to it;
-// when its partition count changes, `changed(topic)` is told, without
-// locks held, on the completion thread.
+// Topic metadata: how many partitions each subscribed topic has, and each
+// partition's replica brokers, from Kafka's layout at <topics-path>/<topic>
+// (docs/design.md). A topic is watched from the first time a group
+// controlled here subscribes to it; when its partition count or its
+// replicas change, or the rack of one of its replica brokers does
+// (brokerChanged()), `changed(topic)` is told, without locks held, on the
+// completion thread.
 //
 // Lock: mu_ guards the topic table only; it is never held while calling
-// out or while taking another lock.
+// out or while taking another lock. replicaRacks() asks BrokerRacks after
+// releasing it.
 
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "adapter/Assignment.h"
+#include "adapter/BrokerRacks.h"
 #include "adapter/SessionEpoch.h"
 #include "common/Layout.h"
 #include "common/Sync.h"
@@ -25,8 +30,15 @@ class TopicWatcher {
  public:
   using Changed = std::function<void(const std::string& topic)>;
 
-  TopicWatcher(zk::Client& zk, std::string topicsPath, const SessionEpoch& epoch, Changed changed)
-      : zk_(zk), topicsPath_(std::move(topicsPath)), epoch_(epoch), changed_(std::move(changed)) {}
+  // brokers: where replicas' racks come from; without it replicaRacks() is
+  // always empty.
+  TopicWatcher(zk::Client& zk, std::string topicsPath, const SessionEpoch& epoch, Changed changed,
+               const BrokerRacks* brokers = nullptr)
+      : zk_(zk),
+        topicsPath_(std::move(topicsPath)),
+        epoch_(epoch),
+        changed_(std::move(changed)),
+        brokers_(brokers) {}
 
   // Starts watching the topic unless already watched.
   void watch(const std::string& topic) EXCLUDES(mu_);
@@ -40,19 +52,27 @@ class TopicWatcher {
   std::map<std::string, int32_t> partitionCounts(const layout::GroupSettings& s) const EXCLUDES(mu_);
   // The group subscribes to the partition's topic and the partition exists.
   bool partitionExists(const layout::GroupSettings& s, const protocol::TopicPartition& p) const EXCLUDES(mu_);
+  // Racks holding a replica of each partition of the group's topics, for
+  // RackInfo::replicas; topics without any known replica rack are absent.
+  ReplicaRacks replicaRacks(const layout::GroupSettings& s) const EXCLUDES(mu_);
+
+  // A broker's rack changed: the topics it holds a replica of are told.
+  void brokerChanged(int32_t broker) EXCLUDES(mu_);
 
  private:
   struct Topic {
     int32_t partitions = 0;  // 0 while the topic does not exist
+    std::vector<std::vector<int32_t>> replicas;  // broker ids of each partition
     bool watching = false;
   };
-  void onCount(const std::string& topic, int32_t partitions) EXCLUDES(mu_);
+  void onTopic(const std::string& topic, std::vector<std::vector<int32_t>> replicas) EXCLUDES(mu_);
   void unwatched(const std::string& topic) EXCLUDES(mu_);
 
   zk::Client& zk_;
   const std::string topicsPath_;
   const SessionEpoch& epoch_;
   const Changed changed_;
+  const BrokerRacks* const brokers_;
 
   mutable Mutex mu_;
   std::map<std::string, Topic> topics_ GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 #include "common/Layout.h"
 
+#include <charconv>
 #include <climits>
 
 #include <nlohmann/json.hpp>
@@ -197,6 +198,13 @@ std::string encodeMember(std::string_view clientId) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::optional<int32_t> parseNodeId(std::string_view name) {
+  int32_t v = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+  if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
+  return v;
+}
+
 std::optional<int32_t> decodeTopicPartitions(std::string_view data) {
   json j = json::parse(data, nullptr, false);
   if (!j.is_object()) return std::nullopt;
@@ -215,6 +223,51 @@ std::string encodeTopic(int32_t partitions) {
   json j;
   j["version"] = 1;
   j["partitions"] = parts;
+  return j.dump();
+}
+
+std::optional<std::vector<std::vector<int32_t>>> decodeTopicReplicas(std::string_view data) {
+  auto n = decodeTopicPartitions(data);
+  if (!n) return std::nullopt;
+  const json j = json::parse(data, nullptr, false);
+  const json& parts = j.at("partitions");
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(*n));
+  for (int32_t i = 0; i < *n; ++i) {
+    const json& ids = parts.at(std::to_string(i));
+    if (!ids.is_array()) continue;
+    for (const json& id : ids) {
+      if (id.is_number_integer() && id.get<int64_t>() >= INT32_MIN && id.get<int64_t>() <= INT32_MAX)
+        out[static_cast<size_t>(i)].push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
+  return out;
+}
+
+std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replicas) {
+  json parts = json::object();
+  for (size_t i = 0; i < replicas.size(); ++i) parts[std::to_string(i)] = replicas[i];
+  json j;
+  j["version"] = 1;
+  j["partitions"] = parts;
+  return j.dump();
+}
+
+std::optional<std::string> decodeBrokerRack(std::string_view data) {
+  const json j = json::parse(data, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto rack = j.find("rack");
+  if (rack == j.end() || rack->is_null()) return std::string();
+  if (!rack->is_string()) return std::nullopt;
+  return rack->get<std::string>();
+}
+
+std::string encodeBroker(const std::string& host, int32_t port, const std::string& rack) {
+  json j;
+  j["version"] = 5;
+  j["host"] = host;
+  j["port"] = port;
+  j["endpoints"] = json::array({"PLAINTEXT://" + host + ":" + std::to_string(port)});
+  j["rack"] = rack.empty() ? json(nullptr) : json(rack);
   return j.dump();
 }
 

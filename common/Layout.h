@@ -118,9 +118,25 @@ std::string encodeHistory(const HistoryRecord& r);
 // people, and a partly readable one is better than none.
 std::optional<HistoryRecord> decodeHistory(std::string_view data);
 
+// A znode name that is a whole decimal number (a server's or a broker's id).
+std::optional<int32_t> parseNodeId(std::string_view name);
+
 // Kafka's topic metadata, {"version":1,"partitions":{"0":[..],"1":[..]}}:
 // the number of partitions, or nullopt when the data is not that.
 std::optional<int32_t> decodeTopicPartitions(std::string_view data);
 std::string encodeTopic(int32_t partitions);
+// The same document's replicas: the broker ids of each partition, by
+// partition number; nullopt when decodeTopicPartitions would say nullopt.
+// Replica ids that are not integers are skipped.
+std::optional<std::vector<std::vector<int32_t>>> decodeTopicReplicas(std::string_view data);
+std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replicas);
+
+// Kafka's broker registration, <brokers-path>/<id>, a JSON object with
+// "rack": the rack, "" when the field is absent, null or empty; nullopt
+// when the data is not a JSON object or "rack" is neither string nor null.
+std::optional<std::string> decodeBrokerRack(std::string_view data);
+// A broker registration as Kafka writes it (the fields groupcoord reads and
+// a few it does not); an empty rack writes null.
+std::string encodeBroker(const std::string& host, int32_t port, const std::string& rack);
 
 }  // namespace groupcoord::layout

@@ -93,6 +93,10 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::rootPath));
   s.push_back(stringOption("zk.topics.path", "PATH", "ZooKeeper path of topic metadata (Kafka's layout)",
                            &ServerConfig::topicsPath));
+  s.push_back(stringOption("zk.brokers.path", "PATH",
+                           "ZooKeeper path of broker registrations (Kafka's layout), whose \"rack\" fields "
+                           "rack-aware assignment reads",
+                           &ServerConfig::brokersPath));
   s.push_back(numberOption("zk.session.timeout.ms", "MS", "ZooKeeper session timeout asked for, in milliseconds",
                            &ServerConfig::zkSessionTimeoutMs));
   s.push_back(stringOption("zk.digest.user", "USER", "ZooKeeper digest auth user; empty: no auth",
@@ -286,6 +290,7 @@ std::string validateConfig(const ServerConfig& c) {
   if (trim(c.zkConnect).empty()) return badValue("zk.connect", c.zkConnect, "must not be empty");
   if (auto why = checkZkPath(c.rootPath); !why.empty()) return badValue("zk.root", c.rootPath, why);
   if (auto why = checkZkPath(c.topicsPath); !why.empty()) return badValue("zk.topics.path", c.topicsPath, why);
+  if (auto why = checkZkPath(c.brokersPath); !why.empty()) return badValue("zk.brokers.path", c.brokersPath, why);
   if (c.zkSessionTimeoutMs <= 0 || c.zkSessionTimeoutMs > 3'600'000) {
     return badValue("zk.session.timeout.ms", num(c.zkSessionTimeoutMs), "must be 1..3600000");
   }

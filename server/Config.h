@@ -43,6 +43,7 @@ struct ServerConfig {
   std::string zkConnect = "127.0.0.1:2181";
   std::string rootPath = "/groupcoord";
   std::string topicsPath = "/brokers/topics";
+  std::string brokersPath = "/brokers/ids";
   int64_t zkSessionTimeoutMs = 10000;
   std::string zkDigestUser;      // empty: no digest auth
   std::string zkDigestPassword;  // secret: masked in every log line

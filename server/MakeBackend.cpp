@@ -48,6 +48,7 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.serverId = config.serverId;
   s.coordinator.root = config.rootPath;
   s.coordinator.topicsPath = config.topicsPath;
+  s.coordinator.brokersPath = config.brokersPath;
   s.coordinator.minSessionTimeoutMs = config.minSessionTimeoutMs;
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);

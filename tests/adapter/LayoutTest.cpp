@@ -14,6 +14,28 @@ TEST(Layout, PathsFollowTheDesign) {
   EXPECT_EQ(l.offsetsPath("orders"), "/gc/groups/orders/offsets");
 }
 
+TEST(Layout, KafkasTopicReplicasAndBrokerRacks) {
+  using Replicas = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(decodeTopicReplicas(R"({"version":2,"partitions":{"1":[2,3],"0":[1,"x",2]}})"), (Replicas{{1, 2}, {2, 3}}))
+      << "by partition number; an id that is not an integer is skipped";
+  EXPECT_EQ(decodeTopicReplicas(R"({"version":1,"partitions":{"0":[1],"2":[2]}})"), std::nullopt) << "a gap";
+  EXPECT_EQ(decodeTopicReplicas(encodeTopicReplicas({{4, 5}, {}})), (Replicas{{4, 5}, {}}));
+  EXPECT_EQ(decodeTopicPartitions(encodeTopicReplicas({{4, 5}, {6}})), 2);
+
+  EXPECT_EQ(decodeBrokerRack(R"({"host":"k1","port":9092,"rack":"eu-1a"})"), "eu-1a");
+  EXPECT_EQ(decodeBrokerRack(R"({"host":"k1","rack":null})"), "");
+  EXPECT_EQ(decodeBrokerRack(R"({"host":"k1"})"), "");
+  EXPECT_EQ(decodeBrokerRack(R"({"rack":3})"), std::nullopt);
+  EXPECT_EQ(decodeBrokerRack("[1,2]"), std::nullopt);
+  EXPECT_EQ(decodeBrokerRack("not json"), std::nullopt);
+  EXPECT_EQ(decodeBrokerRack(encodeBroker("k1", 9092, "eu-1b")), "eu-1b");
+  EXPECT_EQ(decodeBrokerRack(encodeBroker("k1", 9092, "")), "");
+
+  EXPECT_EQ(parseNodeId("17"), 17);
+  EXPECT_EQ(parseNodeId("17a"), std::nullopt);
+  EXPECT_EQ(parseNodeId(""), std::nullopt);
+}
+
 TEST(Layout, SettingsRoundTrip) {
   GroupSettings s{2500, {"clicks", "views"}, true};
   auto back = decodeSettings(encodeSettings(s));

@@ -39,6 +39,7 @@ TEST(ConfigTest, DefaultsAreValidAndAsDocumented) {
   EXPECT_EQ(c.zkConnect, "127.0.0.1:2181");
   EXPECT_EQ(c.rootPath, "/groupcoord");
   EXPECT_EQ(c.topicsPath, "/brokers/topics");
+  EXPECT_EQ(c.brokersPath, "/brokers/ids");
   EXPECT_EQ(c.zkSessionTimeoutMs, 10000);
   EXPECT_EQ(c.minSessionTimeoutMs, 1000);
   EXPECT_EQ(c.maxSessionTimeoutMs, 300000);
@@ -63,7 +64,7 @@ TEST(ConfigTest, NamesFollowFromTheKey) {
   }
   for (const char* expected :
        {"listen.address", "listen.port", "advertised.host", "advertised.port", "server.id", "zk.connect", "zk.root",
-        "zk.topics.path", "zk.session.timeout.ms", "zk.digest.user", "zk.digest.password",
+        "zk.topics.path", "zk.brokers.path", "zk.session.timeout.ms", "zk.digest.user", "zk.digest.password",
         "group.min.session.timeout.ms", "group.max.session.timeout.ms", "handover.settle.ms",
         "handover.max.in.flight", "max.frame.bytes", "max.connections",
         "max.inflight.per.connection", "idle.timeout.ms", "max.output.buffer.bytes", "io.threads", "log.level",
@@ -137,6 +138,7 @@ TEST(ConfigTest, BadValuesAreRefusedNamingTheOptionAndTheValue) {
   expectRejected("zk.root", "/a//b");
   expectRejected("zk.root", "/a/../b");
   expectRejected("zk.topics.path", "brokers/topics");
+  expectRejected("zk.brokers.path", "brokers/ids");
   expectRejected("zk.session.timeout.ms", "0");
   expectRejected("group.min.session.timeout.ms", "0");
   expectRejected("group.max.session.timeout.ms", "999", "group.min.session.timeout.ms");
