@@ -131,7 +131,15 @@ Assignment GroupController::computeTarget(const Assignment& held) const {
   std::vector<std::string> ids;
   ids.reserve(held.size());
   for (auto& [id, _] : held) ids.push_back(id);
-  return assignPartitions(ids, ctx_.topics.partitionCounts(settings_), held);
+  // Members' racks (RegisterConsumer v1) against the racks of each
+  // partition's replicas: in-rack placements are preferred within the
+  // balance and stickiness rules; without racks nothing changes.
+  RackInfo racks;
+  for (auto& [id, m] : members_) {
+    if (!m.rack.empty()) racks.members[id] = m.rack;
+  }
+  if (!racks.members.empty()) racks.replicas = ctx_.topics.replicaRacks(settings_);
+  return assignPartitions(ids, ctx_.topics.partitionCounts(settings_), held, racks);
 }
 
 void GroupController::retarget() {
