@@ -39,7 +39,7 @@ h2{font-size:15px;margin:0 0 10px;font-weight:650}
 .card .k{color:var(--soft);font-size:11.5px;text-transform:uppercase;letter-spacing:.06em}
 .card .v{font-size:18px;font-weight:600;margin-top:2px;overflow-wrap:anywhere}
 .panel{padding:14px 16px;margin-bottom:18px;overflow-x:auto}
-.grid2{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:18px}
+.grid2{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:18px}
 @media (max-width:1100px){.grid2{grid-template-columns:1fr}}
 table{border-collapse:collapse;width:100%}
 th{text-align:left;font-weight:600;color:var(--soft);font-size:12px;text-transform:uppercase;letter-spacing:.04em;border-bottom:1px solid var(--line);padding:6px 10px}
@@ -59,6 +59,8 @@ ol.timeline li{position:relative;padding:0 0 12px 22px;border-left:2px solid var
 ol.timeline li:last-child{border-left-color:transparent}
 ol.timeline li::before{content:"";position:absolute;left:-7px;top:3px;width:12px;height:12px;border-radius:50%;background:#fff;border:2px solid var(--accent)}
 .when{color:var(--soft);font-size:12px}
+.right{float:right;margin-left:12px}
+.nowrap{white-space:nowrap}
 .detail{margin-top:2px}
 footer{color:var(--soft);font-size:12px;margin-top:8px}
 )css";
@@ -233,12 +235,13 @@ std::string partitionTags(const std::vector<TopicPartition>& tps, const char* co
 std::string membersTable(const DescribeGroupResponse& g, int64_t nowMs) {
   std::string out = "<div class=\"panel\"><h2>Members</h2>";
   if (g.members.empty()) return out + "<p class=\"muted\">No members.</p></div>";
-  out += "<table><thead><tr><th>Member id</th><th>Client id</th><th>Host</th><th>Joined</th><th>Last heard</th>"
-         "<th>Holds</th><th>Waits for</th></tr></thead><tbody>";
+  out += "<table><thead><tr><th>Member</th><th>Host</th><th>Joined</th><th>Holds</th><th>Waits for</th></tr>"
+         "</thead><tbody>";
   for (const auto& m : g.members) {
-    out += "<tr><td>" + memberCell(m) + "</td><td>" + esc(m.clientId) + "</td><td>" + hostText(m.host, m.port) +
-           "</td><td>" + esc(utcTime(m.joinedAtMs, false)) + "</td><td>" + esc(ago(m.lastHeardMs, nowMs)) +
-           "</td><td>" + partitionTags(m.held, "gray") + "</td><td>" +
+    out += "<tr><td>" + memberCell(m) + "<div class=\"when\">" + esc(m.clientId) + "</div></td><td>" +
+           hostText(m.host, m.port) + "</td><td class=\"nowrap\">" + esc(utcTime(m.joinedAtMs, false)) +
+           "<div class=\"when\">heard " + esc(ago(m.lastHeardMs, nowMs)) + "</div></td><td>" +
+           partitionTags(m.held, "gray") + "</td><td>" +
            (m.waiting.empty() ? std::string("<span class=\"muted\">—</span>") : partitionTags(m.waiting, "amber")) +
            "</td></tr>";
   }
@@ -251,16 +254,17 @@ std::string historyTimeline(const DescribeGroupResponse& g, int64_t nowMs) {
   out += "<ol class=\"timeline\">";
   for (auto it = g.history.rbegin(); it != g.history.rend(); ++it) {
     const RebalanceEvent& e = *it;
-    out += "<li class=\"event\"><div>" + badge(protocol::rebalanceReasonName(e.reason), reasonColour(e.reason));
+    out += "<li class=\"event\"><div>" + badge(protocol::rebalanceReasonName(e.reason), reasonColour(e.reason)) +
+           " <strong>generation " + std::to_string(e.generation) + "</strong>";
     if (e.count > 1) out += " <span class=\"muted\">×" + std::to_string(e.count) + "</span>";
-    out += " <strong>generation " + std::to_string(e.generation) + "</strong> <span class=\"when\">" +
-           esc(utcTime(e.timeMs, true)) + " · " + esc(ago(e.timeMs, nowMs)) + "</span></div>";
+    out += "<span class=\"when right\" title=\"" + esc(utcTime(e.timeMs, true)) + "\">" +
+           esc(utcTime(e.timeMs, false)) + " · " + esc(ago(e.timeMs, nowMs)) + "</span></div>";
     out += "<div class=\"detail\">" + esc(e.detail) + "</div>";
     std::string who;
     if (!e.consumerId.empty()) who += "member <code>" + esc(e.consumerId) + "</code> ";
     if (!e.clientId.empty()) who += "client " + esc(e.clientId) + " ";
     if (!e.host.empty()) who += "from <span class=\"mono\">" + esc(e.host) + "</span> ";
-    if (!e.subject.empty()) who += "· " + esc(e.subject);
+    if (!e.subject.empty() && e.detail.find(e.subject) == std::string::npos) who += "· " + esc(e.subject);
     if (!who.empty()) out += "<div class=\"when\">" + who + "</div>";
     out += "</li>";
   }
