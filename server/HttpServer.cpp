@@ -246,7 +246,12 @@ Poco::Net::Context::Ptr serverTlsContext(const HttpOptions& options) {
 struct HttpServer::Impl {
   Poco::ThreadPool pool;
   std::unique_ptr<Poco::Net::HTTPServer> server;
+  bool tls = false;  // Poco::Net::initializeSSL() was called for it
   explicit Impl(int maxThreads) : pool("gc-http", 1, maxThreads) {}
+  ~Impl() {
+    server.reset();
+    if (tls) Poco::Net::uninitializeSSL();
+  }
 };
 
 HttpServer::HttpServer(HttpOptions options, const metrics::Registry& registry, std::function<std::string()> readiness)
@@ -262,7 +267,10 @@ bool HttpServer::start(std::string* error) {
   try {
     auto impl = std::make_unique<Impl>(threads);
     const bool tls = !options_.tlsCertificateFile.empty();
-    if (tls) Poco::Net::initializeSSL();
+    if (tls) {
+      Poco::Net::initializeSSL();
+      impl->tls = true;
+    }
     Poco::Net::ServerSocket socket;
     if (tls) socket = Poco::Net::SecureServerSocket(serverTlsContext(options_));
     // SO_REUSEADDR without SO_REUSEPORT (Poco's two-argument bind sets
