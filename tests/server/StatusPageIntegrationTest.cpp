@@ -31,6 +31,7 @@
 #include "common/Layout.h"
 #include "server/Auth.h"
 #include "support/ServerProcess.h"
+#include "support/TestCertificates.h"
 #include "support/TestEnv.h"
 #include "zk/Session.h"
 
@@ -305,21 +306,6 @@ class StatusPageIntegrationTest : public ::testing::Test {
     return path;
   }
 
-  // A CA and a certificate for 127.0.0.1 that every server uses.
-  void makeCertificates() {
-    const std::string d = dir_;
-    writeFile(d + "/san.cnf", "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-    for (const std::string& step : {
-             "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=status-test-ca -keyout " + d + "/ca.key -out " +
-                 d + "/ca.pem",
-             "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout " + d + "/server.key -out " + d +
-                 "/server.csr",
-             "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d +
-                 "/ca.key -CAcreateserial -days 2 -extfile " + d + "/san.cnf -out " + d + "/server.pem"}) {
-      ASSERT_EQ(std::system((step + " >/dev/null 2>&1").c_str()), 0) << step;
-    }
-  }
-
   std::string chromium(const std::vector<std::string>& extra, const std::string& url, const std::string& out) {
     std::vector<std::string> argv{"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
                                   "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars",
@@ -449,8 +435,7 @@ TEST_F(StatusPageIntegrationTest, AServerAnswersForAGroupControlledByAnother) {
 }
 
 TEST_F(StatusPageIntegrationTest, WithTlsAndAuthenticationTheHttpsPortProxiesAsTheAdmin) {
-  makeCertificates();
-  if (HasFatalFailure()) return;
+  ASSERT_EQ(makeTestCertificates(dir_), "") << "could not make the test certificates";
   security_.user = "app";
   security_.secret = kMemberSecret;
   security_.tlsCaFile = dir_ + "/ca.pem";
