@@ -358,6 +358,10 @@ TEST_F(StatusPageIntegrationTest, ABrowserShowsTheMembersTheirPartitionsAndTheLa
   EXPECT_NE(dom.find("MEMBER_EVICTED"), std::string::npos);
   EXPECT_NE(dom.find(">1000<"), std::string::npos);  // a committed offset
 
+  // The fleet page links the group.
+  const std::string fleet = curl(dir_, "http://127.0.0.1:" + std::to_string(server.httpPort) + "/").body;
+  EXPECT_NE(fleet.find("href=\"/groups/" + group_ + "\""), std::string::npos) << fleet.substr(0, 2000);
+
   const std::string png = dir_ + "/page.png";
   chromium({"--screenshot=" + png, "--window-size=1440,900"}, url, dir_ + "/screenshot.out");
   const std::string image = readFile(png);
