@@ -43,7 +43,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libzookeeper-mt2 \
-      libpocofoundation80 libpoconet80 libpocoutil80 \
+      libpocofoundation80 libpoconet80 libpoconetssl80 libpocoutil80 \
       libspdlog1.10 libfmt9 \
       libssl3 \
       libstdc++6 libgcc-s1 libc6 \
@@ -59,7 +59,7 @@ COPY --from=build /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl /usr/bi
 COPY --from=build /staging/usr/share/doc/groupcoord/groupcoordd.properties /usr/share/doc/groupcoord/
 
 USER groupcoord:groupcoord
-# 7400: the client protocol (listen.port). 7401: HTTP /metrics,
+# 7400: the client protocol (listen.port). 7401: HTTP: the status page, /metrics,
 # /health/live and /health/ready (http.port).
 EXPOSE 7400 7401
 ENTRYPOINT ["/usr/bin/groupcoordd"]

@@ -393,6 +393,27 @@ int64_t Coordinator::generationOf(const std::string& group) const {
   return g ? g->generation() : -1;
 }
 
+std::optional<protocol::DescribeGroupResponse> Coordinator::describeLocal(const std::string& group) const {
+  auto g = groups_.find(group);
+  if (!g) return std::nullopt;
+  return g->describe(self());
+}
+
+std::vector<Coordinator::ServerView> Coordinator::fleetServers() const {
+  std::vector<ServerView> out;
+  for (int32_t id : servers_.liveServers()) {
+    ServerView v{servers_.brokerOf(id), servers_.draining(id)};
+    if (v.broker.isNone()) v.broker.brokerId = id;  // live, its address not read yet
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+protocol::Broker Coordinator::self() const {
+  const ServerIdentity& s = servers_.self();
+  return protocol::Broker{s.id, s.host, s.port};
+}
+
 std::vector<std::string> Coordinator::membersOf(const std::string& group) const {
   auto g = groups_.find(group);
   return g ? g->memberIds() : std::vector<std::string>{};

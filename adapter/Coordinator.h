@@ -35,6 +35,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,20 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::vector<int32_t> liveServers() const { return servers_.liveServers(); }
   // Groups being handed over by this server now.
   size_t handoversInFlight() const { return handovers_.inFlight(); }
+
+  // ---- For the status page (server/StatusPage.h); any thread ----
+  // The DescribeGroup answer of a group controlled here; nullopt when it is
+  // not (then its controller answers).
+  std::optional<protocol::DescribeGroupResponse> describeLocal(const std::string& group) const;
+  struct ServerView {
+    protocol::Broker broker;  // where clients reach it
+    bool drained = false;
+  };
+  // The live servers as this server sees them, by id; this one included
+  // once registered.
+  std::vector<ServerView> fleetServers() const;
+  // This server's id and where clients reach it.
+  protocol::Broker self() const;
 
  private:
   // zk::SessionListener

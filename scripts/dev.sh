@@ -41,7 +41,7 @@ packages=(
   libssl-dev openssl
   docker-compose python3-yaml
   clang libclang-rt-14-dev
-  chromium fonts-dejavu-core
+  chromium fonts-dejavu-core curl
 )
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }

@@ -16,6 +16,7 @@
 #include "metrics/Registry.h"
 #include "protocol/Handler.h"
 #include "server/Config.h"
+#include "server/StatusSource.h"
 #include "server/UnservedHandler.h"
 
 namespace groupcoord::server {
@@ -48,6 +49,10 @@ class Backend {
   // members, ZooKeeper) to the registry; they are read at each scrape, so
   // the Backend must outlive the registry's scrapes.
   virtual void registerMetrics(metrics::Registry&) {}
+  // What the status page on the HTTP port shows (server/StatusSource.h);
+  // null: no status page. Called once at start-up; the source lives as
+  // long as the Backend.
+  virtual std::shared_ptr<StatusSource> statusSource() { return nullptr; }
 };
 
 // Answers every API with UNKNOWN_SERVER_ERROR (see UnservedHandler).

@@ -150,6 +150,10 @@ std::vector<OptionSpec> makeSpecs() {
   s.push_back(stringOption("tls.ca.file", "PATH",
                            "PEM CA certificates; set: clients must present a certificate signed by one of them",
                            &ServerConfig::tlsCaFile));
+  s.push_back(stringOption("peer.tls.ca.file", "PATH",
+                           "PEM CA certificates the status page trusts for other servers' certificates when it asks "
+                           "a group's controller (TLS on); empty: tls.ca.file",
+                           &ServerConfig::peerTlsCaFile));
   s.push_back(stringOption("log.level", "LEVEL", "trace, debug, info, warn, error, critical or off",
                            &ServerConfig::logLevel));
   s.push_back(stringOption("log.file", "PATH", "log to this file; empty: standard error", &ServerConfig::logFile));
@@ -341,6 +345,10 @@ std::string validateConfig(const ServerConfig& c) {
     return c.tlsCertificateFile.empty()
                ? badValue("tls.certificate.file", c.tlsCertificateFile, "must be set when tls.key.file is")
                : badValue("tls.key.file", c.tlsKeyFile, "must be set when tls.certificate.file is");
+  }
+  if (!c.peerTlsCaFile.empty() && c.tlsCertificateFile.empty()) {
+    return badValue("peer.tls.ca.file", c.peerTlsCaFile,
+                    "needs tls.certificate.file and tls.key.file (TLS is off without them)");
   }
   if (!c.tlsCaFile.empty() && c.tlsCertificateFile.empty()) {
     return badValue("tls.ca.file", c.tlsCaFile, "needs tls.certificate.file and tls.key.file (TLS is off without them)");

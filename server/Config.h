@@ -72,6 +72,9 @@ struct ServerConfig {
   std::string tlsCertificateFile;
   std::string tlsKeyFile;
   std::string tlsCaFile;  // set: clients must present a certificate signed by this CA
+  // The status page's calls to other servers over TLS verify them with this
+  // CA; empty: tlsCaFile.
+  std::string peerTlsCaFile;
 
   // Logging.
   std::string logLevel = "info";  // trace, debug, info, warn, error, critical, off

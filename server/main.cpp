@@ -165,13 +165,16 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
   }
 
-  // Loads the credentials file and the TLS files when they are configured.
-  static bool setUpClientSecurity(const ServerConfig& config, TcpServerOptions& options, std::string* error) {
+  // Loads the credentials file and the TLS files when they are configured;
+  // the credentials go to *store too (the status page checks them).
+  static bool setUpClientSecurity(const ServerConfig& config, TcpServerOptions& options,
+                                  std::shared_ptr<const CredentialStore>* store, std::string* error) {
     if (!config.authCredentialsFile.empty()) {
       auto credentials = CredentialStore::load(config.authCredentialsFile, error);
       if (!credentials) return false;
       spdlog::info("authentication on: {} user(s) from '{}'; calls before Authenticate answer NOT_AUTHORIZED",
                    credentials->size(), config.authCredentialsFile);
+      *store = credentials;
       options.auth = std::make_shared<AuthGate>(std::move(credentials));
     } else {
       spdlog::info("authentication off (auth.credentials.file is not set): every client may make every call");
@@ -189,19 +192,24 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
   // -1. EXIT_OK, or the exit code after logging why it could not start.
   static int startHttp(const ServerConfig& config, metrics::Registry& registry, const RequestMetrics& requestMetrics,
                        const TcpServer& server, Backend& backend, const std::atomic<bool>& stopping,
-                       std::unique_ptr<HttpServer>& http) {
+                       std::shared_ptr<const CredentialStore> credentials, std::unique_ptr<HttpServer>& http) {
     requestMetrics.registerWith(registry);
     registerConnectionMetrics(registry, [&server] { return server.stats(); });
     backend.registerMetrics(registry);
     registry.add("groupcoord_build_info", "Always 1; the label says which groupcoordd runs", metrics::Type::Gauge,
                  [](metrics::FamilyWriter& w) { w.value({{"version", GROUPCOORD_VERSION}}, 1); });
     if (config.httpPort < 0) {
-      spdlog::info("HTTP server off (http.port=-1): no /metrics, /health/live or /health/ready");
+      spdlog::info("HTTP server off (http.port=-1): no status page, /metrics, /health/live or /health/ready");
       return EXIT_OK;
     }
     HttpOptions options;
     options.address = config.effectiveHttpAddress();
     options.port = static_cast<uint16_t>(config.httpPort);
+    options.maxThreads = 4;  // the status page may wait for another server
+    options.status = backend.statusSource();
+    options.credentials = std::move(credentials);
+    options.tlsCertificateFile = config.tlsCertificateFile;
+    options.tlsKeyFile = config.tlsKeyFile;
     http = std::make_unique<HttpServer>(options, registry, [&stopping, &backend] {
       return stopping.load() ? std::string("shutting down") : backend.notReadyReason();
     });
@@ -214,7 +222,9 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       spdlog::critical("{}", error);
       return EXIT_CANTCREAT;
     }
-    spdlog::info("serving /metrics, /health/live and /health/ready over HTTP on {}:{}", options.address, http->port());
+    spdlog::info("serving the status page (/, /api/{}), /metrics, /health/live and /health/ready over {} on {}:{}",
+                 options.credentials ? ", admins only" : "", options.tlsCertificateFile.empty() ? "HTTP" : "HTTPS",
+                 options.address, http->port());
     return EXIT_OK;
   }
 
@@ -248,7 +258,8 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
 
     std::string error;
     TcpServerOptions tcpOptions = config.tcpOptions();
-    if (!setUpClientSecurity(config, tcpOptions, &error)) {
+    std::shared_ptr<const CredentialStore> credentials;
+    if (!setUpClientSecurity(config, tcpOptions, &credentials, &error)) {
       spdlog::critical("{}", error);
       return EXIT_CONFIG;
     }
@@ -261,7 +272,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     // Up before ZooKeeper is reached: /health/live answers and /health/ready
     // says why it is not ready yet.
     std::unique_ptr<HttpServer> http;
-    if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, http); rc != EXIT_OK) {
+    if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, credentials, http); rc != EXIT_OK) {
       return rc;
     }
     const AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),

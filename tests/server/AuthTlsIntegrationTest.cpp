@@ -22,6 +22,7 @@
 #include "protocol/Codec.h"
 #include "server/Auth.h"
 #include "support/ServerProcess.h"
+#include "support/TestCertificates.h"
 #include "support/TestEnv.h"
 #include "zk/Session.h"
 
@@ -276,31 +277,16 @@ TEST_F(SecuredServerTest, GroupctlMakesACredentialLineAndAuthenticatesFromASecre
 
 // ---- TLS --------------------------------------------------------------------------
 
-// A CA and a server certificate for localhost / 127.0.0.1, made with the
-// openssl command line; a second CA that signed nothing of the server's.
+// A CA and a server certificate for localhost / 127.0.0.1, a second CA that
+// signed nothing of the server's, and a client certificate
+// (support/TestCertificates.h).
 class TlsServerTest : public SecuredServerTest {
  protected:
   void SetUp() override {
     SecuredServerTest::SetUp();
     if (HasFatalFailure()) return;
-    const std::string d = dir_;
-    writeFile(d + "/san.cnf", "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-    const std::vector<std::string> steps{
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=groupcoord-test-ca -keyout " + d +
-            "/ca.key -out " + d + "/ca.pem",
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=groupcoord-other-ca -keyout " + d +
-            "/other.key -out " + d + "/other.pem",
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout " + d + "/server.key -out " + d +
-            "/server.csr",
-        "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -days 2 " +
-            "-extfile " + d + "/san.cnf -out " + d + "/server.pem",
-        // A client certificate from the same CA, for servers that ask for one.
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=groupcoord-test-client -keyout " + d + "/client.key -out " + d +
-            "/client.csr",
-        "openssl x509 -req -in " + d + "/client.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -days 2 " +
-            "-out " + d + "/client.pem",
-    };
-    for (const auto& step : steps) ASSERT_EQ(run(step), 0) << step;
+    const std::string failed = makeTestCertificates(dir_);
+    ASSERT_EQ(failed, "") << "could not make the test certificates";
   }
 
   std::unique_ptr<ServerProcess> startTlsServer(std::vector<std::string> extra = {}) {

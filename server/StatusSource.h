@@ -1,0 +1,65 @@
+#pragma once
+
+// What the status page and the JSON API on the HTTP port show, and where
+// they get it (docs/design.md, "The HTTP side"). The HTTP server asks a
+// StatusSource; groupcoordd's comes from server/MakeBackend.cpp (the
+// coordinator for what this server knows, ListGroups read fresh from
+// ZooKeeper for the groups, and DescribeGroup asked of the group's
+// controller for one group). Tests give their own.
+//
+// Threads: called on the HTTP threads, which may block (bounded by the
+// source's own timeouts).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/Messages.h"
+
+namespace groupcoord::server {
+
+struct FleetServer {
+  int32_t id = -1;
+  std::string host;
+  uint16_t port = 0;
+  bool drained = false;
+  bool self = false;                // the server that answers
+  std::vector<std::string> groups;  // the groups it controls, sorted
+};
+
+struct FleetView {
+  int32_t selfId = -1;
+  std::vector<FleetServer> servers;        // by id
+  std::vector<protocol::GroupInfo> groups;  // every group of the fleet, by name
+};
+
+// Why an answer could not be given: the protocol's error and a sentence.
+struct StatusError {
+  protocol::ErrorCode code = protocol::ErrorCode::NONE;
+  std::string message;
+  bool ok() const { return code == protocol::ErrorCode::NONE; }
+};
+
+template <typename T>
+struct StatusAnswer {
+  StatusError error;
+  T value{};
+  bool ok() const { return error.ok(); }
+};
+
+// Who asks, as the browser authenticated (empty without authentication):
+// a group controlled elsewhere is asked of its controller as this user.
+struct Viewer {
+  std::string user;
+  std::string secret;
+};
+
+class StatusSource {
+ public:
+  virtual ~StatusSource() = default;
+  virtual StatusAnswer<FleetView> fleet() = 0;
+  // A name that is not a valid group name never reaches it.
+  virtual StatusAnswer<protocol::DescribeGroupResponse> group(const std::string& name, const Viewer& viewer) = 0;
+};
+
+}  // namespace groupcoord::server
