@@ -186,6 +186,7 @@ class AsyncConsumer:
                     break
                 await asyncio.sleep(step)
                 step = min(step * 2, 1.0)
+        self.member.left()
         self._conn.close()
 
     async def __aenter__(self) -> "AsyncConsumer":

@@ -171,6 +171,7 @@ class Consumer:
                     break
                 time.sleep(step)
                 step = min(step * 2, 1.0)
+        self.member.left()
         self._conn.close()
 
     def __enter__(self) -> "Consumer":

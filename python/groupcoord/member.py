@@ -103,6 +103,7 @@ class _State:
     backoff_step: float = 0.0
     controller: tuple[str, int] | None = None
     closed: bool = False
+    left: bool = False
 
 
 class Member:
@@ -249,7 +250,7 @@ class Member:
 
     def commit_request(self, offsets: list[PartitionOffset]) -> CommitOffsetsRequest:
         """The CommitOffsets request for ``offsets``; raises when not a member."""
-        if self._s.closed:
+        if self._s.left:
             raise GroupcoordError(ErrorCode.UNKNOWN_CONSUMER, f"the consumer of group {self.config.group} is closed")
         if self._s.generation < 0:
             raise GroupcoordError(ErrorCode.UNKNOWN_CONSUMER, f"not a member of group {self.config.group} yet")
@@ -266,8 +267,9 @@ class Member:
                 self._s.held[o.tp] = o.offset
 
     def close(self) -> LeaveGroupRequest | None:
-        """Stops the member: everything held is revoked (take_events), and the
-        LeaveGroup to send comes back (None when it never registered)."""
+        """Stops the member: everything held is revoked (take_events; the
+        revoked partitions can still be committed until :meth:`left`), and
+        the LeaveGroup to send comes back (None when it never registered)."""
         if self._s.closed:
             return None
         if self._s.held:
@@ -275,9 +277,14 @@ class Member:
             self._s.held.clear()
         self._s.closed = True
         if self._s.generation < 0 or not self._s.member_id:
+            self.left()
             return None
-        self._s.generation = -1
         return LeaveGroupRequest(self.config.group, self._s.member_id)
+
+    def left(self) -> None:
+        """The LeaveGroup was answered (or given up on): no more commits."""
+        self._s.left = True
+        self._s.generation = -1
 
     # ---- internals -----------------------------------------------------------------
 
