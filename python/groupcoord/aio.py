@@ -10,12 +10,11 @@ import time
 from typing import Any, Sequence
 
 from .connection import Security, TransportError, authentication_refused
-from .consumer import Callbacks, ConsumerConfig, Endpoint
+from .consumer import Callbacks, ConsumerConfig, Endpoint, MemberFrontEnd
 from .errors import ErrorCode, GroupcoordError, is_retriable
-from .member import Assigned, Event, Lost, Member, Revoked, Send, Target
-from .protocol import (MIN_RESPONSE_BODY, AuthenticateRequest, CommitOffsetsResponse, FrameStatus,
-                       PartitionOffset, Request, Response, TopicPartition, api_name, decode_response,
-                       encode_request, peek_frame, response_error)
+from .member import Event, Member, Send, Target
+from .protocol import (MIN_RESPONSE_BODY, AuthenticateRequest, FrameStatus, PartitionOffset, Request, Response,
+                       api_name, decode_response, encode_request, peek_frame, response_error)
 
 MAX_FRAME_BYTES = 64 << 20
 
@@ -95,7 +94,7 @@ class AsyncConnection:
         return await reader.readexactly(size)
 
 
-class AsyncConsumer:
+class AsyncConsumer(MemberFrontEnd):
     """A member of a consumer group for asyncio: ``await poll(timeout)``."""
 
     def __init__(self, config: ConsumerConfig, callbacks: Callbacks | None = None) -> None:
@@ -105,20 +104,6 @@ class AsyncConsumer:
         self._conn = AsyncConnection(config.client_id, config.security)
         self._conn_to: Endpoint | None = None
         self._next_bootstrap = 0
-
-    @property
-    def member_id(self) -> str:
-        """The member's id ("" until registered)."""
-        return self.member.member_id
-
-    @property
-    def generation(self) -> int:
-        """The generation of the last registration; -1 when not a member."""
-        return self.member.generation
-
-    def assignment(self) -> list[TopicPartition]:
-        """The partitions this member holds now."""
-        return self.member.assignment()
 
     async def poll(self, timeout: float) -> bool:
         """Does what is due for ``timeout`` seconds, as :meth:`groupcoord.Consumer.poll`."""
@@ -148,16 +133,11 @@ class AsyncConsumer:
         step = 0.05
         while True:
             try:
-                response = await self._call_controller(request)
-                code = response_error(response)
-                if code == ErrorCode.NONE and isinstance(response, CommitOffsetsResponse):
-                    self.member.on_commit_response(offsets, response)
+                error = self._commit_answer(offsets, await self._call_controller(request), self._conn.where)
+                if error is None:
                     return
-                error = GroupcoordError(code, f"CommitOffsets of group {self.config.group} at {self._conn.where}")
-                if code == ErrorCode.NOT_CONTROLLER:
+                if error.code == ErrorCode.NOT_CONTROLLER:
                     self._drop_controller()
-                if not is_retriable(code):
-                    raise error
             except TransportError as e:
                 error = GroupcoordError(ErrorCode.CONTROLLER_NOT_AVAILABLE, str(e))
                 self._drop_controller()
@@ -199,21 +179,11 @@ class AsyncConsumer:
 
     async def _run(self, events: list[Event]) -> None:
         for e in events:
-            fn = None
-            if isinstance(e, Assigned):
-                fn = self.callbacks.on_assigned
-            elif isinstance(e, Revoked):
-                fn = self.callbacks.on_revoked
-            elif isinstance(e, Lost):
-                fn = self.callbacks.on_lost
+            fn = self.callbacks.for_event(e)
             if fn is not None:
-                result = fn(e.partitions)  # type: ignore[arg-type]
+                result = fn(e.partitions)
                 if inspect.isawaitable(result):
                     await result
-
-    def _raise_if_fatal(self) -> None:
-        if self.member.fatal is not None:
-            raise self.member.fatal
 
     def _drop_controller(self) -> None:
         self._conn.close()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .connection import Connection, Security, TransportError
 from .errors import ErrorCode, GroupcoordError, is_retriable
 from .member import Assigned, Event, Lost, Member, MemberConfig, Revoked, Send, Target
-from .protocol import CommitOffsetsResponse, PartitionOffset, TopicPartition, response_error
+from .protocol import CommitOffsetsResponse, PartitionOffset, Response, TopicPartition, response_error
 
 Endpoint = tuple[str, int]
 
@@ -58,31 +58,27 @@ class Callbacks:
     #: Partitions already lost (fenced or evicted): committing them fails.
     on_lost: Callable[[list[TopicPartition]], None] | None = None
 
+    def for_event(self, event: Event) -> Callable[[Any], Any] | None:
+        """The callback an event calls for, if the application set one."""
+        if isinstance(event, Assigned):
+            return self.on_assigned
+        if isinstance(event, Revoked):
+            return self.on_revoked
+        return self.on_lost if isinstance(event, Lost) else None
+
     def run(self, events: list[Event]) -> None:
         """Runs the callback of each event, in order."""
         for e in events:
-            if isinstance(e, Assigned) and self.on_assigned:
-                self.on_assigned(e.partitions)
-            elif isinstance(e, Revoked) and self.on_revoked:
-                self.on_revoked(e.partitions)
-            elif isinstance(e, Lost) and self.on_lost:
-                self.on_lost(e.partitions)
+            fn = self.for_event(e)
+            if fn is not None:
+                fn(e.partitions)
 
 
-class Consumer:
-    """A member of a consumer group, single-threaded and driven by :meth:`poll`."""
+class MemberFrontEnd:
+    """What both consumers show of their member, and how both judge a commit's answer."""
 
-    def __init__(self, config: ConsumerConfig, callbacks: Callbacks | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.config = config
-        self.callbacks = callbacks or Callbacks()
-        self.member = Member(config.member_config())
-        self._clock = clock
-        self._conn = Connection(config.client_id, config.security)
-        self._conn_to: Endpoint | None = None
-        self._next_bootstrap = 0
-
-    # ---- what the application sees -------------------------------------------------
+    config: ConsumerConfig
+    member: Member
 
     @property
     def member_id(self) -> str:
@@ -97,6 +93,37 @@ class Consumer:
     def assignment(self) -> list[TopicPartition]:
         """The partitions this member holds now."""
         return self.member.assignment()
+
+    def _raise_if_fatal(self) -> None:
+        if self.member.fatal is not None:
+            raise self.member.fatal
+
+    def _commit_answer(self, offsets: list[PartitionOffset], response: Response, where: str) -> GroupcoordError | None:
+        """None when the commit is durable; the retriable error otherwise.
+        Raises what retrying cannot fix. NOT_CONTROLLER means the caller
+        drops its controller connection."""
+        code = response_error(response)
+        if code == ErrorCode.NONE and isinstance(response, CommitOffsetsResponse):
+            self.member.on_commit_response(offsets, response)
+            return None
+        error = GroupcoordError(code, f"CommitOffsets of group {self.config.group} at {where}")
+        if not is_retriable(code):
+            raise error
+        return error
+
+
+class Consumer(MemberFrontEnd):
+    """A member of a consumer group, single-threaded and driven by :meth:`poll`."""
+
+    def __init__(self, config: ConsumerConfig, callbacks: Callbacks | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.callbacks = callbacks or Callbacks()
+        self.member = Member(config.member_config())
+        self._clock = clock
+        self._conn = Connection(config.client_id, config.security)
+        self._conn_to: Endpoint | None = None
+        self._next_bootstrap = 0
 
     def poll(self, timeout: float) -> bool:
         """Does what is due for ``timeout`` seconds: registers, heartbeats,
@@ -133,16 +160,11 @@ class Consumer:
         step = 0.05
         while True:
             try:
-                response = self._call_controller(request)
-                code = response_error(response)
-                if code == ErrorCode.NONE and isinstance(response, CommitOffsetsResponse):
-                    self.member.on_commit_response(offsets, response)
+                error = self._commit_answer(offsets, self._call_controller(request), self._conn.where)
+                if error is None:
                     return
-                error = GroupcoordError(code, f"CommitOffsets of group {self.config.group} at {self._conn.where}")
-                if code == ErrorCode.NOT_CONTROLLER:
+                if error.code == ErrorCode.NOT_CONTROLLER:
                     self._drop_controller()
-                if not is_retriable(code):
-                    raise error
             except TransportError as e:
                 error = GroupcoordError(ErrorCode.CONTROLLER_NOT_AVAILABLE, str(e))
                 self._drop_controller()
@@ -181,10 +203,6 @@ class Consumer:
         self.close()
 
     # ---- I/O -----------------------------------------------------------------------
-
-    def _raise_if_fatal(self) -> None:
-        if self.member.fatal is not None:
-            raise self.member.fatal
 
     def _drop_controller(self) -> None:
         self._conn.close()
