@@ -89,6 +89,8 @@ async def run(bootstrap: list[tuple[str, int]], args: argparse.Namespace) -> Non
         if time.monotonic() - join_start > 120:
             raise SystemExit(f"only {sum(c.member.is_member() for c in consumers)} consumers joined in 120 s")
     joined = time.monotonic() - join_start
+    print(f"[bench] {len(consumers)} consumers joined in {joined:.1f} s; measuring for {args.seconds:.0f} s",
+          file=sys.stderr, flush=True)
     await asyncio.sleep(1.0)  # past the registrations' rebalances
 
     counter[0] = 0
@@ -96,6 +98,7 @@ async def run(bootstrap: list[tuple[str, int]], args: argparse.Namespace) -> Non
     await asyncio.sleep(args.seconds)
     beats, cpu, wall = counter[0], time.process_time() - cpu0, time.monotonic() - wall0
     members = sum(c.member.is_member() for c in consumers)
+    print("[bench] stopping: every consumer leaves", file=sys.stderr, flush=True)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)

@@ -116,7 +116,13 @@ class AsyncConsumer(MemberFrontEnd):
             if send is not None:
                 await self._exchange(send)
                 await self._run(self.member.take_events())
-                continue
+                # Past the deadline, poll returns even while requests keep
+                # falling due (a heartbeat interval shorter than a round trip);
+                # it goes on only to finish a join that is making progress.
+                if loop_clock() < deadline or (not self.member.is_member() and self.member.last_error is None
+                                             and self.member.fatal is None):
+                    continue
+                break
             now = loop_clock()
             if now >= deadline:
                 break

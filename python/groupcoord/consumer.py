@@ -140,7 +140,13 @@ class Consumer(MemberFrontEnd):
             if send is not None:
                 self._exchange(send)
                 self.callbacks.run(self.member.take_events())
-                continue
+                # Past the deadline, poll returns even while requests keep
+                # falling due (a heartbeat interval shorter than a round trip);
+                # it goes on only to finish a join that is making progress.
+                if self._clock() < deadline or (not self.member.is_member() and self.member.last_error is None
+                                             and self.member.fatal is None):
+                    continue
+                break
             now = self._clock()
             if now >= deadline:
                 break

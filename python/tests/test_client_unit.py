@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 import unittest
 
 from groupcoord import Admin, AsyncConsumer, Callbacks, Consumer, ConsumerConfig, GroupcoordError
@@ -131,3 +132,46 @@ class AdminWithFakeServersTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PollDeadlineTest(unittest.TestCase):
+    """poll(timeout) returns on time even when a heartbeat is always due."""
+
+    def setUp(self) -> None:
+        self.server = FakeServer(self._answer)
+
+    def tearDown(self) -> None:
+        self.server.close()
+
+    def _answer(self, r: p.Request) -> p.Response:
+        if isinstance(r, p.ListGroupsRequest):
+            return p.ListGroupsResponse([p.GroupInfo("g", controller=p.Broker(1, "127.0.0.1", self.server.port),
+                                                     session_timeout_ms=3000)])
+        if isinstance(r, p.RegisterConsumerRequest):
+            return p.RegisterConsumerResponse("g", "m-1", 1, ["m-1"], [p.PartitionOffset("t", 0, 4)])
+        if isinstance(r, p.HeartbeatRequest):
+            return p.HeartbeatResponse(1)
+        return p.error_response(r, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    def config(self) -> ConsumerConfig:
+        return ConsumerConfig([("127.0.0.1", self.server.port)], "g", heartbeat_interval=0.0)
+
+    def test_blocking_poll(self) -> None:
+        got: list = []
+        c = Consumer(self.config(), Callbacks(on_assigned=got.append))
+        self.assertTrue(c.poll(0.0))  # a join in progress is finished even at timeout 0
+        self.assertEqual(got, [[p.PartitionOffset("t", 0, 4)]])
+        start = time.monotonic()
+        self.assertTrue(c.poll(0.2))
+        self.assertLess(time.monotonic() - start, 1.0)
+        beats = sum(isinstance(r, p.HeartbeatRequest) for r in self.server.received)
+        self.assertGreater(beats, 1)
+
+    def test_asyncio_poll(self) -> None:
+        async def run() -> float:
+            c = AsyncConsumer(self.config())
+            self.assertTrue(await c.poll(0.0))
+            start = time.monotonic()
+            self.assertTrue(await c.poll(0.2))
+            return time.monotonic() - start
+        self.assertLess(asyncio.run(asyncio.wait_for(run(), 10)), 1.0)
