@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 from .connection import Connection, Security, TransportError
 from .errors import ErrorCode, GroupcoordError, is_retriable
 from .member import Assigned, Event, Lost, Member, MemberConfig, Revoked, Send, Target
-from .protocol import CommitOffsetsResponse, PartitionOffset, Response, TopicPartition, response_error
+from .protocol import CommitOffsetsResponse, PartitionOffset, Request, Response, TopicPartition, response_error
 
 Endpoint = tuple[str, int]
 
@@ -214,7 +214,7 @@ class Consumer(MemberFrontEnd):
         self._conn.close()
         self._conn_to = None
 
-    def _call_controller(self, request):  # type: ignore[no-untyped-def]
+    def _call_controller(self, request: Request) -> Response:
         """One call on the controller's connection; finds it with ListGroups when unknown."""
         if self.member.controller is None:
             raise TransportError(f"group {self.config.group} has no known controller")
@@ -246,7 +246,7 @@ class Consumer(MemberFrontEnd):
             self._drop_controller()
         self.member.on_response(send, response, sent_at, self._clock())
 
-    def _list_on_bootstrap(self, send: Send):  # type: ignore[no-untyped-def]
+    def _list_on_bootstrap(self, send: Send) -> Response:
         """ListGroups on a bootstrap server, the next one when one cannot be reached."""
         servers = list(self.config.bootstrap)
         last = "no bootstrap server given"

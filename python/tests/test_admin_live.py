@@ -146,6 +146,7 @@ class AdminLiveTest(LiveTestCase):
         with self.assertRaises(GroupcoordError) as ctx:
             refused.poll(5.0)
         self.assertEqual(ctx.exception.name, "NOT_AUTHORIZED")
+        refused.close()
         consumer.close()
         log = server.log()
         self.assertIn("refused ListGroups from 127.0.0.1:", log)  # refusals are logged at most once a second

@@ -119,8 +119,10 @@ class AdminWithFakeServersTest(unittest.TestCase):
 
     def test_the_consumers_raise_what_retrying_cannot_fix(self) -> None:
         config = ConsumerConfig([("127.0.0.1", self.bootstrap.port)], "missing")
+        consumer = Consumer(config, Callbacks())
         with self.assertRaises(GroupcoordError) as ctx:
-            Consumer(config, Callbacks()).poll(2.0)
+            consumer.poll(2.0)
+        consumer.close()
         self.assertEqual(ctx.exception.code, ErrorCode.UNKNOWN_GROUP)
 
         async def run() -> None:
@@ -166,6 +168,7 @@ class PollDeadlineTest(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 1.0)
         beats = sum(isinstance(r, p.HeartbeatRequest) for r in self.server.received)
         self.assertGreater(beats, 1)
+        c.close()
 
     def test_asyncio_poll(self) -> None:
         async def run() -> float:
@@ -173,5 +176,7 @@ class PollDeadlineTest(unittest.TestCase):
             self.assertTrue(await c.poll(0.0))
             start = time.monotonic()
             self.assertTrue(await c.poll(0.2))
-            return time.monotonic() - start
+            elapsed = time.monotonic() - start
+            await c.close()
+            return elapsed
         self.assertLess(asyncio.run(asyncio.wait_for(run(), 10)), 1.0)
