@@ -10,7 +10,7 @@ uses --bootstrap HOST:PORT; creates the groups; joins every consumer; then
 for --seconds counts the heartbeats answered NONE and the process's CPU
 time. --interval is each consumer's heartbeat interval: the offered load is
 consumers / interval heartbeats a second, and the figure printed is what
-was answered. Not part of ctest: bench/run.sh python runs it too.
+was answered. Not part of ctest.
 """
 
 from __future__ import annotations
