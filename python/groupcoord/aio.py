@@ -143,10 +143,10 @@ class AsyncConsumer(MemberFrontEnd):
                 if error is None:
                     return
                 if error.code == ErrorCode.NOT_CONTROLLER:
-                    self._drop_controller()
+                    self._lost_controller()
             except TransportError as e:
                 error = GroupcoordError(ErrorCode.CONTROLLER_NOT_AVAILABLE, str(e))
-                self._drop_controller()
+                self._lost_controller()
             if time.monotonic() + step >= deadline:
                 raise error
             await asyncio.sleep(step)
@@ -167,7 +167,7 @@ class AsyncConsumer(MemberFrontEnd):
                     pass
                 except GroupcoordError:
                     break
-                self._drop_controller()
+                self._lost_controller()
                 if time.monotonic() + step >= deadline:
                     break
                 await asyncio.sleep(step)
@@ -195,10 +195,20 @@ class AsyncConsumer(MemberFrontEnd):
         self._conn.close()
         self._conn_to = None
 
+    def _lost_controller(self) -> None:
+        """Outside poll: a NOT_CONTROLLER or a failed call; ask ListGroups again."""
+        self._drop_controller()
+        self.member.forget_controller()
+
     async def _call_controller(self, request: Request) -> Response:
         if self.member.controller is None:
-            raise TransportError(f"group {self.config.group} has no known controller")
+            send = self.member.list_request()
+            sent_at = time.monotonic()
+            self.member.on_response(send, await self._list_on_bootstrap(send), sent_at, time.monotonic())
+            self._raise_if_fatal()
         target = self.member.controller
+        if target is None:
+            raise TransportError(f"group {self.config.group} has no controller now")
         if not self._conn.is_open or self._conn_to != target:
             await self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target

@@ -170,10 +170,10 @@ class Consumer(MemberFrontEnd):
                 if error is None:
                     return
                 if error.code == ErrorCode.NOT_CONTROLLER:
-                    self._drop_controller()
+                    self._lost_controller()
             except TransportError as e:
                 error = GroupcoordError(ErrorCode.CONTROLLER_NOT_AVAILABLE, str(e))
-                self._drop_controller()
+                self._lost_controller()
             if self._clock() + step >= deadline:
                 raise error
             time.sleep(step)
@@ -194,7 +194,7 @@ class Consumer(MemberFrontEnd):
                     pass
                 except GroupcoordError:
                     break
-                self._drop_controller()
+                self._lost_controller()
                 if self._clock() + step >= deadline:
                     break
                 time.sleep(step)
@@ -214,11 +214,21 @@ class Consumer(MemberFrontEnd):
         self._conn.close()
         self._conn_to = None
 
+    def _lost_controller(self) -> None:
+        """Outside poll: a NOT_CONTROLLER or a failed call; ask ListGroups again."""
+        self._drop_controller()
+        self.member.forget_controller()
+
     def _call_controller(self, request: Request) -> Response:
         """One call on the controller's connection; finds it with ListGroups when unknown."""
         if self.member.controller is None:
-            raise TransportError(f"group {self.config.group} has no known controller")
+            send = self.member.list_request()
+            sent_at = self._clock()
+            self.member.on_response(send, self._list_on_bootstrap(send), sent_at, self._clock())
+            self._raise_if_fatal()
         target = self.member.controller
+        if target is None:
+            raise TransportError(f"group {self.config.group} has no controller now")
         if not self._conn.is_open or self._conn_to != target:
             self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target

@@ -241,6 +241,16 @@ class Member:
         self._in_flight = None
         self._retry(now, ErrorCode.CONTROLLER_NOT_AVAILABLE, detail, forget_controller=True, unreachable=unreachable)
 
+    def forget_controller(self) -> None:
+        """The controller answered NOT_CONTROLLER or could not be reached
+        outside :meth:`next_send` (a commit, a leave): find it again."""
+        self._s.controller = None
+
+    def list_request(self) -> Send:
+        """A ListGroups for the driver to send between polls, to find the
+        controller for a commit or a leave; report it with :meth:`on_response`."""
+        return Send(Target.BOOTSTRAP, ListGroupsRequest([self.config.group]))
+
     def on_refused(self, send: Send, error: GroupcoordError) -> None:
         """Reports a failure retrying cannot fix (credentials refused, say)."""
         self._in_flight = None

@@ -180,3 +180,53 @@ class PollDeadlineTest(unittest.TestCase):
             await c.close()
             return elapsed
         self.assertLess(asyncio.run(asyncio.wait_for(run(), 10)), 1.0)
+
+
+class CommitFollowsTheControllerTest(unittest.TestCase):
+    """A commit answered NOT_CONTROLLER asks ListGroups again and commits at
+    the controller it names, as the C++ client's commitSync does."""
+
+    def setUp(self) -> None:
+        self.old = FakeServer(self._old)
+        self.new = FakeServer(self._new)
+        self.controller = self.old
+
+    def tearDown(self) -> None:
+        self.old.close()
+        self.new.close()
+
+    def _listed(self) -> p.ListGroupsResponse:
+        return p.ListGroupsResponse([p.GroupInfo("g", controller=p.Broker(1, "127.0.0.1", self.controller.port),
+                                                 session_timeout_ms=6000)])
+
+    def _old(self, r: p.Request) -> p.Response:
+        if isinstance(r, p.ListGroupsRequest):
+            return self._listed()
+        if isinstance(r, p.RegisterConsumerRequest):
+            return p.RegisterConsumerResponse("g", "m-1", 1, ["m-1"], [p.PartitionOffset("t", 0, -1)])
+        if self.controller is self.old and isinstance(r, p.HeartbeatRequest):
+            return p.HeartbeatResponse(1)
+        return p.error_response(r, ErrorCode.NOT_CONTROLLER)
+
+    def _new(self, r: p.Request) -> p.Response:
+        if isinstance(r, p.CommitOffsetsRequest):
+            return p.CommitOffsetsResponse([p.PartitionError("t", 0, ErrorCode.NONE)])
+        return p.error_response(r, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    def test_blocking_and_asyncio(self) -> None:
+        config = ConsumerConfig([("127.0.0.1", self.old.port)], "g")
+        offsets = [p.PartitionOffset("t", 0, 8)]
+        c = Consumer(config)
+        self.assertTrue(c.poll(0.0))
+        self.controller = self.new  # the group moved
+        c.commit(offsets)
+        self.assertEqual(self.new.received, [p.CommitOffsetsRequest("g", "m-1", 1, offsets)])
+
+        async def run() -> None:
+            self.controller = self.old
+            a = AsyncConsumer(config)
+            self.assertTrue(await a.poll(0.0))
+            self.controller = self.new
+            await a.commit(offsets)
+        asyncio.run(asyncio.wait_for(run(), 10))
+        self.assertEqual(len(self.new.received), 2)
