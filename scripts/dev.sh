@@ -42,6 +42,7 @@ packages=(
   docker-compose python3-yaml
   clang libclang-rt-14-dev
   chromium fonts-dejavu-core curl
+  python3 python3-venv python3-setuptools python3-wheel
 )
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }

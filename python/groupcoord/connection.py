@@ -1,0 +1,208 @@
+"""Blocking connections to groupcoordd: TCP or TLS, Authenticate on every
+connect, one request at a time with a bounded wait for its answer."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+
+from .errors import ErrorCode, GroupcoordError
+from .protocol import (MIN_RESPONSE_BODY, AuthenticateRequest, FrameStatus, Request, Response, api_name,
+                       decode_response, encode_request, peek_frame, response_error)
+
+DEFAULT_MAX_FRAME_BYTES = 64 << 20
+
+
+@dataclass
+class Security:
+    """Who a connection authenticates as, and whether it speaks TLS; the same
+    options as the C++ client's SecurityOptions. Applied on every connect."""
+
+    #: Set: Authenticate as this user right after connecting.
+    user: str = ""
+    #: The user's secret; never logged.
+    secret: str = ""
+    #: Set: speak TLS and trust servers whose certificate chains to these CAs (PEM).
+    tls_ca_file: str = ""
+    #: The server's certificate must name the host connected to (or tls_server_name).
+    tls_verify_hostname: bool = True
+    #: The name checked and sent as SNI; empty: the host connected to.
+    tls_server_name: str = ""
+    #: A client certificate (PEM), for servers that ask for one.
+    tls_certificate_file: str = ""
+    #: Its key (PEM).
+    tls_key_file: str = ""
+
+    @property
+    def tls(self) -> bool:
+        """True when connections speak TLS."""
+        return bool(self.tls_ca_file)
+
+    def __repr__(self) -> str:
+        return (f"Security(user={self.user!r}, secret=<hidden>, tls_ca_file={self.tls_ca_file!r}, "
+                f"tls_verify_hostname={self.tls_verify_hostname})")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context: TLS 1.2 or newer, these CAs, the optional client certificate."""
+        try:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            ctx.check_hostname = self.tls_verify_hostname
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(cafile=self.tls_ca_file)
+            if self.tls_certificate_file:
+                ctx.load_cert_chain(self.tls_certificate_file, self.tls_key_file or None)
+        except (OSError, ssl.SSLError) as e:
+            raise TransportError(f"cannot load the TLS files ({self.tls_ca_file!r}, "
+                                 f"{self.tls_certificate_file!r}): {e}") from None
+        return ctx
+
+    def server_name(self, host: str) -> str:
+        """The name the server's certificate must carry."""
+        return self.tls_server_name or host
+
+
+class TransportError(Exception):
+    """No usable answer: the connection failed, closed, timed out, or sent
+    bytes that do not decode. The connection is closed."""
+
+
+def authentication_refused(user: str, code: int, where: str) -> GroupcoordError:
+    """The error for a refused Authenticate."""
+    return GroupcoordError(code, f"the server at {where} refused Authenticate as {user!r}")
+
+
+class Connection:
+    """One blocking connection. Not thread-safe."""
+
+    def __init__(self, client_id: str | None = "groupcoord-python", security: Security | None = None,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.client_id = client_id
+        self.security = security or Security()
+        self.max_frame_bytes = max_frame_bytes
+        self._sock: socket.socket | None = None
+        self._buf = bytearray()
+        self._next_id = 1
+        self._ctx: ssl.SSLContext | None = None
+        self.where = ""
+
+    @property
+    def is_open(self) -> bool:
+        """True while connected."""
+        return self._sock is not None
+
+    @property
+    def is_tls(self) -> bool:
+        """True when the connection speaks TLS."""
+        return isinstance(self._sock, ssl.SSLSocket)
+
+    def connect(self, host: str, port: int, timeout: float) -> None:
+        """Connects (closing any previous connection), makes the TLS handshake
+        and authenticates as the Security says. Raises TransportError when no
+        usable connection came of it, GroupcoordError(NOT_AUTHORIZED) when
+        the credentials were refused."""
+        self.close()
+        self.where = f"{host}:{port}"
+        deadline = time.monotonic() + timeout
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise TransportError(f"cannot connect to {self.where}: {e}") from None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.security.tls:
+                if self._ctx is None:
+                    self._ctx = self.security.ssl_context()
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock = self._ctx.wrap_socket(sock, server_hostname=self.security.server_name(host))
+        except ssl.SSLCertVerificationError as e:
+            sock.close()
+            raise TransportError(f"TLS handshake with {self.where} failed: server certificate refused: "
+                                 f"{e.verify_message}") from None
+        except (OSError, ssl.SSLError) as e:
+            sock.close()
+            raise TransportError(f"TLS handshake with {self.where} failed: {e}") from None
+        self._sock = sock
+        self._buf.clear()
+        if self.security.user:
+            r = self.call(AuthenticateRequest(self.security.user, self.security.secret),
+                          max(deadline - time.monotonic(), 1.0))
+            if response_error(r) != ErrorCode.NONE:
+                self.close()
+                raise authentication_refused(self.security.user, response_error(r), self.where)
+
+    def close(self) -> None:
+        """Closes the connection; a late answer can never be mistaken for another."""
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._sock = None
+        self._buf.clear()
+
+    def send(self, request: Request) -> int:
+        """Sends a request; returns its correlation id."""
+        cid = self._next_id
+        self._next_id += 1
+        self.send_bytes(encode_request(request, cid, self.client_id))
+        return cid
+
+    def send_bytes(self, frame: bytes) -> None:
+        """Sends bytes as they are."""
+        if self._sock is None:
+            raise TransportError("not connected")
+        try:
+            self._sock.settimeout(10.0)
+            self._sock.sendall(frame)
+        except OSError as e:
+            self.close()
+            raise TransportError(f"send to {self.where}: {e}") from None
+
+    def receive_frame(self, timeout: float) -> bytes:
+        """One whole response frame's body; TransportError on timeout or close."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status, size = peek_frame(self._buf, self.max_frame_bytes, MIN_RESPONSE_BODY)
+            if status is FrameStatus.READY:
+                body = bytes(self._buf[4:4 + size])
+                del self._buf[:4 + size]
+                return body
+            if status is not FrameStatus.NEED_MORE:
+                self.close()
+                raise TransportError(f"response frame size {size} from {self.where} cannot be trusted")
+            if self._sock is None:
+                raise TransportError("not connected")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise TransportError(f"no whole response from {self.where} within {timeout:.3f} s")
+            try:
+                self._sock.settimeout(left)
+                chunk = self._sock.recv(65536)
+            except (socket.timeout, TimeoutError):
+                continue
+            except OSError as e:
+                self.close()
+                raise TransportError(f"receive from {self.where}: {e}") from None
+            if not chunk:
+                self.close()
+                raise TransportError(f"the server at {self.where} closed the connection")
+            self._buf += chunk
+
+    def call(self, request: Request, timeout: float) -> Response:
+        """Sends ``request`` and returns its decoded answer."""
+        cid = self.send(request)
+        body = self.receive_frame(timeout)
+        try:
+            decoded = decode_response(int(request.API), body)
+        except Exception as e:
+            self.close()
+            raise TransportError(f"undecodable {api_name(request.API)} response from {self.where}: {e}") from None
+        if decoded.header.correlation_id != cid:
+            self.close()
+            raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
+        return decoded.response
+

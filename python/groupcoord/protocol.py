@@ -1,0 +1,876 @@
+"""The groupcoord wire codec, version 0 (docs/protocol.md), sans I/O.
+
+Every message is a dataclass whose ``FIELDS`` list its wire layout in order.
+Decoding is bounded: every length and count is checked against the bytes
+that remain before anything is built from it, so a sender cannot make the
+decoder allocate more than the frame it sent. Malformed input raises
+:class:`~groupcoord.errors.ProtocolError` (responses) or yields a
+:class:`DecodedRequest` with a status other than ``OK`` (requests), exactly
+as sections 8 and 9 of docs/protocol.md say.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import struct
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+from .errors import ErrorCode, ProtocolError, to_error_code
+
+PROTOCOL_VERSION = 0
+DEFAULT_MAX_FRAME_BYTES = 1 << 20
+MIN_REQUEST_BODY = 14  # ApiKey 2 + Version 2 + CorrelationId 8 + ClientId length 2
+MIN_RESPONSE_BODY = 10  # Version 2 + CorrelationId 8
+MAX_CLIENT_ID_BYTES = 255
+MAX_NAME_BYTES = 249
+MAX_STRING_BYTES = 32767
+
+
+class ApiKey(enum.IntEnum):
+    """The ApiKey of each call (docs/protocol.md, section 6)."""
+
+    HEARTBEAT = 0
+    CREATE_GROUP = 1
+    DELETE_GROUP = 2
+    REGISTER_CONSUMER = 3
+    LIST_GROUPS = 4
+    LEAVE_GROUP = 5
+    COMMIT_OFFSETS = 6
+    FETCH_OFFSETS = 7
+    REWIND_CONSUMER = 8
+    AUTHENTICATE = 9
+    DRAIN_SERVER = 10
+    DESCRIBE_GROUP = 11
+
+
+API_COUNT = len(ApiKey)
+CONTROLLER_ONLY = frozenset(
+    {ApiKey.HEARTBEAT, ApiKey.DELETE_GROUP, ApiKey.REGISTER_CONSUMER, ApiKey.LEAVE_GROUP,
+     ApiKey.COMMIT_OFFSETS, ApiKey.REWIND_CONSUMER, ApiKey.DESCRIBE_GROUP})
+
+
+def is_controller_only(key: int) -> bool:
+    """True for the calls only the group's controller answers."""
+    return key in CONTROLLER_ONLY
+
+
+def api_name(key: int) -> str:
+    """``Heartbeat``, ``ListGroups``...; ``UnknownApi`` outside 0..11."""
+    if 0 <= key < API_COUNT:
+        return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))
+    return "UnknownApi"
+
+
+class GroupState(enum.IntEnum):
+    """DescribeGroup's State; an unknown value is kept as an ``int``."""
+
+    LOADING = 0
+    STABLE = 1
+    REBALANCING = 2
+    HANDING_OVER = 3
+
+
+class RebalanceReason(enum.IntEnum):
+    """A RebalanceEvent's Reason; an unknown value is kept as an ``int``."""
+
+    OTHER = 0
+    MEMBER_JOINED = 1
+    MEMBER_LEFT = 2
+    MEMBER_EVICTED = 3
+    MEMBER_REPLACED = 4
+    TOPIC_APPEARED = 5
+    TOPIC_RESIZED = 6
+    TOPIC_GONE = 7
+    REWIND = 8
+    CONTROLLER_TAKEOVER = 9
+    HANDOVER = 10
+
+
+def _known(enum_type: type[enum.IntEnum], value: int) -> int:
+    try:
+        return enum_type(value)
+    except ValueError:
+        return value
+
+
+# ---- Field types ---------------------------------------------------------------
+# A field type is one of the strings below, a message class (a nested
+# structure) or ("array", element type).
+
+_INTS = {"i8": ">b", "i16": ">h", "i32": ">i", "i64": ">q", "u16": ">H"}
+_SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2}
+
+FieldType = Any
+
+
+def _smallest(ftype: FieldType) -> int:
+    """The smallest encoding of a field (docs/protocol.md, section 5)."""
+    if isinstance(ftype, tuple):
+        return 4
+    if isinstance(ftype, str):
+        return _SIZES[ftype]
+    return sum(_smallest(t) for _, t in ftype.FIELDS)
+
+
+class _Reader:
+    """Bounded big-endian reads over one body; failures name field and offset."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes | memoryview, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+    def fail(self, name: str, what: str) -> ProtocolError:
+        return ProtocolError(f"{name} at offset {self.pos}: {what}")
+
+    def take(self, n: int, name: str) -> bytes:
+        if self.remaining() < n:
+            raise self.fail(name, f"needs {n} bytes, {self.remaining()} remain")
+        out = bytes(self.data[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def int(self, kind: str, name: str) -> int:
+        return struct.unpack(_INTS[kind], self.take(_SIZES[kind], name))[0]
+
+    def bool(self, name: str) -> bool:
+        b = self.take(1, name)[0]
+        if b > 1:
+            self.pos -= 1
+            raise self.fail(name, f"bool byte 0x{b:02x} is neither 0 nor 1")
+        return b == 1
+
+    def string(self, name: str, nullable: bool = False) -> str | None:
+        n = self.int("i16", name)
+        if n == -1 and nullable:
+            return None
+        if n < 0:
+            self.pos -= 2
+            raise self.fail(name, f"string length {n}" + (" (null is allowed only for ClientId)" if n == -1 else ""))
+        if n > self.remaining():
+            self.pos -= 2
+            raise self.fail(name, f"string length {n} is longer than the {self.remaining()} bytes that remain")
+        return self.take(n, name).decode("utf-8", "surrogateescape")
+
+    def count(self, name: str, element_size: int) -> int:
+        n = self.int("i32", name)
+        if n == -1:
+            return 0
+        if n < -1:
+            self.pos -= 4
+            raise self.fail(name, f"array count {n}")
+        if n * element_size > self.remaining():
+            self.pos -= 4
+            raise self.fail(name, f"array count {n} of elements of at least {element_size} bytes "
+                                  f"cannot fit in the {self.remaining()} bytes that remain")
+        return n
+
+    def value(self, ftype: FieldType, name: str) -> Any:
+        if isinstance(ftype, tuple):
+            element = ftype[1]
+            n = self.count(name, _smallest(element))
+            return [self.value(element, f"{name}[{i}]") for i in range(n)]
+        if ftype == "str":
+            return self.string(name)
+        if ftype == "bool":
+            return self.bool(name)
+        if ftype == "error":
+            return to_error_code(self.int("i16", name))
+        if isinstance(ftype, str):
+            return self.int(ftype, name)
+        return self.message(ftype, name)
+
+    def message(self, cls: type, prefix: str = "") -> Any:
+        values = {}
+        for fname, ftype in cls.FIELDS:
+            values[fname] = self.value(ftype, f"{prefix}.{fname}" if prefix else fname)
+        return cls(**values)
+
+
+def _put_string(out: bytearray, text: str | bytes | None) -> None:
+    if text is None:
+        out += b"\xff\xff"
+        return
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    raw = raw[:MAX_STRING_BYTES]
+    out += struct.pack(">h", len(raw))
+    out += raw
+
+
+def _put(out: bytearray, ftype: FieldType, value: Any) -> None:
+    if isinstance(ftype, tuple):
+        out += struct.pack(">i", len(value))
+        for v in value:
+            _put(out, ftype[1], v)
+    elif ftype == "str":
+        _put_string(out, value)
+    elif ftype == "bool":
+        out.append(1 if value else 0)
+    elif ftype == "error":
+        out += struct.pack(">h", int(value))
+    elif isinstance(ftype, str):
+        out += struct.pack(_INTS[ftype], int(value))
+    else:
+        _put_message(out, value)
+
+
+def _put_message(out: bytearray, message: Any) -> None:
+    for fname, ftype in message.FIELDS:
+        _put(out, ftype, getattr(message, fname))
+
+
+def _arr(t: FieldType) -> tuple[str, FieldType]:
+    return ("array", t)
+
+
+# ---- Shared structures ---------------------------------------------------------------
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    """One partition of one topic."""
+
+    topic: str
+    partition: int
+    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32")]
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    """A partition and an offset (-1: nothing committed)."""
+
+    topic: str
+    partition: int
+    offset: int
+    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32"), ("offset", "i64")]
+
+    @property
+    def tp(self) -> TopicPartition:
+        """The partition alone."""
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    """A partition and the outcome of a call for it."""
+
+    topic: str
+    partition: int
+    error: int
+    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32"), ("error", "error")]
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A groupcoordd server; BrokerId -1, Host "" and Port 0 mean "no controller"."""
+
+    broker_id: int = -1
+    host: str = ""
+    port: int = 0
+    FIELDS: ClassVar = [("broker_id", "i32"), ("host", "str"), ("port", "u16")]
+
+    def is_none(self) -> bool:
+        """True for the "no controller at the moment" Broker."""
+        return self.broker_id == -1 and self.host == "" and self.port == 0
+
+
+@dataclass
+class GroupInfo:
+    """One group as ListGroups describes it."""
+
+    name: str
+    error: int = ErrorCode.NONE
+    members: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    controller: Broker = field(default_factory=Broker)
+    session_timeout_ms: int = -1
+    generation: int = -1
+    ephemeral: bool = False
+    FIELDS: ClassVar = [("name", "str"), ("error", "error"), ("members", _arr("str")), ("topics", _arr("str")),
+                        ("controller", Broker), ("session_timeout_ms", "i64"), ("generation", "i64"),
+                        ("ephemeral", "bool")]
+
+
+@dataclass
+class TopicState:
+    """A topic of a described group; partitions -1: unknown or unreadable."""
+
+    topic: str
+    partitions: int
+    FIELDS: ClassVar = [("topic", "str"), ("partitions", "i32")]
+
+
+@dataclass
+class MemberState:
+    """A member of a described group: where it connects from and what it holds."""
+
+    consumer_id: str
+    client_id: str = ""
+    host: str = ""
+    port: int = 0
+    joined_at_ms: int = -1
+    last_heard_ms: int = -1
+    held: list[TopicPartition] = field(default_factory=list)
+    waiting: list[TopicPartition] = field(default_factory=list)
+    FIELDS: ClassVar = [("consumer_id", "str"), ("client_id", "str"), ("host", "str"), ("port", "u16"),
+                        ("joined_at_ms", "i64"), ("last_heard_ms", "i64"), ("held", _arr(TopicPartition)),
+                        ("waiting", _arr(TopicPartition))]
+
+
+@dataclass
+class RebalanceEvent:
+    """Why a described group's generation moved (or its controller changed)."""
+
+    time_ms: int
+    generation: int
+    reason: int
+    count: int = 1
+    consumer_id: str = ""
+    client_id: str = ""
+    host: str = ""
+    subject: str = ""
+    value: int = -1
+    detail: str = ""
+    FIELDS: ClassVar = [("time_ms", "i64"), ("generation", "i64"), ("reason", "i16"), ("count", "i32"),
+                        ("consumer_id", "str"), ("client_id", "str"), ("host", "str"), ("subject", "str"),
+                        ("value", "i64"), ("detail", "str")]
+
+    def __post_init__(self) -> None:
+        self.reason = _known(RebalanceReason, self.reason)
+
+
+# ---- Requests ----------------------------------------------------------------------
+
+@dataclass
+class HeartbeatRequest:
+    """ApiKey 0."""
+
+    group: str
+    consumer_id: str
+    generation: int
+    API: ClassVar = ApiKey.HEARTBEAT
+    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64")]
+
+
+@dataclass
+class CreateGroupRequest:
+    """ApiKey 1."""
+
+    group: str
+    session_timeout_ms: int
+    topics: list[str] = field(default_factory=list)
+    ephemeral: bool = False
+    API: ClassVar = ApiKey.CREATE_GROUP
+    FIELDS: ClassVar = [("group", "str"), ("session_timeout_ms", "i64"), ("topics", _arr("str")),
+                        ("ephemeral", "bool")]
+
+
+@dataclass
+class DeleteGroupRequest:
+    """ApiKey 2."""
+
+    group: str
+    API: ClassVar = ApiKey.DELETE_GROUP
+    FIELDS: ClassVar = [("group", "str")]
+
+
+@dataclass
+class RegisterConsumerRequest:
+    """ApiKey 3; an empty consumer id asks for a new member."""
+
+    group: str
+    consumer_id: str = ""
+    owned: list[TopicPartition] = field(default_factory=list)
+    API: ClassVar = ApiKey.REGISTER_CONSUMER
+    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("owned", _arr(TopicPartition))]
+
+
+@dataclass
+class ListGroupsRequest:
+    """ApiKey 4; no names: every group."""
+
+    groups: list[str] = field(default_factory=list)
+    API: ClassVar = ApiKey.LIST_GROUPS
+    FIELDS: ClassVar = [("groups", _arr("str"))]
+
+
+@dataclass
+class LeaveGroupRequest:
+    """ApiKey 5."""
+
+    group: str
+    consumer_id: str
+    API: ClassVar = ApiKey.LEAVE_GROUP
+    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str")]
+
+
+@dataclass
+class CommitOffsetsRequest:
+    """ApiKey 6."""
+
+    group: str
+    consumer_id: str
+    generation: int
+    offsets: list[PartitionOffset] = field(default_factory=list)
+    API: ClassVar = ApiKey.COMMIT_OFFSETS
+    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64"),
+                        ("offsets", _arr(PartitionOffset))]
+
+
+@dataclass
+class FetchOffsetsRequest:
+    """ApiKey 7; no topics: every topic."""
+
+    group: str
+    topics: list[str] = field(default_factory=list)
+    API: ClassVar = ApiKey.FETCH_OFFSETS
+    FIELDS: ClassVar = [("group", "str"), ("topics", _arr("str"))]
+
+
+@dataclass
+class RewindConsumerRequest:
+    """ApiKey 8."""
+
+    group: str
+    offsets: list[PartitionOffset] = field(default_factory=list)
+    API: ClassVar = ApiKey.REWIND_CONSUMER
+    FIELDS: ClassVar = [("group", "str"), ("offsets", _arr(PartitionOffset))]
+
+
+@dataclass
+class AuthenticateRequest:
+    """ApiKey 9; the secret travels as it is, so use TLS on untrusted networks."""
+
+    user: str
+    secret: str
+    API: ClassVar = ApiKey.AUTHENTICATE
+    FIELDS: ClassVar = [("user", "str"), ("secret", "str")]
+
+    def __repr__(self) -> str:  # the secret stays out of logs
+        return f"AuthenticateRequest(user={self.user!r}, secret=<hidden>)"
+
+
+@dataclass
+class DrainServerRequest:
+    """ApiKey 10."""
+
+    server_id: int
+    drain: bool = True
+    API: ClassVar = ApiKey.DRAIN_SERVER
+    FIELDS: ClassVar = [("server_id", "i32"), ("drain", "bool")]
+
+
+@dataclass
+class DescribeGroupRequest:
+    """ApiKey 11."""
+
+    group: str
+    API: ClassVar = ApiKey.DESCRIBE_GROUP
+    FIELDS: ClassVar = [("group", "str")]
+
+
+Request = Union[HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
+                ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
+                RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest]
+REQUEST_TYPES: list[type] = [HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
+                             ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
+                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest]
+
+
+# ---- Responses ---------------------------------------------------------------------
+
+@dataclass
+class HeartbeatResponse:
+    """ApiKey 0."""
+
+    generation: int = -1
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.HEARTBEAT
+    FIELDS: ClassVar = [("generation", "i64"), ("error", "error")]
+
+
+@dataclass
+class CreateGroupResponse:
+    """ApiKey 1."""
+
+    group: str = ""
+    error: int = ErrorCode.NONE
+    controller: Broker = field(default_factory=Broker)
+    API: ClassVar = ApiKey.CREATE_GROUP
+    FIELDS: ClassVar = [("group", "str"), ("error", "error"), ("controller", Broker)]
+
+
+@dataclass
+class DeleteGroupResponse:
+    """ApiKey 2."""
+
+    group: str = ""
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.DELETE_GROUP
+    FIELDS: ClassVar = [("group", "str"), ("error", "error")]
+
+
+@dataclass
+class RegisterConsumerResponse:
+    """ApiKey 3; partitions carry their committed offset (-1: none)."""
+
+    group: str = ""
+    consumer_id: str = ""
+    generation: int = -1
+    members: list[str] = field(default_factory=list)
+    partitions: list[PartitionOffset] = field(default_factory=list)
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.REGISTER_CONSUMER
+    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64"),
+                        ("members", _arr("str")), ("partitions", _arr(PartitionOffset)), ("error", "error")]
+
+
+@dataclass
+class ListGroupsResponse:
+    """ApiKey 4."""
+
+    groups: list[GroupInfo] = field(default_factory=list)
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.LIST_GROUPS
+    FIELDS: ClassVar = [("groups", _arr(GroupInfo)), ("error", "error")]
+
+
+@dataclass
+class LeaveGroupResponse:
+    """ApiKey 5."""
+
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.LEAVE_GROUP
+    FIELDS: ClassVar = [("error", "error")]
+
+
+@dataclass
+class CommitOffsetsResponse:
+    """ApiKey 6."""
+
+    results: list[PartitionError] = field(default_factory=list)
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.COMMIT_OFFSETS
+    FIELDS: ClassVar = [("results", _arr(PartitionError)), ("error", "error")]
+
+
+@dataclass
+class FetchOffsetsResponse:
+    """ApiKey 7."""
+
+    offsets: list[PartitionOffset] = field(default_factory=list)
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.FETCH_OFFSETS
+    FIELDS: ClassVar = [("offsets", _arr(PartitionOffset)), ("error", "error")]
+
+
+@dataclass
+class RewindConsumerResponse:
+    """ApiKey 8."""
+
+    results: list[PartitionError] = field(default_factory=list)
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.REWIND_CONSUMER
+    FIELDS: ClassVar = [("results", _arr(PartitionError)), ("error", "error")]
+
+
+@dataclass
+class AuthenticateResponse:
+    """ApiKey 9."""
+
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.AUTHENTICATE
+    FIELDS: ClassVar = [("error", "error")]
+
+
+@dataclass
+class DrainServerResponse:
+    """ApiKey 10."""
+
+    error: int = ErrorCode.NONE
+    API: ClassVar = ApiKey.DRAIN_SERVER
+    FIELDS: ClassVar = [("error", "error")]
+
+
+@dataclass
+class DescribeGroupResponse:
+    """ApiKey 11: what the group's controller knows about the group."""
+
+    group: str = ""
+    error: int = ErrorCode.NONE
+    controller: Broker = field(default_factory=Broker)
+    state: int = GroupState.LOADING
+    session_timeout_ms: int = -1
+    ephemeral: bool = False
+    generation: int = -1
+    topics: list[TopicState] = field(default_factory=list)
+    members: list[MemberState] = field(default_factory=list)
+    offsets: list[PartitionOffset] = field(default_factory=list)
+    history: list[RebalanceEvent] = field(default_factory=list)
+    API: ClassVar = ApiKey.DESCRIBE_GROUP
+    FIELDS: ClassVar = [("group", "str"), ("error", "error"), ("controller", Broker), ("state", "i8"),
+                        ("session_timeout_ms", "i64"), ("ephemeral", "bool"), ("generation", "i64"),
+                        ("topics", _arr(TopicState)), ("members", _arr(MemberState)),
+                        ("offsets", _arr(PartitionOffset)), ("history", _arr(RebalanceEvent))]
+
+    def __post_init__(self) -> None:
+        self.state = _known(GroupState, self.state)
+
+
+@dataclass
+class ErrorOnlyResponse:
+    """UNKNOWN_API, UNSUPPORTED_VERSION or INVALID_REQUEST: the header and one ErrorCode."""
+
+    error: int = ErrorCode.NONE
+    FIELDS: ClassVar = [("error", "error")]
+
+
+Response = Union[HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
+                 ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
+                 RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, DescribeGroupResponse,
+                 ErrorOnlyResponse]
+RESPONSE_TYPES: list[type] = [HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
+                              ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
+                              RewindConsumerResponse, AuthenticateResponse, DrainServerResponse,
+                              DescribeGroupResponse]
+_LONE_CODE = {ApiKey.LEAVE_GROUP: LeaveGroupResponse, ApiKey.AUTHENTICATE: AuthenticateResponse,
+              ApiKey.DRAIN_SERVER: DrainServerResponse}
+
+
+# ---- Headers and frames ------------------------------------------------------------
+
+@dataclass
+class RequestHeader:
+    """ApiKey, Version, CorrelationId and the nullable ClientId."""
+
+    api_key: int
+    version: int = PROTOCOL_VERSION
+    correlation_id: int = 0
+    client_id: str | None = None
+
+
+@dataclass
+class ResponseHeader:
+    """Version and CorrelationId, copied from the request."""
+
+    version: int = PROTOCOL_VERSION
+    correlation_id: int = 0
+
+
+class FrameStatus(enum.Enum):
+    """What :func:`peek_frame` found at the front of a buffer."""
+
+    NEED_MORE = "need more"
+    READY = "ready"
+    TOO_SMALL = "too small"
+    TOO_LARGE = "too large"
+
+
+def peek_frame(buffered: bytes | bytearray | memoryview, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+               min_body: int = MIN_RESPONSE_BODY) -> tuple[FrameStatus, int]:
+    """Judges the frame at the front of ``buffered``: its status and body size
+    (the size is 0 while fewer than 4 bytes are there)."""
+    if len(buffered) < 4:
+        return FrameStatus.NEED_MORE, 0
+    size = struct.unpack_from(">i", buffered, 0)[0]
+    if size < 0:
+        return FrameStatus.TOO_LARGE, size
+    if size < min_body:
+        return FrameStatus.TOO_SMALL, size
+    if size > max_frame_bytes:
+        return FrameStatus.TOO_LARGE, size
+    if len(buffered) - 4 < size:
+        return FrameStatus.NEED_MORE, size
+    return FrameStatus.READY, size
+
+
+def _frame(body: bytearray) -> bytes:
+    return struct.pack(">i", len(body)) + bytes(body)
+
+
+def encode_request(request: Request, correlation_id: int, client_id: str | None = None,
+                   version: int = PROTOCOL_VERSION) -> bytes:
+    """The whole frame (Size included) of ``request``. The ApiKey written is
+    the request type's, so header and body cannot disagree."""
+    out = bytearray(struct.pack(">hhq", int(request.API), version, correlation_id))
+    _put_string(out, client_id)
+    _put_message(out, request)
+    return _frame(out)
+
+
+def encode_response(response: Response, correlation_id: int, version: int = PROTOCOL_VERSION) -> bytes:
+    """The whole frame (Size included) of ``response``."""
+    out = bytearray(struct.pack(">hq", version, correlation_id))
+    _put_message(out, response)
+    return _frame(out)
+
+
+def encode_raw_request(api_key: int, correlation_id: int, client_id: str | None, body: bytes = b"",
+                       version: int = PROTOCOL_VERSION) -> bytes:
+    """A frame with any ApiKey and body bytes, for tests of what servers refuse."""
+    out = bytearray(struct.pack(">hhq", api_key, version, correlation_id))
+    _put_string(out, client_id)
+    out += body
+    return _frame(out)
+
+
+@dataclass
+class DecodedResponse:
+    """A response body that decoded."""
+
+    header: ResponseHeader
+    response: Response
+
+
+def decode_response(api: int, body: bytes | bytearray | memoryview) -> DecodedResponse:
+    """Decodes a response body (without its Size) as the answer to a call of
+    ``api``. Raises ProtocolError on any malformed input (section 8)."""
+    r = _Reader(body)
+    if r.remaining() < MIN_RESPONSE_BODY:
+        raise ProtocolError(f"response body of {len(body)} bytes, shorter than the "
+                            f"{MIN_RESPONSE_BODY}-byte response header")
+    header = ResponseHeader(r.int("i16", "Version"), r.int("i64", "CorrelationId"))
+    if r.remaining() == 2:
+        # An error-only answer; LeaveGroup, Authenticate and DrainServer
+        # responses have the same shape and are read as their own type.
+        cls = _LONE_CODE.get(api, ErrorOnlyResponse)  # type: ignore[call-overload]
+        return DecodedResponse(header, r.message(cls))
+    if not 0 <= api < API_COUNT:
+        raise ProtocolError(f"response to unknown ApiKey {api} with {r.remaining()} bytes after the header, "
+                            f"not an error-only answer")
+    if header.version != PROTOCOL_VERSION:
+        raise ProtocolError(f"{api_name(api)} response of version {header.version}, "
+                            f"this codec reads only version {PROTOCOL_VERSION}")
+    try:
+        response = r.message(RESPONSE_TYPES[api])
+    except ProtocolError as e:
+        raise ProtocolError(f"{api_name(api)} response: {e.detail}") from None
+    if r.remaining():
+        raise ProtocolError(f"{api_name(api)} response: {r.remaining()} bytes left after the last field "
+                            f"at offset {r.pos}")
+    return DecodedResponse(header, response)
+
+
+class DecodeStatus(enum.Enum):
+    """The outcome of :func:`decode_request`."""
+
+    OK = "ok"
+    INVALID_REQUEST = "invalid request"
+    UNKNOWN_API = "unknown api"
+    UNSUPPORTED_VERSION = "unsupported version"
+
+
+@dataclass
+class DecodedRequest:
+    """What :func:`decode_request` made of a body: the request only when OK."""
+
+    status: DecodeStatus
+    header: RequestHeader
+    request: Request | None = None
+    detail: str = ""
+
+
+def decode_request(body: bytes | bytearray | memoryview) -> DecodedRequest:
+    """Decodes a request body as a server does (docs/protocol.md, section 8),
+    in its order of checks. Never raises for malformed input."""
+    r = _Reader(body)
+    header = RequestHeader(api_key=0, version=0, correlation_id=0)
+    if len(body) < MIN_REQUEST_BODY:
+        if len(body) >= 2:
+            header.api_key = r.int("i16", "ApiKey")
+        if len(body) >= 4:
+            header.version = r.int("i16", "Version")
+        if len(body) >= 12:
+            header.correlation_id = r.int("i64", "CorrelationId")
+        return DecodedRequest(DecodeStatus.INVALID_REQUEST, header,
+                              detail=f"request body of {len(body)} bytes, shorter than the "
+                                     f"{MIN_REQUEST_BODY}-byte request header")
+    header.api_key = r.int("i16", "ApiKey")
+    header.version = r.int("i16", "Version")
+    header.correlation_id = r.int("i64", "CorrelationId")
+    client_id_ok = True
+    try:
+        client_id = r.string("ClientId", nullable=True)
+    except ProtocolError as e:
+        client_id_ok, client_detail = False, e.detail
+    else:
+        if client_id is not None and len(client_id.encode("utf-8", "surrogateescape")) > MAX_CLIENT_ID_BYTES:
+            client_id_ok, client_detail = False, f"ClientId of more than {MAX_CLIENT_ID_BYTES} bytes"
+        else:
+            header.client_id = client_id
+    if not 0 <= header.api_key < API_COUNT:
+        return DecodedRequest(DecodeStatus.UNKNOWN_API, header, detail=f"unknown ApiKey {header.api_key}")
+    if header.version != PROTOCOL_VERSION:
+        return DecodedRequest(DecodeStatus.UNSUPPORTED_VERSION, header,
+                              detail=f"{api_name(header.api_key)} version {header.version}")
+    if not client_id_ok:
+        return DecodedRequest(DecodeStatus.INVALID_REQUEST, header, detail=client_detail)
+    try:
+        request = r.message(REQUEST_TYPES[header.api_key])
+        if r.remaining():
+            raise ProtocolError(f"{r.remaining()} bytes left after the last field at offset {r.pos}")
+    except ProtocolError as e:
+        return DecodedRequest(DecodeStatus.INVALID_REQUEST, header,
+                              detail=f"{api_name(header.api_key)} request: {e.detail}")
+    return DecodedRequest(DecodeStatus.OK, header, request)
+
+
+# ---- Semantics ---------------------------------------------------------------------
+
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def is_valid_name(name: str) -> bool:
+    """Group, topic and consumer names: 1 to 249 of ``A-Z a-z 0-9 . _ -``, not ``.`` or ``..``."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if not 0 < len(raw) <= MAX_NAME_BYTES or raw in (b".", b".."):
+        return False
+    return all(b in _NAME_BYTES for b in raw)
+
+
+def validate_names(request: Request) -> int:
+    """The first name failure of a decoded request (section 4), or NONE."""
+    if isinstance(request, (ListGroupsRequest, AuthenticateRequest)):
+        return ErrorCode.NONE
+    if isinstance(request, DrainServerRequest):
+        return ErrorCode.INVALID_REQUEST if request.server_id < 0 else ErrorCode.NONE
+    if not is_valid_name(request.group):
+        return ErrorCode.INVALID_GROUP_NAME
+    consumer = getattr(request, "consumer_id", None)
+    if consumer is not None:
+        may_be_empty = isinstance(request, RegisterConsumerRequest)
+        if not (may_be_empty and consumer == "") and not is_valid_name(consumer):
+            return ErrorCode.INVALID_CONSUMER_ID
+    topics: list[str] = []
+    if isinstance(request, (CreateGroupRequest, FetchOffsetsRequest)):
+        topics = request.topics
+    elif isinstance(request, RegisterConsumerRequest):
+        topics = [tp.topic for tp in request.owned]
+    elif isinstance(request, (CommitOffsetsRequest, RewindConsumerRequest)):
+        topics = [po.topic for po in request.offsets]
+    if any(not is_valid_name(t) for t in topics):
+        return ErrorCode.INVALID_GROUP_NAME
+    return ErrorCode.NONE
+
+
+def error_response(request: Request, code: int) -> Response:
+    """The API's full response when the whole request fails: group and member
+    echoed where the response has them, numbers -1, arrays empty."""
+    cls = RESPONSE_TYPES[request.API]
+    values: dict[str, Any] = {"error": code}
+    names = {f.name for f in dataclasses.fields(cls)}
+    if "group" in names:
+        values["group"] = request.group  # type: ignore[union-attr]
+    if "consumer_id" in names:
+        values["consumer_id"] = request.consumer_id  # type: ignore[union-attr]
+    return cls(**values)
+
+
+def response_error(response: Response) -> int:
+    """The top-level ErrorCode of any response."""
+    return response.error
