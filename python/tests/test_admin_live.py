@@ -90,14 +90,7 @@ class AdminLiveTest(LiveTestCase):
 
     def check_describe(self, admin: Admin, consumer: Consumer) -> None:
         """DescribeGroup (ApiKey 11) of a group with one member holding both partitions."""
-        try:
-            d = admin.describe_group("orders")
-        except GroupcoordError as e:
-            # A groupcoordd built before DescribeGroup answers UNKNOWN_API.
-            self.assertEqual(e.name, "UNKNOWN_API", str(e))
-            self.assertIn("upgrade the server", str(e))
-            print("[note] this groupcoordd does not serve DescribeGroup yet (UNKNOWN_API)")
-            return
+        d = admin.describe_group("orders")
         self.assertEqual((d.group, d.error, d.session_timeout_ms, d.ephemeral), ("orders", ErrorCode.NONE, 2000, False))
         self.assertEqual(d.generation, consumer.generation)
         self.assertEqual([(t.topic, t.partitions) for t in d.topics], [("alpha", 2)])

@@ -41,6 +41,7 @@ def _expected(v: dict):  # type: ignore[no-untyped-def]
             8: lambda: p.RewindConsumerRequest(f["group"], [p.PartitionOffset(*o) for o in f["offsets"]]),
             9: lambda: p.AuthenticateRequest(f["user"], f["secret"]),
             10: lambda: p.DrainServerRequest(f["server_id"], f["drain"]),
+            11: lambda: p.DescribeGroupRequest(f["group"]),
         }[api]()
     if not 0 <= api < p.API_COUNT or v["version"] != 0:
         return p.ErrorOnlyResponse(err())
@@ -61,7 +62,21 @@ def _expected(v: dict):  # type: ignore[no-untyped-def]
                                             err()),
         9: lambda: p.AuthenticateResponse(err()),
         10: lambda: p.DrainServerResponse(err()),
+        11: lambda: _described(f),
     }[api]()
+
+
+def _described(f: dict) -> p.DescribeGroupResponse:
+    """A DescribeGroup answer as a vector's fields give it."""
+    tps = lambda ps: [p.TopicPartition(t, n) for t, n in ps]  # noqa: E731
+    return p.DescribeGroupResponse(
+        f["group"], error_from_name(f["error"]), _broker(f["controller"]), p.GroupState[f["state"]],
+        f["session_timeout"], f["ephemeral"], f["generation"], [p.TopicState(t, n) for t, n in f["topics"]],
+        [p.MemberState(m["consumer"], m["client_id"], m["host"], m["port"], m["joined_at"], m["last_heard"],
+                       tps(m["held"]), tps(m["waiting"])) for m in f["members"]],
+        [p.PartitionOffset(*o) for o in f["offsets"]],
+        [p.RebalanceEvent(e["time"], e["generation"], p.RebalanceReason[e["reason"]], e["count"], e["consumer"],
+                          e["client_id"], e["host"], e["subject"], e["value"], e["detail"]) for e in f["history"]])
 
 
 def request_body(api: int, fields: bytes, cid: int = 1, client: bytes | None = b"t", version: int = 0) -> bytes:
