@@ -21,22 +21,15 @@
 
 #include "client/Admin.h"
 #include "client/Consumer.h"
+#include "client/examples/ExampleSupport.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using groupcoord::client::Endpoint;
+using groupcoord::examples::say;
 
 std::atomic<bool> stopping{false};
-std::mutex printMu;
-
-void say(const std::string& who, const std::string& what) {
-  std::lock_guard lock(printMu);
-  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char ts[16];
-  std::strftime(ts, sizeof ts, "%H:%M:%S", std::localtime(&now));
-  std::cout << ts << "  " << who << "  " << what << std::endl;
-}
 
 std::string describe(const std::vector<groupcoord::protocol::TopicPartition>& ps) {
   if (ps.empty()) return "(nothing)";
@@ -147,15 +140,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Endpoint> bootstrap;
-  std::stringstream list(bootstrapText);
-  for (std::string hp; std::getline(list, hp, ',');) {
-    auto colon = hp.rfind(':');
-    if (colon == std::string::npos) {
-      std::cerr << "bootstrap server '" << hp << "' is not HOST:PORT\n";
-      return 2;
-    }
-    bootstrap.emplace_back(hp.substr(0, colon), static_cast<uint16_t>(std::atoi(hp.c_str() + colon + 1)));
-  }
+  if (!groupcoord::examples::parseBootstrap(bootstrapText, &bootstrap)) return 2;
   std::signal(SIGINT, [](int) { stopping = true; });
   std::signal(SIGTERM, [](int) { stopping = true; });
 

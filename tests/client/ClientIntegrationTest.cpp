@@ -19,6 +19,7 @@
 #include "client/Consumer.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/TestSession.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -43,12 +44,8 @@ class ClientTest : public ::testing::Test {
     requireEnsemble();
     root_ = "/" + uniqueName("client");
     topicsPath_ = root_ + "-topics";
-    zk::SessionConfig zc;
-    zc.connect = zkConnect();
-    zc.sessionTimeout = 10000ms;
-    zk_ = std::make_unique<zk::Session>(zc);
-    ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    zk_ = openTestSession();
+    ASSERT_NE(zk_, nullptr);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     for (auto& [t, n] : std::map<std::string, int32_t>{{"alpha", 4}, {"beta", 2}}) {
       ASSERT_EQ(zk_->createSync(topicsPath_ + "/" + t, layout::encodeTopic(n), zk::CreateMode::Persistent).error,

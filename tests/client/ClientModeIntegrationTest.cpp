@@ -29,6 +29,7 @@
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/TestSession.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -48,12 +49,8 @@ class ClientModeTest : public ::testing::Test {
     root_ = "/" + uniqueName("clientmode");
     topicsPath_ = root_ + "-kafka/brokers/topics";
     brokersPath_ = root_ + "-kafka/brokers/ids";
-    zk::SessionConfig zc;
-    zc.connect = zkConnect();
-    zc.sessionTimeout = 10000ms;
-    zk_ = std::make_unique<zk::Session>(zc);
-    ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    zk_ = openTestSession();
+    ASSERT_NE(zk_, nullptr);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(brokersPath_), zk::Error::Ok);
   }

@@ -33,6 +33,7 @@
 #include "support/ServerProcess.h"
 #include "support/TestCertificates.h"
 #include "support/TestEnv.h"
+#include "support/TestSession.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -184,12 +185,8 @@ class StatusPageIntegrationTest : public ::testing::Test {
     char tmpl[] = "/tmp/groupcoord-status-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    zk::SessionConfig zc;
-    zc.connect = zkConnect();
-    zc.sessionTimeout = 10000ms;
-    zk_ = std::make_unique<zk::Session>(zc);
-    ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    zk_ = openTestSession();
+    ASSERT_NE(zk_, nullptr);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     setTopic("orders", 4, true);
     setTopic("payments", 2, true);

@@ -22,6 +22,7 @@
 #include "common/Layout.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/TestSession.h"
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "zk/Session.h"
 
@@ -43,12 +44,8 @@ class DescribeTest : public ::testing::Test {
     requireEnsemble();
     root_ = "/" + uniqueName("describe");
     topicsPath_ = root_ + "-topics";
-    zk::SessionConfig zc;
-    zc.connect = zkConnect();
-    zc.sessionTimeout = 10000ms;
-    zk_ = std::make_unique<zk::Session>(zc);
-    ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    zk_ = openTestSession();
+    ASSERT_NE(zk_, nullptr);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     setTopic("alpha", 3, true);
     setTopic("beta", 2, true);
