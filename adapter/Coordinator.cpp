@@ -308,8 +308,7 @@ void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, pr
 
 void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DescribeGroupRequest r,
                         ResponseCallback& done) {
-  const ServerIdentity& self = servers_.self();
-  toController(r, done, [&](GroupController& g) { done(g.describe(protocol::Broker{self.id, self.host, self.port})); });
+  toController(r, done, [&](GroupController& g) { done(g.describe(self())); });
 }
 
 void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::ListGroupsRequest r, ResponseCallback& done) {

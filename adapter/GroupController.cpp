@@ -66,10 +66,14 @@ void GroupController::markRegistered(Member& m) {
   ++registeredAtCurrent_;
 }
 
-void GroupController::generationMoved(TimePoint now) {
-  movedAt_ = now;
+void GroupController::countRegistered() {
   registeredAtCurrent_ = 0;
   for (auto& [_, m] : members_) registeredAtCurrent_ += m.registeredAt == version_ ? 1 : 0;
+}
+
+void GroupController::generationMoved(TimePoint now) {
+  movedAt_ = now;
+  countRegistered();
   // Client mode evicts members that do not register in time: the liveness
   // scan must run by then.
   if (clientMode()) nextLivenessScan_ = std::min(nextLivenessScan_, now + Millis(settings_.sessionTimeoutMs));
@@ -268,7 +272,7 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
         e.consumerId = id;
         e.clientId = member->second.clientId;
         e.host = member->second.host;
-        topicEvents_.push_back(std::move(e));
+        waitingEvents_.push_back(std::move(e));
         bump_.request();
       }
     }
@@ -479,8 +483,8 @@ void GroupController::topicChanged(const std::string& topic) {
   for (auto& e : topicEvents()) {
     // One event per topic and move: a later change of the same topic
     // before the transaction replaces the earlier one.
-    std::erase_if(topicEvents_, [&](const RebalanceEvent& o) { return o.subject == e.subject; });
-    topicEvents_.push_back(std::move(e));
+    std::erase_if(waitingEvents_, [&](const RebalanceEvent& o) { return o.subject == e.subject; });
+    waitingEvents_.push_back(std::move(e));
   }
   bump_.request();
   flush(lk.out);
@@ -579,6 +583,8 @@ protocol::DescribeGroupResponse GroupController::describe(const protocol::Broker
     s.port = m.port;
     s.joinedAtMs = m.joinedAtMs;
     s.lastHeardMs = wallNow - millisBetween(m.lastSeen, now);
+    s.metadata = m.metadata;
+    s.rack = m.rack;
     s.held = ownership_.heldBy(id);
     std::sort(s.held.begin(), s.held.end());
     if (auto t = target.find(id); t != target.end()) {
@@ -600,11 +606,6 @@ protocol::DescribeGroupResponse GroupController::describe(const protocol::Broker
   for (auto& [p, o] : committed_.offsets) d.offsets.push_back(PartitionOffset{p.topic, p.partition, o});
   d.history = history_.all();
   d.mode = settings_.mode;
-  for (auto& m : d.members) {
-    auto it = members_.find(m.consumerId);
-    m.metadata = it->second.metadata;
-    m.rack = it->second.rack;
-  }
   if (clientMode() && !handover_) {
     d.state = agreed() ? protocol::GroupState::STABLE : protocol::GroupState::REBALANCING;
   }
@@ -708,16 +709,16 @@ std::vector<RebalanceEvent> GroupController::batchEvents(int64_t generation) con
     e.value = static_cast<int64_t>(w.accepted.size());
     out.push_back(std::move(e));
   }
-  for (auto& e : topicEventsInFlight_) out.push_back(e);
+  for (auto& e : waitingEventsInFlight_) out.push_back(e);
   if (out.empty()) out.push_back(event(RebalanceReason::OTHER, "the generation moved"));
   for (auto& e : out) e.generation = generation;
   return foldEvents(std::move(out));
 }
 
 void GroupController::requeueEvents() {
-  for (auto& e : topicEvents_) topicEventsInFlight_.push_back(std::move(e));
-  topicEvents_ = std::move(topicEventsInFlight_);
-  topicEventsInFlight_.clear();
+  for (auto& e : waitingEvents_) waitingEventsInFlight_.push_back(std::move(e));
+  waitingEvents_ = std::move(waitingEventsInFlight_);
+  waitingEventsInFlight_.clear();
   batchEvents_.clear();
   historyCreating_ = false;
 }

@@ -192,7 +192,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // first time, then a setData.
   zk::Op historyOp(const std::vector<protocol::RebalanceEvent>& next) const REQUIRES(mu_);
   void logAndCount(const std::vector<protocol::RebalanceEvent>& events) const REQUIRES(mu_);
-  // The transaction did not happen (or may not have): its topic events wait
+  // The transaction did not happen (or may not have): its waiting events wait
   // for the next one; its member events are made again from the queues.
   void requeueEvents() REQUIRES(mu_);
   void rememberRemoved(const std::string& id, const Member& m, TimePoint now) REQUIRES(mu_);
@@ -202,6 +202,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // Every member has registered at the current generation: they may start.
   bool agreed() const REQUIRES(mu_) { return registeredAtCurrent_ == members_.size(); }
   void markRegistered(Member& m) REQUIRES(mu_);
+  // registeredAtCurrent_ counted again from the members.
+  void countRegistered() REQUIRES(mu_);
   // The generation moved (or was found to have moved) at `now`.
   void generationMoved(TimePoint now) REQUIRES(mu_);
 
@@ -286,8 +288,11 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   bool historyExists_ GUARDED_BY(mu_) = false;  // the history znode, as last read or written
   bool historyCreating_ GUARDED_BY(mu_) = false;  // the transaction in flight creates it
   std::vector<protocol::RebalanceEvent> batchEvents_ GUARDED_BY(mu_);  // what the one in flight makes true
-  std::vector<protocol::RebalanceEvent> topicEvents_ GUARDED_BY(mu_);  // waiting for the next transaction
-  std::vector<protocol::RebalanceEvent> topicEventsInFlight_ GUARDED_BY(mu_);
+  // Events of a generation move asked for outside the queues (a topic
+  // change, new metadata, a client-mode takeover), waiting for the next
+  // transaction, and those of the one in flight.
+  std::vector<protocol::RebalanceEvent> waitingEvents_ GUARDED_BY(mu_);
+  std::vector<protocol::RebalanceEvent> waitingEventsInFlight_ GUARDED_BY(mu_);
   std::map<std::string, int32_t> knownPartitions_ GUARDED_BY(mu_);  // topic counts of the current target
   std::map<std::string, Removed> removedFrom_ GUARDED_BY(mu_);      // by "host:port"
 

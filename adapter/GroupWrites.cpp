@@ -174,13 +174,12 @@ const char* GroupController::onReloaded(Loaded read, Outbox& out) {
   if (first || before != version_) {
     generationMoved(now);
   } else {
-    registeredAtCurrent_ = 0;  // members may have gone
-    for (auto& [_, m] : members_) registeredAtCurrent_ += m.registeredAt == version_ ? 1 : 0;
+    countRegistered();  // members may have gone
   }
   if (first && clientMode() && !members_.empty()) {
     // The members' metadata is in the previous controller's memory only:
     // a new generation makes every member register again, here.
-    topicEvents_.push_back(event(protocol::RebalanceReason::OTHER,
+    waitingEvents_.push_back(event(protocol::RebalanceReason::OTHER,
                                  "server " + std::to_string(ctx_.serverId) +
                                      " controls the group now: every member registers again with it"));
     bump_.request();
@@ -241,8 +240,8 @@ void GroupController::writeBatch() {
   if (!rewound.empty()) ctx_.offsets.writeOps(name_, committed_, rewound, ops);
   rewinds_.launch();
   bump_.launch();
-  topicEventsInFlight_ = std::move(topicEvents_);
-  topicEvents_.clear();
+  waitingEventsInFlight_ = std::move(waitingEvents_);
+  waitingEvents_.clear();
   // Why this transaction moves the generation, written with it; the group
   // znode's setData stays the last op (its result gives the generation).
   batchEvents_ = batchEvents(version_ + 1);
@@ -292,7 +291,7 @@ const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outb
       rewinds_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
       bump_.complete();
       batchEvents_.clear();
-      topicEventsInFlight_.clear();
+      waitingEventsInFlight_.clear();
       failedBatches_ = 0;
     } else {
       joins_.requeue();
@@ -323,7 +322,7 @@ void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, O
   for (auto& e : batchEvents_) e.generation = version_;
   recordNow(std::move(batchEvents_));
   batchEvents_.clear();
-  topicEventsInFlight_.clear();
+  waitingEventsInFlight_.clear();
   historyExists_ = true;
   if (historyCreating_) ++groupCversion_;  // the history znode is a child of the group znode
   historyCreating_ = false;
