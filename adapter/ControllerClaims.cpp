@@ -75,6 +75,7 @@ void ControllerClaims::onGroupsListed(std::vector<std::string> names) {
       auto [it, inserted] = known_.try_emplace(n);
       if (inserted) {
         it->second.watching = true;
+        attention_.insert(n);
         added.push_back(n);
       }
     }
@@ -99,11 +100,13 @@ void ControllerClaims::watchController(const std::string& group) {
           }
           if (r.error != zk::Error::NoNode) {
             k.watching = false;  // watched again by the tick
+            attention_.insert(group);
             rewatchNeeded_ = true;
             return;
           }
           if (k.hasController || k.noControllerSince == TimePoint{}) k.noControllerSince = now;
           k.hasController = false;
+          attention_.insert(group);
         }
         // A group that lost its controller here (our own znode vanished
         // without our session expiring) is no longer ours.
@@ -118,6 +121,7 @@ void ControllerClaims::watchController(const std::string& group) {
           if (it != known_.end() && it->second.hasController) {
             it->second.hasController = false;
             it->second.noControllerSince = time_.now();
+            attention_.insert(group);
           }
         }
         watchController(group);
@@ -166,6 +170,7 @@ void ControllerClaims::claim(const std::string& group) {
                  if (it != known_.end()) {
                    it->second.claiming = false;
                    if (r.error == zk::Error::Ok || r.error == zk::Error::NodeExists) it->second.hasController = true;
+                   if (!it->second.hasController) attention_.insert(group);
                  }
                }
                if (r.error == zk::Error::Ok) {
@@ -182,12 +187,17 @@ void ControllerClaims::tick(TimePoint now) {
   {
     MutexLock lock(mu_);
     rewatch = std::exchange(rewatchNeeded_, false);
-    for (auto& [n, k] : known_) {
-      if (!k.watching) {
-        k.watching = true;
-        unwatched.push_back(n);
-      } else if (!k.hasController && !k.claiming) {
-        unclaimed.push_back(n);
+    for (auto n = attention_.begin(); n != attention_.end();) {
+      auto k = known_.find(*n);
+      if (k != known_.end() && !k->second.watching) {
+        k->second.watching = true;
+        unwatched.push_back(*n);
+        ++n;  // until the watch says it has a controller
+      } else if (k != known_.end() && !k->second.hasController && !k->second.claiming) {
+        unclaimed.push_back(*n);
+        ++n;
+      } else {
+        n = attention_.erase(n);  // gone, controlled, or being claimed (its answer puts it back)
       }
     }
   }
@@ -196,18 +206,22 @@ void ControllerClaims::tick(TimePoint now) {
   for (auto& n : unclaimed) maybeClaim(n, now);
 }
 
-void ControllerClaims::expireWaiters(TimePoint now) {
-  std::vector<std::shared_ptr<Waiter>> expired;
+void ControllerClaims::expireWaiters(TimePoint now, bool connected) {
+  std::vector<std::shared_ptr<Waiter>> expired, rewatch;
   {
     MutexLock lock(mu_);
     auto end = std::remove_if(waiters_.begin(), waiters_.end(), [&](const std::shared_ptr<Waiter>& w) {
       if (w->answered) return true;
-      if (now < w->deadline) return false;
+      if (now < w->deadline) {
+        if (connected && w->rewatch.exchange(false)) rewatch.push_back(w);
+        return false;
+      }
       expired.push_back(w);
       return true;
     });
     waiters_.erase(end, waiters_.end());
   }
+  for (auto& w : rewatch) watchForController(w);
   for (auto& w : expired) {
     if (w->answer(protocol::Broker{})) {
       spdlog::warn("group {} was created but no controller claimed it within {} ms", w->group,
@@ -230,6 +244,7 @@ void ControllerClaims::rewatchSoon() {
 void ControllerClaims::reset() {
   MutexLock lock(mu_);
   known_.clear();
+  attention_.clear();
 }
 
 ErrorCode ControllerClaims::notHere(const std::string& group, bool connected) const {
@@ -259,7 +274,11 @@ void ControllerClaims::watchForController(const std::shared_ptr<Waiter>& w) {
   zk_.exists(
       layout_.controllerPath(w->group),
       [this, w](zk::ExistsResult r) {
-        if (w->answered || r.error != zk::Error::Ok) return;  // NoNode: the watch tells when it appears
+        if (w->answered) return;
+        // NoNode: the watch tells when it appears. Any other failure set no
+        // watch: the tick tries again (expireWaiters) until the deadline.
+        if (r.error != zk::Error::Ok && r.error != zk::Error::NoNode) w->rewatch = true;
+        if (r.error != zk::Error::Ok) return;
         zk_.get(layout_.controllerPath(w->group), [this, w](zk::GetResult g) {
           if (g.error != zk::Error::Ok) return;
           if (auto id = parseServerId(g.data)) {

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,8 +66,9 @@ class ControllerClaims {
   void reconsider() EXCLUDES(mu_);
   // While connected: watches again what failed, claims what is due.
   void tick(TimePoint now) EXCLUDES(mu_);
-  // Answers the CreateGroup waiters whose wait ended.
-  void expireWaiters(TimePoint now) EXCLUDES(mu_);
+  // Answers the CreateGroup waiters whose wait ended; while connected,
+  // watches again for the others whose watch could not be set.
+  void expireWaiters(TimePoint now, bool connected = true) EXCLUDES(mu_);
   // The connection came back in the same session.
   void rewatchSoon() EXCLUDES(mu_);
   // The session ended: nothing is known any more.
@@ -92,6 +94,8 @@ class ControllerClaims {
     std::string group;
     TimePoint deadline;
     std::atomic<bool> answered{false};
+    // Its watch could not be set (ZooKeeper was away): the tick sets it again.
+    std::atomic<bool> rewatch{false};
     protocol::ResponseCallback done;
     // Answers once; false when already answered.
     bool answer(protocol::Broker controller);
@@ -113,6 +117,10 @@ class ControllerClaims {
 
   mutable Mutex mu_;
   std::map<std::string, KnownGroup> known_ GUARDED_BY(mu_);
+  // The groups tick() must look at: not watched, or without a controller
+  // and not being claimed. Kept beside known_ so that a tick costs nothing
+  // while every group has its controller.
+  std::set<std::string> attention_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mu_);
   bool rewatchNeeded_ GUARDED_BY(mu_) = false;
 };

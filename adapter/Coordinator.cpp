@@ -48,6 +48,7 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                   [this] { return mayClaim(); }}),
       directory_(zk_, layout_, servers_, offsets_, connected_),
       stall_(zk_, layout_.root(), time_, epoch_),
+      lease_(zk_, layout_.root(), time_, epoch_, config_.leaseMargin),
       memberIds_(config_.serverId),
       groupContext_{config_.serverId,
                     zk_,
@@ -97,6 +98,7 @@ zk::Error Coordinator::start(Millis wait) {
   started_ = true;
   spdlog::info("server {} starting in ZooKeeper session 0x{:x} under {}", config_.serverId, zk_.sessionId(),
                layout_.root());
+  lease_.probeNow(time_.now());
   servers_.registerSelf();
   servers_.watch();
   claims_.watchGroups();
@@ -124,6 +126,7 @@ void Coordinator::stop() {
   tickerCv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
   stall_.stop();
+  lease_.stop();
   auto all = groups_.snapshot();
   for (auto& g : all) g->answerAllWaiting(ErrorCode::CONTROLLER_NOT_AVAILABLE);
   {
@@ -141,7 +144,8 @@ void Coordinator::tick() {
   }
   const TimePoint now = time_.now();
   stall_.onTick(now);
-  claims_.expireWaiters(now);
+  lease_.onTick(now);
+  claims_.expireWaiters(now, connected_);
   if (connected_) {
     servers_.tick(now);
     claims_.tick(now);
@@ -149,7 +153,7 @@ void Coordinator::tick() {
     brokers_.rewatch();
   }
   groups_.forEach([now](GroupController& g) { g.tick(now); });
-  if (connected_ && servers_.registered() && !stall_.stalled(now)) handovers_.tick(now);
+  if (connected_ && servers_.registered() && answersFromMemory(now)) handovers_.tick(now);
 }
 
 // ---------------------------------------------------------------------------
@@ -188,6 +192,7 @@ void Coordinator::onSessionState(zk::SessionState state) {
 void Coordinator::onNewSession(int64_t id) {
   const int64_t before = sessionId_.exchange(id);
   connected_ = true;
+  lease_.probeNow(time_.now());
   if (!started_) return;
   if (id != before) {
     spdlog::info("ZooKeeper session 0x{:x} established: registering server {} and claiming groups again", id,
@@ -206,6 +211,7 @@ void Coordinator::onNewSession(int64_t id) {
 void Coordinator::onSessionLost(zk::SessionState state) {
   connected_ = false;
   epoch_.advance();  // what the old session sent is answered for nothing now
+  lease_.reset();
   servers_.reset();
   auto lost = groups_.removeAll();
   for (auto& g : lost) g->drop(ErrorCode::CONTROLLER_NOT_AVAILABLE, "the ZooKeeper session ended");
@@ -261,13 +267,31 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
   }
   if (stopped_) return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   // Heartbeats and re-registrations are answered from memory, and both
-  // extend a member's hold on its partitions: not after a stall, until
-  // ZooKeeper has confirmed this server still controls anything.
+  // extend a member's hold on its partitions: only while the session is
+  // certainly alive (the lease) and not after a stall, until ZooKeeper has
+  // confirmed this server still controls anything.
   if ((heartbeat || std::holds_alternative<protocol::RegisterConsumerRequest>(request)) &&
-      stall_.stalled(time_.now())) {
+      !answersFromMemory(time_.now())) {
     return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   }
   std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
+}
+
+// The same answers as handleFrom() gives a heartbeat, without a callback.
+bool Coordinator::heartbeatNow(const protocol::Caller& caller, const protocol::HeartbeatView& r,
+                               protocol::HeartbeatResponse& out) {
+  if (stopped_ || !answersFromMemory(time_.now())) {
+    out = protocol::HeartbeatResponse{};
+    out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return true;
+  }
+  if (auto g = groups_.find(r.group)) {
+    out = g->heartbeat(r, caller);
+  } else {
+    out = protocol::HeartbeatResponse{};
+    out.error = claims_.notHere(std::string(r.group), connected_);
+  }
+  return true;
 }
 
 template <class Request, class F>

@@ -17,6 +17,8 @@
 //   BrokerRacks       brokers' racks (rack-aware assignment)
 //   GroupDirectory    ListGroups and FetchOffsets, read from ZooKeeper
 //   StallGuard        the stall rule
+//   SessionLease      the session lease: answers from memory only while
+//                     the ZooKeeper session is certainly alive
 //   Handovers         groups handed over to the server that should
 //                     control them, a few at a time
 //
@@ -51,6 +53,7 @@
 #include "adapter/OffsetStore.h"
 #include "adapter/ServerRegistry.h"
 #include "adapter/SessionEpoch.h"
+#include "adapter/SessionLease.h"
 #include "adapter/StallGuard.h"
 #include "adapter/TopicWatcher.h"
 #include "common/Layout.h"
@@ -93,6 +96,10 @@ struct CoordinatorConfig {
   size_t handoverMaxInFlight = 8;
   // Largest member metadata a registration may carry (RegisterConsumer v1).
   size_t maxMetadataBytes = 4096;
+  // The session lease ends this long before ZooKeeper could expire the
+  // session (docs/design.md, "The session lease"); 0: a fifth of the
+  // session timeout, at least 200 ms.
+  Millis leaseMargin{0};
 };
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {
@@ -136,10 +143,17 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
               protocol::ResponseCallback done) override;
   void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
                   protocol::ResponseCallback done) override;
+  bool heartbeatNow(const protocol::Caller& caller, const protocol::HeartbeatView& request,
+                    protocol::HeartbeatResponse& out) override;
 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }
   bool zkConnected() const { return connected_.load(); }
+  // Heartbeats and registrations are answered from memory now: the session
+  // lease holds and no stall is suspected.
+  bool answersFromMemory(TimePoint now) const { return lease_.valid(now) && !stall_.stalled(now); }
+  // When the session lease ends (TimePoint{} before the first answer).
+  TimePoint leaseUntil() const { return lease_.until(); }
   std::vector<std::string> controlledGroups() const;
   size_t memberCount() const;
   // Generation of a controlled group, -1 if not controlled here.
@@ -216,6 +230,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   ControllerClaims claims_;
   GroupDirectory directory_;
   StallGuard stall_;
+  SessionLease lease_;
   MemberIds memberIds_;
   GroupContext groupContext_;
   GroupTable groups_;

@@ -4,6 +4,7 @@
 #include "adapter/GroupController.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
@@ -28,7 +29,7 @@ GroupController::GroupController(GroupContext& ctx, std::string name)
 }
 
 void GroupController::load() {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   reload();
 }
 
@@ -130,36 +131,103 @@ Assignment GroupController::heldNow() const {
   return held;
 }
 
-// The assignment of the generation just reached, sticky to `held`.
-Assignment GroupController::computeTarget(const Assignment& held) const {
-  std::vector<std::string> ids;
-  ids.reserve(held.size());
-  for (auto& [id, _] : held) ids.push_back(id);
+// Groups at least this big get their assignment computed off the lock
+// (assignAhead); smaller ones take microseconds, under it.
+constexpr size_t kAssignAheadMembers = 256;
+constexpr int64_t kAssignAheadPartitions = 4096;
+
+GroupController::AssignmentInputs GroupController::inputsNow() const {
+  AssignmentInputs in;
+  in.held = heldNow();
+  in.ids.reserve(in.held.size());
+  for (auto& [id, _] : in.held) in.ids.push_back(id);
   // Members' racks (RegisterConsumer v1) against the racks of each
   // partition's replicas: in-rack placements are preferred within the
   // balance and stickiness rules; without racks nothing changes.
-  RackInfo racks;
   for (auto& [id, m] : members_) {
-    if (!m.rack.empty()) racks.members[id] = m.rack;
+    if (!m.rack.empty()) in.racks.members[id] = m.rack;
   }
-  if (!racks.members.empty()) racks.replicas = ctx_.topics.replicaRacks(settings_);
-  return assignPartitions(ids, ctx_.topics.partitionCounts(settings_), held, racks);
+  if (!in.racks.members.empty()) in.racks.replicas = ctx_.topics.replicaRacks(settings_);
+  in.counts = ctx_.topics.partitionCounts(settings_);
+  return in;
 }
 
-void GroupController::retarget() {
+// The members, holdings and racks the transaction in flight leads to: its
+// removals gone (with what they held), its joins in, holding nothing.
+std::optional<GroupController::AssignmentInputs> GroupController::inputsAfterBatch() const {
+  if (phase_.get() != GroupPhase::Writing || clientMode()) return std::nullopt;
+  AssignmentInputs in;
+  in.counts = ctx_.topics.partitionCounts(settings_);
+  int64_t partitions = 0;
+  for (auto& [_, n] : in.counts) partitions += std::max(n, 0);
+  const auto& removed = removals_.inFlight();
+  const auto& joined = joins_.inFlight();
+  if (members_.size() + joined.size() < kAssignAheadMembers && partitions < kAssignAheadPartitions) {
+    return std::nullopt;
+  }
+  for (auto& [id, m] : members_) {
+    if (removed.count(id)) continue;
+    auto& held = in.held[id] = ownership_.heldBy(id);
+    std::sort(held.begin(), held.end());
+    if (!m.rack.empty()) in.racks.members[id] = m.rack;
+  }
+  for (auto& [id, j] : joined) {
+    in.held.try_emplace(id);
+    if (!j.rack.empty()) in.racks.members[id] = j.rack;
+  }
+  for (auto& [id, _] : in.held) in.ids.push_back(id);
+  if (!in.racks.members.empty()) in.racks.replicas = ctx_.topics.replicaRacks(settings_);
+  return in;
+}
+
+// Runs on the ZooKeeper completion thread when the membership transaction
+// succeeded, before its continuation takes the lock: the group answers
+// heartbeats while its next assignment is computed.
+void GroupController::assignAhead() {
+  std::optional<AssignmentInputs> in;
+  int32_t from = -1;
+  {
+    MutexLock lock(mu_);
+    in = inputsAfterBatch();
+    from = version_;
+  }
+  if (!in) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  Assignment target = assignPartitions(in->ids, in->counts, in->held, in->racks);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  MutexLock lock(mu_);
+  ahead_ = AssignedAhead{from, std::move(*in), std::move(target), ms};
+}
+
+void GroupController::retarget(std::optional<AssignedAhead> ahead) {
   knownPartitions_ = ctx_.topics.partitionCounts(settings_);
   if (clientMode()) {
     ownership_.setTarget({});  // the members assign; the server holds no target
     return;
   }
-  const Assignment held = heldNow();
-  auto target = computeTarget(held);
-  size_t moved = countMoves(held, target);
+  AssignmentInputs in = inputsNow();
+  Assignment target;
+  double tookMs = 0;
+  const bool usedAhead = ahead && ahead->inputs.ids == in.ids && ahead->inputs.counts == in.counts &&
+                         ahead->inputs.racks == in.racks;
+  if (usedAhead) {
+    // Sticky to what was held when it was computed; anything released
+    // since only makes it move less than it says.
+    target = std::move(ahead->target);
+    tookMs = ahead->tookMs;
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    target = assignPartitions(in.ids, in.counts, in.held, in.racks);
+    tookMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  size_t moved = countMoves(in.held, target);
   size_t total = 0;
   for (auto& [_, ps] : target) total += ps.size();
   if (!ownership_.target().empty() || total > 0) {
-    spdlog::info("group {}: generation {} assigns {} partitions over {} members ({} change owner)", name_, version_,
-                 total, held.size(), moved);
+    spdlog::info("group {}: generation {} assigns {} partitions over {} members ({} change owner; computed in {:.1f} "
+                 "ms {})",
+                 name_, version_, total, in.held.size(), moved, tookMs,
+                 usedAhead ? "while the transaction was in flight" : "under the group's lock");
   }
   ownership_.setTarget(std::move(target));
 }
@@ -183,6 +251,11 @@ void GroupController::answerEverything(ErrorCode e, Outbox& out) {
 
 protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatRequest& r,
                                                        const protocol::Caller& caller) {
+  return heartbeat(protocol::HeartbeatView{0, 0, r.group, r.consumerId, r.generation}, caller);
+}
+
+protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatView& r,
+                                                       const protocol::Caller& caller) {
   protocol::HeartbeatResponse resp;
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
@@ -196,6 +269,15 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
     resp.error = ErrorCode::UNKNOWN_GROUP;
     return resp;
   }
+  if (phase == GroupPhase::HandingOver || (handover_ && handover_->verifying)) {
+    // The handover transaction is in flight, or its answer was lost: the
+    // next controller may serve the group already, and it counts its
+    // members' sessions from its takeover. An answer here that renews a
+    // member's lease could outlast that (docs/design.md, "The session
+    // lease"); the member keeps its partitions until its own timeout.
+    resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return resp;
+  }
   auto it = members_.find(r.consumerId);
   if (it == members_.end() && ownership_.inGrace(ctx_.time.now())) {
     // This server has just taken the group over, and the member may still
@@ -204,7 +286,8 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
     // unknown, which would make it drop everything and leave its
     // partitions waiting out the grace.
     resp.error = ErrorCode::REBALANCE_NEEDED;
-  } else if (it == members_.end() || leaving(r.consumerId)) {
+  } else if (it == members_.end() || ((removals_.hasPending() || removals_.hasInFlight()) &&
+                                      leaving(std::string(r.consumerId)))) {
     resp.error = ErrorCode::UNKNOWN_CONSUMER;
   } else {
     TimePoint now = ctx_.time.now();
@@ -224,8 +307,18 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
                                                        : ErrorCode::REBALANCE_IN_PROGRESS;
     } else {
       // In sync: it has stopped using what this generation took from it.
-      ownership_.releaseUntargeted(r.consumerId);
-      resp.error = ownership_.due(r.consumerId, now) ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
+      // Nothing about ownership changed since a heartbeat last found it so
+      // (and no grace is running out): the same answer, without the checks.
+      const bool grace = ownership_.inGrace(now);
+      if (it->second.inSyncAt == ownership_.epoch() && !grace) {
+        resp.error = ErrorCode::NONE;
+      } else {
+        const std::string id(r.consumerId);
+        ownership_.releaseUntargeted(id);
+        const bool due = ownership_.due(id, now);
+        resp.error = due ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
+        it->second.inSyncAt = due || grace ? 0 : ownership_.epoch();
+      }
     }
   }
   return resp;
@@ -233,7 +326,7 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
 
 void GroupController::registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                                      ResponseCallback done, const protocol::Caller& caller) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   const GroupPhase phase = phase_.get();
   std::string id = r.consumerId.empty() ? ctx_.newMemberId(h.clientId) : r.consumerId;
   auto refuse = [&, &out = lk.out](ErrorCode e) { Rejoin{r.consumerId, std::move(done)}.answer(e, name_, out); };
@@ -312,7 +405,7 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
 }
 
 void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallback done) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   auto answer = [&out = lk.out, &done](ErrorCode e) {
     out.push([done = std::move(done), e] { done(protocol::LeaveGroupResponse{e}); });
   };
@@ -338,7 +431,7 @@ void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallba
 }
 
 void GroupController::deleteGroup(const protocol::DeleteGroupRequest& r, ResponseCallback done) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   const GroupPhase phase = phase_.get();
   ErrorCode e = ErrorCode::NONE;
   if (isLoading(phase) || phase == GroupPhase::Dropped || phase == GroupPhase::HandingOver || !ctx_.connected ||
@@ -355,7 +448,7 @@ void GroupController::deleteGroup(const protocol::DeleteGroupRequest& r, Respons
 // CommitOffsets: accepted only from the partition's holder; acknowledged
 // once durable. Commits arriving while one is in flight go out together.
 void GroupController::commit(const protocol::CommitOffsetsRequest& r, ResponseCallback done) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   ErrorCode error = writeRefusal();
   if (error == ErrorCode::NONE && !members_.count(r.consumerId)) {
     error = ErrorCode::UNKNOWN_CONSUMER;
@@ -387,7 +480,7 @@ void GroupController::commit(const protocol::CommitOffsetsRequest& r, ResponseCa
 // every member registers again and receives the rewound offsets.
 void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseCallback done,
                              const protocol::Caller& caller) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   if (ErrorCode error = writeRefusal(); error != ErrorCode::NONE) {
     return lk.out.push([done = std::move(done), error] { done(protocol::RewindConsumerResponse{{}, error}); });
   }
@@ -441,7 +534,22 @@ void GroupController::scanLiveness(TimePoint now) {
   membersAtScan_ = members_.size();
 }
 
+// A quiet group is still looked at this often, whatever it says: a safety
+// net under the wake-ups of LockedOutbox.
+constexpr Millis kQuietTickLimit{250};
+
+TimePoint GroupController::nextTickDue(TimePoint now) const {
+  const bool quiet = phase_.get() == GroupPhase::Idle && ctx_.connected && !hasPendingWrites() &&
+                     !joins_.hasInFlight() && !removals_.hasInFlight() && !rejoins_.hasPending() &&
+                     !rewinds_.hasInFlight() && !commits_.hasPending() && !commits_.hasInFlight() &&
+                     deletions_.empty() && !handover_ && !(settings_.ephemeral && members_.empty());
+  if (!quiet || nextLivenessScan_ <= now) return now;
+  return std::min(nextLivenessScan_, now + kQuietTickLimit);
+}
+
 void GroupController::tick(TimePoint now) {
+  if (now.time_since_epoch().count() < quietUntil_.load(std::memory_order_acquire)) return;
+  // Not through LockedOutbox's wake-up: this tick decides quietUntil_ itself.
   LockedOutbox lk(mu_);
   const GroupPhase phase = phase_.get();
   if (phase == GroupPhase::Dropped) return;
@@ -462,15 +570,18 @@ void GroupController::tick(TimePoint now) {
     flushCommits();
     maybeHandOver(now, lk.out);
   }
+  const TimePoint due = nextTickDue(now);
+  quietUntil_.store(due > now ? due.time_since_epoch().count() : 0, std::memory_order_release);
 }
 
 void GroupController::topicChanged(const std::string& topic) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   auto& ts = settings_.topics;
   if (!isServing(phase_.get()) || std::find(ts.begin(), ts.end(), topic) == ts.end()) return;
   // The count this server first reads (after a handover, whose assignment
   // was kept) may give the same assignment: nothing to tell the members.
-  Assignment now = computeTarget(heldNow());
+  const AssignmentInputs in = inputsNow();
+  Assignment now = assignPartitions(in.ids, in.counts, in.held, in.racks);
   Assignment current = ownership_.target();
   for (auto* a : {&now, &current}) {
     for (auto it = a->begin(); it != a->end();) {
@@ -491,19 +602,19 @@ void GroupController::topicChanged(const std::string& topic) {
 }
 
 size_t GroupController::refuseQueuedCommits() {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   size_t n = commits_.pending().size();
   commits_.answerPending(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, lk.out);
   return n;
 }
 
 void GroupController::answerAllWaiting(ErrorCode answer) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   answerEverything(answer, lk.out);
 }
 
 void GroupController::drop(ErrorCode answer, const char* why) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   if (phase_.get() == GroupPhase::Dropped) return;
   answerEverything(answer, lk.out);
   endHandover(false, why, lk.out);

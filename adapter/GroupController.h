@@ -93,6 +93,9 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // `caller` says where the member connects from (for DescribeGroup).
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r,
                                         const protocol::Caller& caller = {}) EXCLUDES(mu_);
+  // The same, from a request read in place (the server's fast path).
+  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller = {})
+      EXCLUDES(mu_);
   void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                       protocol::ResponseCallback done, const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
@@ -155,6 +158,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     std::string metadata;     // RegisterConsumer v1
     std::string rack;
     int32_t registeredAt = -1;  // client mode: the generation it last registered at
+    // Ownership::epoch() when a heartbeat last found it in sync; 0: not known.
+    uint64_t inSyncAt = 0;
   };
   // A member removed lately, by the address it connected from: a
   // registration without an id from there is the same client again
@@ -174,9 +179,31 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   OffsetWrite checkOffsets(const std::vector<protocol::PartitionOffset>& offsets, const std::string* owner) const
       REQUIRES(mu_);
   void scanLiveness(TimePoint now) REQUIRES(mu_);
+  // When the next tick may have something to do; `now` when it may now.
+  TimePoint nextTickDue(TimePoint now) const REQUIRES(mu_);
   Assignment heldNow() const REQUIRES(mu_);
-  Assignment computeTarget(const Assignment& held) const REQUIRES(mu_);
-  void retarget() REQUIRES(mu_);
+  // What an assignment of the group depends on, and what it gave.
+  struct AssignmentInputs {
+    std::vector<std::string> ids;  // sorted
+    std::map<std::string, int32_t> counts;
+    Assignment held;  // sticky to this
+    RackInfo racks;
+  };
+  struct AssignedAhead {
+    int32_t from = -1;  // the generation the transaction moves from
+    AssignmentInputs inputs;
+    Assignment target;
+    double tookMs = 0;
+  };
+  AssignmentInputs inputsNow() const REQUIRES(mu_);
+  // The assignment of the generation just reached. `ahead`: computed while
+  // the transaction was in flight; used when its members, partition counts
+  // and racks are those of the generation reached, computed here otherwise.
+  void retarget(std::optional<AssignedAhead> ahead = std::nullopt) REQUIRES(mu_);
+  // A big group's next assignment, computed without the lock while its
+  // membership transaction is in flight (docs/design.md, "Assignment").
+  std::optional<AssignmentInputs> inputsAfterBatch() const REQUIRES(mu_);
+  void assignAhead() EXCLUDES(mu_);
   void answerEverything(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
   void answerDeletions(protocol::ErrorCode e, Outbox& out) REQUIRES(mu_);
   // History (GroupController.cpp): an event of this group, stamped now.
@@ -258,11 +285,17 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   const std::string name_;
 
   mutable Mutex mu_;
+  // tick() has nothing to do before this (TimePoint ticks; 0: tick now).
+  // Set by a tick that found the group quiet; every locked path but the
+  // heartbeat's sets it back to 0 (LockedOutbox), so a tick of a group with
+  // nothing to do costs one atomic load and no lock.
+  std::atomic<int64_t> quietUntil_{0};
   GroupPhaseMachine phase_ GUARDED_BY(mu_);
   layout::GroupSettings settings_ GUARDED_BY(mu_);
   std::string settingsData_ GUARDED_BY(mu_);  // the group znode's data, rewritten as is to move the version
   int32_t version_ GUARDED_BY(mu_) = -1;       // the generation
-  std::map<std::string, Member> members_ GUARDED_BY(mu_);  // sorted: a registration lists them in order
+  // Sorted: a registration lists them in order. Found by string_view too.
+  std::map<std::string, Member, std::less<>> members_ GUARDED_BY(mu_);
   // No member can time out before this: the liveness scan skips the group
   // until then (heartbeats only move lastSeen later; members join with
   // lastSeen = now), or until the member count changes.
@@ -294,6 +327,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   std::vector<protocol::RebalanceEvent> waitingEvents_ GUARDED_BY(mu_);
   std::vector<protocol::RebalanceEvent> waitingEventsInFlight_ GUARDED_BY(mu_);
   std::map<std::string, int32_t> knownPartitions_ GUARDED_BY(mu_);  // topic counts of the current target
+  std::optional<AssignedAhead> ahead_ GUARDED_BY(mu_);              // assignAhead()'s result
   std::map<std::string, Removed> removedFrom_ GUARDED_BY(mu_);      // by "host:port"
 
   // Client mode: members registered at the current generation, and when it

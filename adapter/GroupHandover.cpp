@@ -124,7 +124,7 @@ const char* GroupController::onAdopted(size_t count, zk::MultiResult r, Outbox& 
 // Handing over
 
 bool GroupController::handOver(int32_t self, int32_t to, HandoverDone done) {
-  LockedOutbox lk(mu_);
+  LockedOutbox lk(mu_, &quietUntil_);
   const GroupPhase phase = phase_.get();
   if (handover_ || !isServing(phase)) return false;
   handover_ = PendingHandover{self, to, ctx_.time.now(), std::move(done), false};

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +22,7 @@ class GroupTable {
  public:
   using Ptr = std::shared_ptr<GroupController>;
 
-  Ptr find(const std::string& name) const EXCLUDES(mu_) {
+  Ptr find(std::string_view name) const EXCLUDES(mu_) {
     ReaderLock lock(mu_);
     auto it = groups_.find(name);
     return it == groups_.end() ? nullptr : it->second;
@@ -67,7 +68,12 @@ class GroupTable {
 
  private:
   mutable SharedMutex mu_;
-  std::unordered_map<std::string, Ptr> groups_ GUARDED_BY(mu_);
+  // Looked up by string_view too (the heartbeat path reads names in place).
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Ptr, NameHash, std::equal_to<>> groups_ GUARDED_BY(mu_);
 };
 
 }  // namespace groupcoord::adapter

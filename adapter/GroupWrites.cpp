@@ -24,7 +24,7 @@ std::function<void(Result)> GroupController::completion(const char* (GroupContro
     const char* gone = nullptr;
     ErrorCode answer;
     {
-      LockedOutbox lk(self->mu_);
+      LockedOutbox lk(self->mu_, &self->quietUntil_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
       gone = (self.get()->*continuation)(std::move(r), lk.out);
       answer = self->goneAnswer_;
@@ -40,7 +40,7 @@ std::function<void(Result)> GroupController::completion(
     const char* gone = nullptr;
     ErrorCode answer;
     {
-      LockedOutbox lk(self->mu_);
+      LockedOutbox lk(self->mu_, &self->quietUntil_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
       gone = (self.get()->*continuation)(opCount, std::move(r), lk.out);
       answer = self->goneAnswer_;
@@ -251,7 +251,12 @@ void GroupController::writeBatch() {
   phase_.to(GroupPhase::Writing);
   metrics::coordination().transactionChanges.observe(ctx_.config.maxChangesPerTransaction - budget);
   const size_t opCount = ops.size();
-  ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onBatchDone, opCount));
+  ahead_.reset();
+  auto done = completion<zk::MultiResult>(&GroupController::onBatchDone, opCount);
+  ctx_.zk.multi(std::move(ops), [self = shared_from_this(), done = std::move(done)](zk::MultiResult r) {
+    if (r.error == zk::Error::Ok) self->assignAhead();
+    done(std::move(r));
+  });
 }
 
 const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outbox& out) {
@@ -354,7 +359,9 @@ void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, O
   spdlog::info("group {}: generation {} -> {} ({} joined, {} left, {} evicted; {} members) in one transaction{}",
                name_, before, version_, joined.size(), left, evicted, members_.size(),
                rewound.empty() && changes == 0 ? " (subscribed topics changed)" : "");
-  retarget();
+  std::optional<AssignedAhead> ahead = std::exchange(ahead_, std::nullopt);
+  if (ahead && ahead->from != before) ahead.reset();
+  retarget(std::move(ahead));
   for (auto& [id, j] : joined)
     for (auto& w : j.waiters)
       out.push([w = std::move(w), resp = registration(id)]() mutable { w(std::move(resp)); });

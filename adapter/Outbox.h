@@ -8,6 +8,7 @@
 // mutex and an Outbox, releasing the mutex first: code that queues answers
 // under a lock cannot run them under it, by construction.
 
+#include <atomic>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -42,7 +43,11 @@ class Outbox {
 class SCOPED_CAPABILITY LockedOutbox {
  public:
   explicit LockedOutbox(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  // `wake`, when given, is set to 0 before the unlock: whatever happened
+  // under the lock may give the owner's periodic tick something to do.
+  LockedOutbox(Mutex& mu, std::atomic<int64_t>* wake) ACQUIRE(mu) : mu_(mu), wake_(wake) { mu_.lock(); }
   ~LockedOutbox() RELEASE() {
+    if (wake_) wake_->store(0, std::memory_order_release);
     mu_.unlock();
     // out's destructor runs the work, after the unlock above.
   }
@@ -53,6 +58,7 @@ class SCOPED_CAPABILITY LockedOutbox {
 
  private:
   Mutex& mu_;
+  std::atomic<int64_t>* wake_ = nullptr;
 };
 
 }  // namespace groupcoord::adapter

@@ -8,9 +8,13 @@ namespace {
 const std::string kNobody;
 }
 
-void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) { target_ = std::move(target); }
+void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) {
+  target_ = std::move(target);
+  ++epoch_;
+}
 
 void Ownership::reportOwned(const std::string& member, const std::vector<Partition>& owned) {
+  ++epoch_;
   std::set<Partition> reported(owned.begin(), owned.end());
   auto it = held_.find(member);
   if (it != held_.end()) {
@@ -42,7 +46,10 @@ std::vector<Partition> Ownership::grant(const std::string& member, TimePoint now
   if (t == target_.end()) return out;
   for (const auto& p : t->second) {
     if (!grantable(member, p, now)) continue;
-    if (holder_.try_emplace(p, member).second) held_[member].insert(p);
+    if (holder_.try_emplace(p, member).second) {
+      held_[member].insert(p);
+      ++epoch_;
+    }
     out.push_back(p);
   }
   std::sort(out.begin(), out.end());
@@ -68,6 +75,7 @@ size_t Ownership::releaseUntargeted(const std::string& member) {
     }
   }
   if (it->second.empty()) held_.erase(it);
+  if (released > 0) ++epoch_;
   return released;
 }
 
@@ -75,6 +83,7 @@ size_t Ownership::releaseAll(const std::string& member) {
   auto it = held_.find(member);
   if (it == held_.end()) return 0;
   size_t n = it->second.size();
+  ++epoch_;
   for (const auto& p : it->second) holder_.erase(p);
   held_.erase(it);
   return n;
@@ -111,6 +120,7 @@ void Ownership::clear() {
   holder_.clear();
   held_.clear();
   graceUntil_ = TimePoint{};
+  ++epoch_;
 }
 
 }  // namespace groupcoord::adapter

@@ -31,7 +31,10 @@ class Ownership {
   const std::map<std::string, std::vector<Partition>>& target() const { return target_; }
 
   // Until `until`, a partition nobody holds is not granted (takeover).
-  void holdUnclaimedUntil(TimePoint until) { graceUntil_ = until; }
+  void holdUnclaimedUntil(TimePoint until) {
+    graceUntil_ = until;
+    ++epoch_;
+  }
   bool inGrace(TimePoint now) const { return now < graceUntil_; }
 
   // A registration: `owned` is what the member says it holds now. What it
@@ -61,6 +64,12 @@ class Ownership {
   std::vector<Partition> heldBy(const std::string& member) const;
   size_t heldCount() const { return holder_.size(); }
 
+  // Moves on every change of targets, holders or grace. A member found in
+  // sync (holding exactly what it may, nothing due) at epoch E is still in
+  // sync while the epoch is E and the grace is over: the heartbeat path
+  // skips its checks then (docs/design.md, "Heartbeats").
+  uint64_t epoch() const { return epoch_; }
+
   void clear();
 
  private:
@@ -70,6 +79,7 @@ class Ownership {
   std::map<Partition, std::string> holder_;
   std::map<std::string, std::set<Partition>> held_;
   TimePoint graceUntil_{};
+  uint64_t epoch_ = 1;
 };
 
 }  // namespace groupcoord::adapter

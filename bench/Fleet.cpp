@@ -9,6 +9,16 @@ namespace groupcoord::bench {
 
 using protocol::ErrorCode;
 
+void Fleet::closeAll() {
+  for (auto& [_, pool] : conns_) {
+    for (int& c : pool) {
+      if (c >= 0) loop_.close(c);
+      c = -1;
+    }
+  }
+  conns_.clear();
+}
+
 Fleet::Fleet(Loop& loop, std::vector<uint16_t> servers, size_t connsPerServer)
     : loop_(loop), servers_(std::move(servers)), connsPerServer_(std::max<size_t>(1, connsPerServer)) {}
 

@@ -50,6 +50,8 @@ class Fleet {
   std::vector<Member>& members() { return members_; }
   FleetStats& stats() { return stats_; }
 
+  // Closes every connection the members use (their sessions then run out).
+  void closeAll();
   // The connection member i uses (opened, or reopened, on demand); -1 when
   // its server refuses connections.
   int connFor(size_t i);

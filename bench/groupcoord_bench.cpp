@@ -9,6 +9,7 @@
 //   groupcoord-bench direct     --ports P [--members 100]
 //   groupcoord-bench failover   --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]
 //   groupcoord-bench fleet      --server-bin GROUPCOORDD [--work-dir DIR] [--members 30000] [--groups 300]
+//   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -31,6 +32,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -162,9 +164,10 @@ std::vector<protocol::TopicPartition> partitionsOf(const std::string& topic, int
 // Heartbeats every `intervalNs` until all members are in sync (and, when
 // `partitions` is given, hold them exactly per group); the time it took.
 uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutNs,
-                const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions = {}) {
+                const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions = {},
+                Histogram* latency = nullptr) {
   const uint64_t t0 = nowNs();
-  fleet.startBeating(intervalNs);
+  fleet.startBeating(intervalNs, latency);
   uint64_t lastCheck = 0;
   bool ok = loop.runUntil(
       [&] {
@@ -281,8 +284,57 @@ void throughput(const Args& args) {
   }
 }
 
+// The echo server on the schedule the members just had: `frames[i]`
+// every `intervalNs`, phases spread as Fleet spreads them, over `conns`
+// connections, measured for `seconds`.
+struct EchoRun {
+  Histogram latency;
+  uint64_t answered = 0;
+  double cpuPerAnswerUs = 0;
+};
+EchoRun echoSchedule(Loop& loop, uint16_t echo, int echoPid, const std::vector<std::vector<uint8_t>>& frames,
+                     size_t conns, uint64_t intervalNs, double seconds) {
+  EchoRun run;
+  std::vector<int> echoConns;
+  for (size_t c = 0; c < conns; ++c) {
+    const int fd = loop.connect(echo);
+    if (fd < 0) fail("cannot connect to the echo server (connection " + std::to_string(c) + ")");
+    echoConns.push_back(fd);
+  }
+  const size_t n = frames.size();
+  bool measuring = false;
+  const uint64_t until = nowNs() + intervalNs + static_cast<uint64_t>(seconds * kSec);
+  std::function<void(size_t)> fire = [&](size_t i) {
+    if (nowNs() >= until) return;
+    loop.sendFrame(echoConns[i % conns], frames[i], protocol::ApiKey::Heartbeat,
+                   [&](const protocol::Response* r, uint64_t ns) {
+                     if (r != nullptr && measuring) {
+                       run.latency.add(ns);
+                       ++run.answered;
+                     }
+                   });
+    loop.after(intervalNs, [&fire, i] { fire(i); });
+  };
+  for (size_t i = 0; i < n; ++i) loop.after(intervalNs * i / n, [&fire, i] { fire(i); });
+  loop.runFor(intervalNs);
+  const double cpu0 = echoPid > 0 ? cpuSeconds(echoPid) : 0;
+  measuring = true;
+  loop.runFor(static_cast<uint64_t>(seconds * kSec));
+  measuring = false;
+  const double cpu1 = echoPid > 0 ? cpuSeconds(echoPid) : 0;
+  loop.runFor(intervalNs + 500 * kMs);  // past `until`: no timer refers to `fire` any more
+  for (int fd : echoConns) loop.close(fd);
+  if (run.answered > 0) run.cpuPerAnswerUs = (cpu1 - cpu0) * 1e6 / static_cast<double>(run.answered);
+  return run;
+}
+
+std::string quantiles(const Histogram& h) {
+  return fmt(h.quantileMs(0.5), 3) + " / " + fmt(h.quantileMs(0.99), 3) + " / " + fmt(h.quantileMs(0.999), 3);
+}
+
 // ---------------------------------------------------------------------------
-// 2. 10,000 members at one heartbeat a second.
+// 2. Many members heartbeating: latency beside the echo server on the same
+// schedule, CPU and memory per member, ZooKeeper traffic.
 
 void members(const Args& args) {
   const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
@@ -291,9 +343,15 @@ void members(const Args& args) {
   const size_t conns = static_cast<size_t>(args.num("conns", 1000));
   const size_t groups = static_cast<size_t>(args.num("groups", 100));
   const int32_t partitions = static_cast<int32_t>(args.num("partitions", 100));
+  const uint64_t intervalNs = static_cast<uint64_t>(args.num("interval-ms", 1000)) * kMs;
+  const int64_t sessionMs = args.num("session-ms", 30000);
+  const uint64_t settleNs = static_cast<uint64_t>(args.num("settle-interval-ms", 250)) * kMs;
   const double seconds = static_cast<double>(args.num("seconds", 20));
   const double idle = static_cast<double>(args.num("idle-seconds", 10));
+  const std::string sc = args.get("label", "2 " + count(static_cast<double>(n)) + " members");
   EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+  if (conns == 0 || groups == 0 || n == 0) fail("--members, --conns and --groups must be positive");
+  if (idle * 1000 >= static_cast<double>(sessionMs)) fail("--idle-seconds must be shorter than --session-ms");
 
   const std::string base = "mb-" + stamp();
   const std::string topic = base + "-t";
@@ -301,33 +359,34 @@ void members(const Args& args) {
   Loop loop;
   const int64_t rss0 = rssKiB(pid);
   for (size_t g = 0; g < groups; ++g) {
-    if (auto e = createGroup(loop, port, base + "-" + std::to_string(g), 30000, {topic}); e != ErrorCode::NONE) {
+    if (auto e = createGroup(loop, port, base + "-" + std::to_string(g), sessionMs, {topic}); e != ErrorCode::NONE) {
       fail("CreateGroup: " + std::string(protocol::errorName(e)));
     }
   }
   Fleet fleet(loop, {port}, conns);
   for (size_t i = 0; i < n; ++i) fleet.add(base + "-" + std::to_string(i % groups), port);
-  log("members: %zu members joining %zu groups over %zu connections", n, groups, conns);
+  log("%s: %zu members joining %zu groups over %zu connections", sc.c_str(), n, groups, conns);
   const uint64_t j0 = nowNs();
-  if (!fleet.joinAll(180 * kSec)) fail("members could not join");
+  if (!fleet.joinAll(300 * kSec)) fail("members could not join");
+  const uint64_t joined = nowNs() - j0;
   std::map<std::string, std::vector<protocol::TopicPartition>> expected;
   for (size_t g = 0; g < groups; ++g) expected[base + "-" + std::to_string(g)] = partitionsOf(topic, partitions);
-  settle(loop, fleet, 250 * kMs, 180 * kSec, expected);
-  log("members: all in sync after %.1f s", static_cast<double>(nowNs() - j0) / kSec);
+  settle(loop, fleet, settleNs, 300 * kSec, expected);
+  const uint64_t synced = nowNs() - j0;
+  log("%s: all in sync after %.1f s", sc.c_str(), static_cast<double>(synced) / kSec);
   loop.runFor(1 * kSec);
   const int64_t rss1 = rssKiB(pid);
 
-  // A window with the members idle (well within their 30 s session), then
-  // one with every member heartbeating once a second: whatever ZooKeeper
-  // receives beyond the idle rate is caused by heartbeats.
+  // A window with the members idle (well within their session), then one
+  // with every member heartbeating: whatever ZooKeeper receives beyond the
+  // idle rate is caused by heartbeats.
   const double p0 = zk.sum("zk_packets_received");
   loop.runFor(static_cast<uint64_t>(idle * kSec));
   const double p1 = zk.sum("zk_packets_received");
   Histogram latency;
-  const uint64_t hb0 = fleet.stats().heartbeats;
   const auto errors0 = fleet.stats().errors;
-  fleet.startBeating(1 * kSec, &latency);
-  loop.runFor(1 * kSec);  // every member has had its first beat
+  fleet.startBeating(intervalNs, &latency);
+  loop.runFor(intervalNs);  // every member has had its first beat
   latency.clear();
   const double p2 = zk.sum("zk_packets_received");
   const uint64_t hb1 = fleet.stats().heartbeats;
@@ -341,64 +400,55 @@ void members(const Args& args) {
   const int64_t rss2 = rssKiB(pid);
   uint64_t errors = 0;
   for (const auto& [name, c] : fleet.stats().errors) errors += c - (errors0.count(name) ? errors0.at(name) : 0);
+  size_t notInSync = 0;
+  for (const auto& m : fleet.members()) notInSync += !m.inSync;
+  std::vector<std::vector<uint8_t>> frames;
+  frames.reserve(n);
+  for (size_t i = 0; i < n; ++i) frames.push_back(fleet.at(i).heartbeatFrame);
+  // Closed before the echo run: a process may hold 20,000 descriptors here.
+  fleet.closeAll();
 
   // The same schedule against the echo server, which answers without any
   // work: what this machine's scheduling alone costs a heartbeat at this
   // rate (idle cores wake up for each one).
-  Histogram echoLatency;
   const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
+  EchoRun er;
   if (echo != 0) {
-    std::vector<int> echoConns;
-    for (size_t c = 0; c < conns; ++c) {
-      const int fd = loop.connect(echo);
-      if (fd < 0) fail("cannot connect to the echo server");
-      echoConns.push_back(fd);
-    }
-    bool measuring = false;
-    const uint64_t until = nowNs() + static_cast<uint64_t>((seconds + 1) * kSec);
-    std::function<void(size_t)> fire = [&](size_t i) {
-      if (nowNs() >= until) return;
-      loop.sendFrame(echoConns[i % conns], fleet.at(i).heartbeatFrame, protocol::ApiKey::Heartbeat,
-                     [&](const protocol::Response* r, uint64_t ns) {
-                       if (r != nullptr && measuring) echoLatency.add(ns);
-                     });
-      loop.after(1 * kSec, [&fire, i] { fire(i); });
-    };
-    for (size_t i = 0; i < n; ++i) loop.after(1 * kSec * i / n, [&fire, i] { fire(i); });
-    loop.runFor(1 * kSec);
-    measuring = true;
-    loop.runFor(static_cast<uint64_t>(seconds * kSec));
-    measuring = false;
-    loop.runFor(1500 * kMs);  // past `until`: no timer refers to `fire` any more
+    loop.runFor(500 * kMs);
+    er = echoSchedule(loop, echo, static_cast<int>(args.num("echo-pid", 0)), frames, conns, intervalNs, seconds);
   }
 
-  const std::string sc = "2 " + count(static_cast<double>(n)) + " members";
-  const double rate = static_cast<double>(hb2 - hb1) / seconds;
-  row(sc, "heartbeats answered per second (1 per member per second)", count(rate));
-  row(sc, "heartbeat latency p50 / p99 / p999 (ms)",
-      fmt(latency.quantileMs(0.5), 3) + " / " + fmt(latency.quantileMs(0.99), 3) + " / " +
-          fmt(latency.quantileMs(0.999), 3),
-      "p99 < 2 ms");
-  if (echoLatency.count() > 0) {
-    row(sc, "the same schedule against the echo server: p50 / p99 / p999 (ms)",
-        fmt(echoLatency.quantileMs(0.5), 3) + " / " + fmt(echoLatency.quantileMs(0.99), 3) + " / " +
-            fmt(echoLatency.quantileMs(0.999), 3));
+  const double hbs = static_cast<double>(hb2 - hb1);
+  const std::string every = intervalNs == kSec ? "second" : fmt(static_cast<double>(intervalNs) / kSec, 0) + " s";
+  row(sc, "members, groups, connections; heartbeat interval, session timeout",
+      count(static_cast<double>(n)) + ", " + count(static_cast<double>(groups)) + ", " +
+          count(static_cast<double>(conns)) + "; " + fmt(static_cast<double>(intervalNs) / kMs) + " ms, " +
+          count(static_cast<double>(sessionMs)) + " ms");
+  row(sc, "all registered / all in sync, from the first registration (s)",
+      fmt(static_cast<double>(joined) / kSec, 2) + " / " + fmt(static_cast<double>(synced) / kSec, 2));
+  row(sc, "heartbeats answered per second (1 per member per " + every + ")", count(hbs / seconds));
+  row(sc, "heartbeat latency p50 / p99 / p999 (ms)", quantiles(latency));
+  if (er.latency.count() > 0) {
+    row(sc, "the same schedule against the echo server: p50 / p99 / p999 (ms)", quantiles(er.latency));
+    const double r99 = latency.quantileMs(0.99) / std::max(er.latency.quantileMs(0.99), 1e-6);
+    const double r999 = latency.quantileMs(0.999) / std::max(er.latency.quantileMs(0.999), 1e-6);
+    row(sc, "groupcoordd / echo server: p99, p999", fmt(r99, 2) + "x, " + fmt(r999, 2) + "x",
+        "p99 <= 2x, p999 <= 3x");
   }
-  row(sc, "heartbeats not answered NONE", count(static_cast<double>(errors)), "0");
-  row(sc, "CPU per heartbeat: groupcoordd / load generator (us)",
-      fmt((cpu1 - cpu0) * 1e6 / static_cast<double>(hb2 - hb1), 1) + " / " +
-          fmt((self1 - self0) * 1e6 / static_cast<double>(hb2 - hb1), 1));
+  row(sc, "heartbeats not answered NONE over " + fmt(seconds) + " s; members not in sync at the end",
+      count(static_cast<double>(errors)) + "; " + count(static_cast<double>(notInSync)), "0; 0");
+  row(sc, "CPU per heartbeat: groupcoordd / echo server / load generator (us)",
+      fmt((cpu1 - cpu0) * 1e6 / hbs, 1) + " / " + (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " +
+          fmt((self1 - self0) * 1e6 / hbs, 1));
   const double perMember = static_cast<double>(rss1 - rss0) * 1024.0 / static_cast<double>(n);
   row(sc, "server RSS: before / with members / after the run (MiB)",
       fmt(rss0 / 1024.0, 1) + " / " + fmt(rss1 / 1024.0, 1) + " / " + fmt(rss2 / 1024.0, 1));
-  row(sc, "server memory per member (bytes, connections included)", count(perMember), "< 4096");
+  row(sc, "server memory per member (bytes, connections included)", count(perMember), "< 2048");
   const double idleRate = (p1 - p0) / idle;
   const double busyRate = (p3 - p2) / seconds;
   row(sc, "ZooKeeper packets received/s: members idle / heartbeating",
       fmt(idleRate, 2) + " / " + fmt(busyRate, 2));
-  row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / static_cast<double>(hb2 - hb1), 3),
-      "0 caused by heartbeats");
-  (void)hb0;
+  row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / hbs, 3), "0 caused by heartbeats");
 }
 
 // ---------------------------------------------------------------------------
@@ -497,6 +547,162 @@ void joinStorm(const Args& args) {
       count(static_cast<double>(bytes)) + " (" + count(static_cast<double>(members)) + ", " +
           count(static_cast<double>(held)) + ", " + std::to_string(history) + ")");
   row(sc, "DescribeGroup round trip (ms)", fmt(static_cast<double>(rtt) / kMs, 2));
+}
+
+// ---------------------------------------------------------------------------
+// 7. One big group: its first assignment, then one join and one leave among
+// thousands of members, beside members of another group.
+
+// What groupcoordd logged about `group`'s assignments past `offset` of its
+// log (moved on to the end): the time each took (ms), how many partitions
+// changed owner, and whether it ran while the transaction was in flight.
+struct LoggedAssignment {
+  double ms = 0;
+  size_t moved = 0;
+  bool ahead = false;
+};
+std::vector<LoggedAssignment> assignmentsInLog(const std::string& file, const std::string& group, size_t& offset) {
+  std::vector<LoggedAssignment> out;
+  std::ifstream in(file);
+  if (!in) return out;
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string line;
+  const std::string key = "group " + group + ": generation ";
+  while (std::getline(in, line)) {
+    offset += line.size() + 1;
+    if (line.find(key) == std::string::npos) continue;
+    const auto c = line.find(" change owner; computed in ");
+    if (c == std::string::npos) continue;
+    LoggedAssignment a;
+    const auto open = line.rfind('(', c);
+    if (open != std::string::npos) a.moved = std::strtoull(line.c_str() + open + 1, nullptr, 10);
+    a.ms = std::strtod(line.c_str() + c + std::strlen(" change owner; computed in "), nullptr);
+    a.ahead = line.find("while the transaction was in flight") != std::string::npos;
+    out.push_back(a);
+  }
+  return out;
+}
+
+void bigGroup(const Args& args) {
+  const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
+  const size_t n = static_cast<size_t>(args.num("members", 10000));
+  const int32_t partitions = static_cast<int32_t>(args.num("partitions", 10000));
+  const size_t conns = static_cast<size_t>(args.num("conns", 1000));
+  const size_t others = static_cast<size_t>(args.num("others", 1000));
+  const int64_t sessionMs = args.num("session-ms", 60000);
+  const uint64_t settleNs = static_cast<uint64_t>(args.num("settle-interval-ms", 1000)) * kMs;
+  const std::string serverLog = args.get("server-log");
+  if (serverLog.empty()) fail("big-group needs --server-log (groupcoordd's log file: assignment times)");
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+  const std::string sc =
+      args.get("label", "7 one group of " + count(static_cast<double>(n)) + " members, " + count(partitions) +
+                            " partitions");
+
+  const std::string big = "bg-" + stamp(), side = big + "-others";
+  const std::string topic = big + "-t", sideTopic = side + "-t";
+  const std::string topicsPath = args.get("topics-path", "/brokers/topics");
+  createTopic(zk, topicsPath, topic, partitions);
+  createTopic(zk, topicsPath, sideTopic, 100);
+  Loop loop;
+  for (const auto& [g, t] : {std::pair{big, topic}, std::pair{side, sideTopic}}) {
+    if (auto e = createGroup(loop, port, g, sessionMs, {t}); e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+  }
+  Fleet fleet(loop, {port}, conns);
+  for (size_t i = 0; i < n; ++i) fleet.add(big, port);
+  Fleet bystanders(loop, {port}, std::max<size_t>(1, others / 10));
+  for (size_t i = 0; i < others; ++i) bystanders.add(side, port);
+  const std::map<std::string, std::vector<protocol::TopicPartition>> expected{{big, partitionsOf(topic, partitions)}};
+  const std::map<std::string, std::vector<protocol::TopicPartition>> sideExpected{{side, partitionsOf(sideTopic, 100)}};
+  size_t logOffset = 0;
+  assignmentsInLog(serverLog, big, logOffset);  // to the end: earlier scenarios' lines
+
+  log("%s: %zu members joining one group", sc.c_str(), n);
+  const uint64_t j0 = nowNs();
+  if (!fleet.joinAll(600 * kSec)) fail("members could not join");
+  settle(loop, fleet, settleNs, 600 * kSec, expected);
+  const uint64_t first = nowNs() - j0;
+  const auto initial = assignmentsInLog(serverLog, big, logOffset);
+  log("%s: all in sync after %.1f s", sc.c_str(), static_cast<double>(first) / kSec);
+  if (!bystanders.joinAll(60 * kSec)) fail("the other group's members could not join");
+  settle(loop, bystanders, 250 * kMs, 60 * kSec, sideExpected);
+
+  // Steady: both groups heartbeat; then one join, then one leave, each
+  // until every member of the big group is in sync again, with the other
+  // group heartbeating throughout.
+  Histogram bigSteady, sideSteady, bigJoin, sideJoin, bigLeave, sideLeave;
+  bystanders.startBeating(1 * kSec, &sideSteady);
+  fleet.startBeating(settleNs, &bigSteady);
+  loop.runFor(settleNs + 3 * kSec);
+  fleet.stopBeating();
+  bystanders.stopBeating();
+  loop.runFor(20 * kMs);
+
+  bystanders.startBeating(1 * kSec, &sideJoin);
+  const size_t added = fleet.add(big, port);
+  bool registered = false;
+  const uint64_t t0 = nowNs();
+  fleet.at(added).busy = true;
+  fleet.registerMember(added, [&](bool ok) {
+    fleet.at(added).busy = false;
+    registered = ok;
+  });
+  loop.runUntil([&] { return !fleet.at(added).busy; }, 60 * kSec);
+  if (!registered) fail("the joining member could not register");
+  settle(loop, fleet, settleNs, 600 * kSec, expected, &bigJoin);
+  const uint64_t joinSync = nowNs() - t0;
+  bystanders.stopBeating();
+  const auto onJoin = assignmentsInLog(serverLog, big, logOffset);
+
+  bystanders.startBeating(1 * kSec, &sideLeave);
+  const uint64_t t1 = nowNs();
+  bool leftOk = false, leftAnswered = false;
+  Member& leaver = fleet.at(0);
+  leaver.crashed = true;  // beats no more
+  loop.send(fleet.connFor(0), protocol::LeaveGroupRequest{big, leaver.id}, [&](const protocol::Response* r, uint64_t) {
+    leftAnswered = true;
+    auto* lr = r ? std::get_if<protocol::LeaveGroupResponse>(r) : nullptr;
+    leftOk = lr && lr->error == ErrorCode::NONE;
+  });
+  loop.runUntil([&] { return leftAnswered; }, 60 * kSec);
+  if (!leftOk) fail("LeaveGroup was not answered NONE");
+  settle(loop, fleet, settleNs, 600 * kSec, expected, &bigLeave);
+  const uint64_t leaveSync = nowNs() - t1;
+  bystanders.stopBeating();
+  loop.runFor(100 * kMs);
+  const auto onLeave = assignmentsInLog(serverLog, big, logOffset);
+
+  auto assignmentText = [](const std::vector<LoggedAssignment>& v) {
+    if (v.empty()) return std::string("not logged");
+    double worst = 0;
+    size_t moved = 0;
+    bool ahead = true;
+    for (auto& a : v) {
+      worst = std::max(worst, a.ms);
+      moved += a.moved;
+      ahead = ahead && a.ahead;
+    }
+    return fmt(worst, 1) + " ms" + (v.size() > 1 ? " (worst of " + std::to_string(v.size()) + ")" : "") + ", " +
+           count(static_cast<double>(moved)) + " moved" + (ahead ? ", off the lock" : ", under the lock");
+  };
+  row(sc, "first registrations until all in sync (s); its assignments",
+      fmt(static_cast<double>(first) / kSec, 2) + "; " + assignmentText(initial));
+  row(sc, "assignment on a join: time, partitions moved, where", assignmentText(onJoin), "< 100 ms");
+  row(sc, "assignment on a leave: time, partitions moved, where", assignmentText(onLeave), "< 100 ms");
+  row(sc, "one join: every member in sync after (s) / one leave (s)",
+      fmt(static_cast<double>(joinSync) / kSec, 2) + " / " + fmt(static_cast<double>(leaveSync) / kSec, 2));
+  row(sc, "the group's heartbeat p99: steady / during the join / during the leave (ms)",
+      fmt(bigSteady.quantileMs(0.99), 3) + " / " + fmt(bigJoin.quantileMs(0.99), 3) + " / " +
+          fmt(bigLeave.quantileMs(0.99), 3));
+  row(sc,
+      count(static_cast<double>(others)) +
+          " members of another group, heartbeat p99: steady / during the join / during the leave (ms)",
+      fmt(sideSteady.quantileMs(0.99), 3) + " / " + fmt(sideJoin.quantileMs(0.99), 3) + " / " +
+          fmt(sideLeave.quantileMs(0.99), 3),
+      "unaffected");
+  row(sc, "answers not NONE (all of the group's, rebalances included); the other group's",
+      errorsText(fleet.stats()) + "; " + errorsText(bystanders.stats()));
 }
 
 // ---------------------------------------------------------------------------
@@ -1589,7 +1795,8 @@ int usage(int code) {
                "scenarios:\n"
                "  throughput  --ports P --echo-port E [--pids SERVER_PID,ECHO_PID] [--conns 1000] [--seconds 5]\n"
                "  members     --ports P --pids PID [--echo-port E] [--members 10000] [--conns 1000] [--groups 100]\n"
-               "              [--partitions 100] [--seconds 20] [--idle-seconds 10]\n"
+               "              [--partitions 100] [--interval-ms 1000] [--session-ms 30000] [--settle-interval-ms 250]\n"
+               "              [--seconds 20] [--idle-seconds 10] [--echo-pid PID] [--label TEXT]\n"
                "  join-storm  --ports P [--members 1000] [--partitions 1000] [--heartbeat-ms 100]\n"
                "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
                "  failover    --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]\n"
@@ -1598,6 +1805,8 @@ int usage(int code) {
                "              [--partitions 200] [--conns 100] [--heartbeat-ms 3000] [--member-session-ms 10000]\n"
                "              [--zk-session-ms 4000] [--settle-ms 2000] [--max-seconds 540]\n"
                "              (starts and restarts its own servers: a rolling restart under load)\n"
+               "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
+               "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics)\n"
                "Prints Markdown rows: | scenario | figure | value | target |. bench/run.sh runs them all.\n");
   return code;
@@ -1650,6 +1859,8 @@ int main(int argc, char** argv) {
       failover(args);
     } else if (scenario == "fleet") {
       fleetScenario(args);
+    } else if (scenario == "big-group") {
+      bigGroup(args);
     } else {
       return usage(2);
     }

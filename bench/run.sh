@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Runs groupcoord's benchmarks end to end and prints one Markdown table.
 #
-#   bench/run.sh [SCENARIO...]
+#   bench/run.sh [--quick] [SCENARIO...]
 #
-# SCENARIO: throughput, members, join-storm, direct, failover, fleet
-# (default: all, in that order; fleet starts and restarts its own three
-# servers: a rolling restart under 30,000 members). It builds groupcoordd,
-# groupcoord-bench and groupcoord-echo in build-bench/ (with scripts/dev.sh's
+# SCENARIO: throughput, members, members-100k, members-1conn, join-storm,
+# big-group, big-partitions, direct, failover, fleet (default:
+# all, in that order). members: 10,000 members at one heartbeat a second;
+# members-100k: 100,000 members in 1,000 groups over 10,000 connections,
+# heartbeating every 3 s with a 10 s session; members-1conn: the same
+# schedule with one member per connection, as many as the 20,000-descriptor
+# limit allows (19,000); big-group: one group of 10,000 members on 10,000
+# partitions; big-partitions: 1,000 members on 100,000 partitions;
+# fleet starts and restarts
+# its own three servers: a rolling restart under 30,000 members.
+# --quick: every scenario at a fraction of its size and length (a few
+# minutes in all), to check that they run; its figures are not the table's.
+# It builds groupcoordd, groupcoord-bench and
+# groupcoord-echo in build-bench/ (with scripts/dev.sh's
 # build type), starts its own three-node ZooKeeper ensemble on 127.0.0.1
 # (base port 23800: clients on 23801-23803), starts groupcoordd servers as
 # each scenario needs them (fresh ones, so that memory figures start from an
@@ -24,8 +34,19 @@ build_dir=${BUILD_DIR:-$root/build-bench}
 base=${GROUPCOORD_BENCH_ZK_BASE_PORT:-23800}
 jobs=${JOBS:-$(nproc)}
 zk_session_ms=4000
-scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(throughput members join-storm direct failover fleet)
+quick=
+scenarios=()
+for a in "$@"; do
+  case "$a" in
+    --quick) quick=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) scenarios+=("$a") ;;
+  esac
+done
+all_scenarios=(throughput members members-100k members-1conn join-storm big-group big-partitions direct failover fleet)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
+# q FULL QUICK: the full run's value, or the quick run's.
+q() { if [ -n "$quick" ]; then echo "$2"; else echo "$1"; fi; }
 
 log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
@@ -47,7 +68,8 @@ else
 log "building in $build_dir (${BUILD_TYPE:-RelWithDebInfo}, as scripts/dev.sh builds)"
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGROUPCOORD_BUILD_TESTS=OFF \
   ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
-cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo > "$work/build.log" 2>&1 ||
+cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo \
+  > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log" >&2; exit 1; }
 fi
 bench="$build_dir/bench/groupcoord-bench"
@@ -106,27 +128,65 @@ for s in "${scenarios[@]}"; do
     throughput)
       start_server 1
       start_echo
-      run throughput --ports="$server_port" --echo-port="$echo_port" --pids="$server_pid,$echo_pid"
+      run throughput --ports="$server_port" --echo-port="$echo_port" --pids="$server_pid,$echo_pid" \
+        --seconds="$(q 5 2)"
       stop_server "$echo_pid"
       stop_server "$server_pid"
       ;;
     members)
       start_server 1
       start_echo
-      run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port"
+      run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port" --echo-pid="$echo_pid" \
+        --members="$(q 10000 2000)" --conns="$(q 1000 200)" --groups="$(q 100 20)" \
+        --seconds="$(q 20 5)" --idle-seconds="$(q 10 2)"
+      stop_server "$echo_pid"
+      stop_server "$server_pid"
+      ;;
+    members-100k)
+      start_server 1
+      start_echo
+      run members --label="2b 100,000 members" --ports="$server_port" --pids="$server_pid" \
+        --echo-port="$echo_port" --echo-pid="$echo_pid" \
+        --members="$(q 100000 20000)" --conns="$(q 10000 2000)" --groups="$(q 1000 200)" --partitions=100 \
+        --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
+        --seconds="$(q 60 10)" --idle-seconds=4
+      stop_server "$echo_pid"
+      stop_server "$server_pid"
+      ;;
+    members-1conn)
+      start_server 1
+      start_echo
+      run members --label="2c one member per connection" --ports="$server_port" --pids="$server_pid" \
+        --echo-port="$echo_port" --echo-pid="$echo_pid" \
+        --members="$(q 19000 3000)" --conns="$(q 19000 3000)" --groups="$(q 190 30)" --partitions=100 \
+        --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
+        --seconds="$(q 30 10)" --idle-seconds=4
       stop_server "$echo_pid"
       stop_server "$server_pid"
       ;;
     join-storm)
       start_server 1
-      run join-storm --ports="$server_port"
+      run join-storm --ports="$server_port" --members="$(q 1000 300)"
+      stop_server "$server_pid"
+      ;;
+    big-group)
+      start_server 1
+      run big-group --ports="$server_port" --server-log="$work/server1.log" \
+        --members="$(q 10000 2000)" --partitions="$(q 10000 2000)" --conns="$(q 1000 200)" --others="$(q 1000 200)"
+      stop_server "$server_pid"
+      ;;
+    big-partitions)
+      start_server 1
+      run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 20,000) partitions" \
+        --ports="$server_port" --server-log="$work/server1.log" \
+        --members="$(q 1000 300)" --partitions="$(q 100000 20000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
       stop_server "$server_pid"
       ;;
     direct)
       start_server 1
       sleep 2  # the new server watches the groups earlier scenarios left; let that settle first
       run direct --ports="$server_port" --members=100
-      run direct --ports="$server_port" --members=1000
+      [ -n "$quick" ] || run direct --ports="$server_port" --members=1000
       stop_server "$server_pid"
       ;;
     failover)
@@ -140,10 +200,11 @@ for s in "${scenarios[@]}"; do
       ;;
     fleet)
       # It starts its servers itself (it restarts them), with their logs in $work.
-      run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms
+      run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
+        --members="$(q 30000 3000)" --groups="$(q 300 30)"
       ;;
     *)
-      log "unknown scenario '$s' (throughput, members, join-storm, direct, failover, fleet)"
+      log "unknown scenario '$s' (${all_scenarios[*]})"
       exit 2
       ;;
   esac
@@ -155,7 +216,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
   echo
   echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
     "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
-    "with \`bench/run.sh\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
+    "with \`bench/run.sh${quick:+ --quick}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
     "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms."
   echo
   echo "| scenario | figure | value | target |"

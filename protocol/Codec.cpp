@@ -760,6 +760,45 @@ DecodedRequest decodeRequest(std::span<const uint8_t> body) {
   return out;
 }
 
+bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out) {
+  const uint8_t* p = body.data();
+  const size_t size = body.size();
+  if (size < static_cast<size_t>(kMinRequestBody)) return false;
+  auto be16 = [p](size_t at) { return static_cast<int16_t>((p[at] << 8) | p[at + 1]); };
+  auto be64 = [p](size_t at) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; ++i) v = (v << 8) | p[at + i];
+    return static_cast<int64_t>(v);
+  };
+  if (be16(0) != static_cast<int16_t>(ApiKey::Heartbeat)) return false;
+  out.version = be16(2);
+  if (out.version < 0 || out.version > maxVersion(ApiKey::Heartbeat)) return false;
+  out.correlationId = be64(4);
+  size_t pos = 12;
+  // ClientId: nullable, at most kMaxClientIdBytes; skipped (a heartbeat's
+  // answer does not depend on it).
+  const int16_t clientId = be16(pos);
+  pos += 2;
+  if (clientId < -1 || clientId > static_cast<int16_t>(kMaxClientIdBytes)) return false;
+  if (clientId > 0) {
+    if (size - pos < static_cast<size_t>(clientId)) return false;
+    pos += static_cast<size_t>(clientId);
+  }
+  auto name = [&](std::string_view& v) {
+    if (size - pos < 2) return false;
+    const int16_t len = be16(pos);
+    pos += 2;
+    if (len < 0 || size - pos < static_cast<size_t>(len)) return false;
+    v = std::string_view(reinterpret_cast<const char*>(p + pos), static_cast<size_t>(len));
+    pos += static_cast<size_t>(len);
+    return isValidName(v);
+  };
+  if (!name(out.group) || !name(out.consumerId)) return false;
+  if (size - pos != 8) return false;  // the Generation, and nothing after it
+  out.generation = be64(pos);
+  return true;
+}
+
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
   Writer w(out);
   const size_t frame = w.beginFrame();

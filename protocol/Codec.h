@@ -55,6 +55,23 @@ struct DecodedRequest {
 // body: the frame without its 4-byte Size.
 DecodedRequest decodeRequest(std::span<const uint8_t> body);
 
+// A Heartbeat request read in place: its names point into the body, which
+// must outlive the view. For the server's heartbeat fast path
+// (docs/design.md, "Heartbeats").
+struct HeartbeatView {
+  int16_t version = 0;
+  int64_t correlationId = 0;
+  std::string_view group;
+  std::string_view consumerId;
+  int64_t generation = -1;
+};
+
+// True when `body` (a frame without its Size) is a well-formed Heartbeat
+// request whose names are valid: decodeRequest would give Ok and the same
+// fields, and validateNames NONE. False for anything else, which
+// decodeRequest then reads and explains. Allocates nothing.
+bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out);
+
 // Appends a whole frame (Size included) to out. The ApiKey written is the
 // request's own (apiKeyOf(request)); header.apiKey is not consulted.
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "protocol/Codec.h"
 #include "protocol/Messages.h"
 
 namespace groupcoord::protocol {
@@ -42,6 +43,17 @@ class Handler {
                           ResponseCallback done) {
     (void)caller;
     handle(header, std::move(request), std::move(done));
+  }
+  // A heartbeat answered at once, on the calling thread, without a
+  // callback: the server's fast path for the request that dominates its
+  // traffic (docs/design.md, "Heartbeats"). True when `out` holds the
+  // answer; false (the default) when this handler answers heartbeats
+  // through handleFrom() only, which the server then calls.
+  virtual bool heartbeatNow(const Caller& caller, const HeartbeatView& request, HeartbeatResponse& out) {
+    (void)caller;
+    (void)request;
+    (void)out;
+    return false;
   }
 };
 

@@ -99,6 +99,10 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::brokersPath));
   s.push_back(numberOption("zk.session.timeout.ms", "MS", "ZooKeeper session timeout asked for, in milliseconds",
                            &ServerConfig::zkSessionTimeoutMs));
+  s.push_back(numberOption("zk.lease.margin.ms", "MS",
+                           "heartbeats stop being answered from memory this long before ZooKeeper could expire "
+                           "the session; 0: a fifth of the session timeout, at least 200 ms",
+                           &ServerConfig::zkLeaseMarginMs));
   s.push_back(stringOption("zk.digest.user", "USER", "ZooKeeper digest auth user; empty: no auth",
                            &ServerConfig::zkDigestUser));
   s.push_back(stringOption("zk.digest.password", "PASSWORD", "ZooKeeper digest auth password (never logged)",
@@ -297,6 +301,10 @@ std::string validateConfig(const ServerConfig& c) {
   if (auto why = checkZkPath(c.brokersPath); !why.empty()) return badValue("zk.brokers.path", c.brokersPath, why);
   if (c.zkSessionTimeoutMs <= 0 || c.zkSessionTimeoutMs > 3'600'000) {
     return badValue("zk.session.timeout.ms", num(c.zkSessionTimeoutMs), "must be 1..3600000");
+  }
+  if (c.zkLeaseMarginMs < 0 || (c.zkLeaseMarginMs > 0 && c.zkLeaseMarginMs >= c.zkSessionTimeoutMs)) {
+    return badValue("zk.lease.margin.ms", num(c.zkLeaseMarginMs),
+                    "must be 0 (the default) or less than zk.session.timeout.ms");
   }
   if (c.zkDigestUser.empty() != c.zkDigestPassword.empty()) {
     return c.zkDigestUser.empty()

@@ -45,6 +45,7 @@ struct ServerConfig {
   std::string topicsPath = "/brokers/topics";
   std::string brokersPath = "/brokers/ids";
   int64_t zkSessionTimeoutMs = 10000;
+  int64_t zkLeaseMarginMs = 0;  // 0: a fifth of the granted session timeout, at least 200 ms
   std::string zkDigestUser;      // empty: no digest auth
   std::string zkDigestPassword;  // secret: masked in every log line
 

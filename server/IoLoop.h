@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "common/Sync.h"
+#include "protocol/Codec.h"
 #include "protocol/Handler.h"
 #include "server/Handles.h"
 #include "server/TcpServer.h"
@@ -178,6 +180,7 @@ class IoLoop {
   size_t consume(Connection& c, const uint8_t* data, size_t size);
   void parseBuffered(Connection& c);
   void dispatch(Connection& c, const uint8_t* body, size_t size);
+  bool answerHeartbeatNow(Connection& c, std::span<const uint8_t> body);
   void flush(Connection& c);
   bool writeOut(Connection& c);
   void outputDrained(Connection& c);  // every byte of `out` written: reset it, stop waiting for EPOLLOUT

@@ -219,6 +219,7 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.minSessionTimeoutMs = config.minSessionTimeoutMs;
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);
+  s.coordinator.leaseMargin = std::chrono::milliseconds(config.zkLeaseMarginMs);
   s.coordinator.handoverMaxInFlight = static_cast<size_t>(config.handoverMaxInFlight);
   s.coordinator.maxMetadataBytes = static_cast<size_t>(config.maxMetadataBytes);
   s.zkConnect = config.zkConnect;

@@ -71,14 +71,10 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
         });
 }
 
-protocol::ErrorCode responseError(const protocol::Response& response) {
-  return std::visit([](const auto& r) { return r.error; }, response);
-}
-
 protocol::ResponseCallback MeteredHandler::metered(protocol::ApiKey api, protocol::ResponseCallback done) {
   return [metrics = &metrics_, api, start = Clock::now(), done = std::move(done)](protocol::Response response) {
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    metrics->record(api, responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
+    metrics->record(api, protocol::responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
     done(std::move(response));
   };
 }

@@ -71,9 +71,6 @@ class MeteredHandler final : public protocol::Handler {
   RequestMetrics& metrics_;
 };
 
-// The error code a response carries at its top level.
-protocol::ErrorCode responseError(const protocol::Response& response);
-
 // Adds the connection metrics, read from `stats` at each scrape:
 // groupcoord_connections_open, _accepted_total, _rejected_total,
 // _closed_total{reason}, and groupcoord_requests_refused_total (frames the

@@ -7,7 +7,10 @@
 // - a request or a response that decodes re-encodes to a frame whose Size
 //   matches its body and that decodes to the same message;
 // - the frame reader never announces a body it was not given, nor one
-//   outside its bounds.
+//   outside its bounds;
+// - peekHeartbeat (the server's heartbeat fast path) accepts a body exactly
+//   when decodeRequest reads a Heartbeat from it whose names are valid, and
+//   then reads the same fields.
 
 #include <cstdint>
 #include <cstdlib>
@@ -58,9 +61,23 @@ void readAsServer(std::span<const uint8_t> input, int32_t maxFrameBytes) {
   }
 }
 
+// The fast path and the decoder agree on every body.
+void heartbeatPeek(std::span<const uint8_t> body, const DecodedRequest& decoded) {
+  HeartbeatView v;
+  const bool peeked = peekHeartbeat(body, v);
+  const auto* hb = decoded.status == DecodeStatus::Ok ? std::get_if<HeartbeatRequest>(&decoded.request) : nullptr;
+  const bool expected = hb != nullptr && validateNames(decoded.request) == ErrorCode::NONE;
+  if (peeked != expected) std::abort();
+  if (peeked && (v.group != hb->group || v.consumerId != hb->consumerId || v.generation != hb->generation ||
+                 v.version != decoded.header.version || v.correlationId != decoded.header.correlationId)) {
+    std::abort();
+  }
+}
+
 // body as a request body: when it decodes, the round trip must be exact.
 void requestRoundTrip(std::span<const uint8_t> body) {
   const DecodedRequest decoded = decodeRequest(body);
+  heartbeatPeek(body, decoded);
   if (decoded.status != DecodeStatus::Ok) return;
   (void)responseError(errorResponse(decoded.request, ErrorCode::INVALID_REQUEST));
 

@@ -299,6 +299,33 @@ TEST_F(ControllerClaimsTest, AwaitControllerAnswersWithoutOneWhenTheWaitEnds) {
   EXPECT_EQ(calls, 1);
 }
 
+// The exists() that sets a waiter's watch failed (ZooKeeper stalled): the
+// tick sets it again once connected, and the controller appearing later
+// still answers the CreateGroup.
+TEST_F(ControllerClaimsTest, AWaiterWhoseWatchFailedIsWatchedAgainByTheTick) {
+  auto& a = addServer(1, /*watchGroups=*/false);
+  createGroup("g");
+  int calls = 0;
+  protocol::Broker controller;
+  a.zk->failNext(zk::Error::ConnectionLoss);
+  a.claims->awaitController("g", [&](protocol::Response r) {
+    ++calls;
+    controller = std::get<protocol::CreateGroupResponse>(r).controller;
+  });
+  settle();
+  ASSERT_EQ(admin_.createSync(layout_.controllerPath("g"), "1", zk::CreateMode::Persistent).error, zk::Error::Ok);
+  settle();
+  EXPECT_EQ(calls, 0) << "no watch was set";
+  time_.advance(10ms);
+  a.claims->expireWaiters(time_.now(), /*connected=*/false);
+  settle();
+  EXPECT_EQ(calls, 0) << "not while disconnected";
+  a.claims->expireWaiters(time_.now(), /*connected=*/true);
+  settle();
+  ASSERT_EQ(calls, 1);
+  EXPECT_EQ(controller, (protocol::Broker{1, "host-1", 9001}));
+}
+
 TEST_F(ControllerClaimsTest, StoppingAnswersEveryWaiterWithoutAController) {
   auto& a = addServer(1, /*watchGroups=*/false);
   createGroup("g");

@@ -336,6 +336,64 @@ TEST_F(CoordinatorTest, WhileZooKeeperIsAwayHeartbeatsGoOnAndEvictionsWait) {
   (void)a;
 }
 
+// The session lease (docs/design.md): cut off from ZooKeeper, a controller
+// stops answering from memory before the ensemble could expire its session
+// (one session timeout after it last heard from the server), so before any
+// other server could claim its groups. The fake's session is 10 s: the
+// margin is 2 s and a probe goes every second.
+TEST_F(CoordinatorTest, CutOffFromZooKeeperHeartbeatsStopBeforeTheSessionCouldExpire) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g", 3000);
+  auto a = join(*n.coordinator, "g", "a");
+  // Steady: ticks every 100 ms. Every ZooKeeper call happens at a tick (the
+  // hand-driven clock stands still meanwhile), so the last tick that made
+  // one is the latest moment the ensemble heard from this server.
+  TimePoint lastHeard = time_.now();
+  for (int i = 0; i < 30; ++i) {
+    const uint64_t before = n.zk->counters().calls;
+    advance(100ms);
+    if (n.zk->counters().calls != before) lastHeard = time_.now();
+    ASSERT_EQ(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::NONE);
+  }
+  n.zk->disconnect();
+  settle();
+  const TimePoint couldExpire = lastHeard + 10000ms;
+  TimePoint lastNone{}, lastRegistered{};
+  int none = 0, refused = 0;
+  for (int i = 0; i < 150; ++i) {  // 15 s cut off
+    advance(100ms);
+    auto hb = heartbeat(*n.coordinator, "g", "a", a.generation);
+    if (hb.error == ErrorCode::NONE) {
+      lastNone = time_.now();
+      ++none;
+    } else {
+      EXPECT_EQ(hb.error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+      EXPECT_LT(lastNone, time_.now()) << "once stopped, it does not answer NONE again while cut off";
+      ++refused;
+    }
+    if (join(*n.coordinator, "g", "a").error == ErrorCode::NONE) lastRegistered = time_.now();
+  }
+  ASSERT_GT(none, 0);
+  ASSERT_GT(refused, 0);
+  EXPECT_LT(lastNone, couldExpire) << "a NONE after the ensemble could have expired the session";
+  EXPECT_LT(lastNone, couldExpire - 2000ms) << "the margin (2 s) holds";
+  EXPECT_LT(lastRegistered, couldExpire - 2000ms) << "a registration from memory is a grant: the same rule";
+  // The lease ran from the last probe, at most a probe interval (1 s)
+  // before the last call: a cut shorter than that changed nothing.
+  EXPECT_GE(lastNone, lastHeard + 6800ms) << "answered NONE for too short a time after the cut";
+  EXPECT_EQ(n.coordinator->membersOf("g"), (std::vector<std::string>{"a"})) << "nothing was evicted meanwhile";
+  // Back within the session: the probe renews the lease. The member, silent
+  // for longer than its 3 s session as far as the group knows, is evicted
+  // (it has fenced itself meanwhile) and registers again.
+  n.zk->reconnect();
+  settle();
+  advance(10ms);
+  EXPECT_TRUE(n.coordinator->answersFromMemory(time_.now()));
+  auto again = join(*n.coordinator, "g", "a");
+  ASSERT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", again.generation).error, ErrorCode::NONE);
+}
+
 TEST_F(CoordinatorTest, AfterItsSessionExpiresTheServerStartsOverAndMembersRejoin) {
   auto& n = addServer(1);
   create(*n.coordinator, "g");

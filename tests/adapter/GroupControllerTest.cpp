@@ -8,6 +8,8 @@
 // latency. (AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGroup below
 // covers the other order: answers that come before the call returns.)
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <future>
@@ -263,6 +265,80 @@ TEST_F(GroupControllerTest, HeartbeatAtTheGenerationAnswersNone) {
   EXPECT_EQ(zk_->counters().calls, 0u) << "heartbeats never reach ZooKeeper";
 }
 
+// An in-sync heartbeat skips its ownership checks until ownership changes
+// (docs/design.md, "Heartbeats"): b, answered NONE while a still holds b's
+// partition, must be told to register again as soon as a releases it.
+TEST_F(GroupControllerTest, AnInSyncMemberLearnsOfAPartitionFreedAfterItsLastHeartbeat) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(2000, {"t"});
+  load();
+  settle();
+  ASSERT_EQ(join("a").partitions.size(), 2u);
+  EXPECT_EQ(heartbeat("a", 1).error, ErrorCode::NONE);
+  auto b = join("b");
+  ASSERT_EQ(b.generation, 2);
+  EXPECT_TRUE(b.partitions.empty()) << "a still holds b's partition";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::NONE) << "nothing b can take yet";
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE) << "a releases it";
+  EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::REBALANCE_NEEDED) << "b's partition is free now";
+  EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::REBALANCE_NEEDED) << "and stays due until b takes it";
+  auto again = join("b");
+  EXPECT_EQ(again.partitions.size(), 1u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+    EXPECT_EQ(heartbeat("b", 2).error, ErrorCode::NONE);
+  }
+}
+
+// A big group's assignment is computed while its transaction is in flight,
+// without the lock (docs/design.md, "Assignment"): the answers are the same
+// as if it were computed under it, for joins and for a leave.
+TEST_F(GroupControllerTest, ABigGroupsAssignmentComputedAheadIsBalancedAndSticky) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(5000), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(2000, {"t"});
+  load();
+  settle();
+  EXPECT_EQ(join("a").partitions.size(), 5000u);
+  EXPECT_EQ(heartbeat("a", 1).error, ErrorCode::NONE);
+  auto b = join("b");
+  ASSERT_EQ(b.generation, 2);
+  EXPECT_TRUE(b.partitions.empty()) << "a still holds all of them";
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);  // releases b's half
+  EXPECT_EQ(join("b").partitions.size(), 2500u);
+  EXPECT_EQ(join("a").partitions.size(), 2500u) << "a kept its half: nothing else moved";
+  auto c = join("c");
+  ASSERT_EQ(c.generation, 3);
+  EXPECT_EQ(heartbeat("a", 3).error, ErrorCode::NONE);
+  EXPECT_EQ(heartbeat("b", 3).error, ErrorCode::NONE);
+  auto c2 = join("c");
+  const auto a3 = join("a").partitions, b3 = join("b").partitions;
+  for (size_t n : {a3.size(), b3.size(), c2.partitions.size()}) {
+    EXPECT_TRUE(n == 1666u || n == 1667u) << n;
+  }
+  EXPECT_EQ(a3.size() + b3.size() + c2.partitions.size(), 5000u);
+  // b leaves: its partitions go to a and c; a and c keep theirs.
+  Answer<protocol::Response> left;
+  drive([&] { controller_->leave(protocol::LeaveGroupRequest{kGroup, "b"}, left.callback()); });
+  ASSERT_TRUE(left.ready());
+  EXPECT_EQ(controller_->generation(), 4);
+  const auto a4 = join("a").partitions, c4 = join("c").partitions;
+  EXPECT_EQ(a4.size() + c4.size(), 5000u);
+  EXPECT_LE(std::max(a4.size(), c4.size()) - std::min(a4.size(), c4.size()), 1u);
+  auto keys = [](const std::vector<protocol::PartitionOffset>& v) {
+    std::vector<protocol::TopicPartition> out;
+    for (auto& p : v) out.push_back({p.topic, p.partition});
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto a3k = keys(a3), a4k = keys(a4), c2k = keys(c2.partitions), c4k = keys(c4);
+  EXPECT_TRUE(std::includes(a4k.begin(), a4k.end(), a3k.begin(), a3k.end())) << "a kept everything it had";
+  EXPECT_TRUE(std::includes(c4k.begin(), c4k.end(), c2k.begin(), c2k.end())) << "c too";
+}
+
 TEST_F(GroupControllerTest, ASilentMemberIsEvictedByTheTickAfterTheSessionTimeout) {
   createGroup(2000);
   load();
@@ -481,7 +557,7 @@ struct HandoverOutcome {
   }
 };
 
-TEST_F(GroupControllerTest, WhileHandingOverHeartbeatsAreAnsweredAndWritesWait) {
+TEST_F(GroupControllerTest, WhileHandingOverNothingRenewsALeaseAndWritesWait) {
   createGroup();
   load();
   auto a = join();
@@ -492,7 +568,11 @@ TEST_F(GroupControllerTest, WhileHandingOverHeartbeatsAreAnsweredAndWritesWait) 
     ASSERT_TRUE(controller_->handOver(1, 2, outcome.fn()));
     EXPECT_FALSE(controller_->handOver(1, 3, outcome.fn())) << "one handover at a time";
     EXPECT_EQ(controller_->phase(), GroupPhase::HandingOver);
-    EXPECT_EQ(heartbeat(a.consumerId, a.generation).error, ErrorCode::NONE) << "its member keeps its lease";
+    // The next controller may serve the group before this one hears the
+    // answer, counting its members' sessions from then: no renewal now
+    // (docs/design.md, "The session lease"). The member keeps what it holds
+    // until its own session timeout.
+    EXPECT_EQ(heartbeat(a.consumerId, a.generation).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
     Answer<protocol::Response> joined, committed, left;
     controller_->registerMember(header(), protocol::RegisterConsumerRequest{kGroup, "", {}}, joined.callback());
     controller_->commit(protocol::CommitOffsetsRequest{kGroup, a.consumerId, a.generation, {}}, committed.callback());

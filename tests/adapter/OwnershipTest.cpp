@@ -77,5 +77,40 @@ TEST(Ownership, AReportCannotStealAHeldPartition) {
   EXPECT_TRUE(o.heldBy("b").empty());
 }
 
+// The heartbeat path skips its checks while the epoch stays: every change
+// that can alter a member's answer must move it, and nothing else may.
+TEST(Ownership, TheEpochMovesOnEveryChangeAndOnlyThen) {
+  Ownership o;
+  uint64_t e = o.epoch();
+  auto moved = [&] {
+    const bool m = o.epoch() != e;
+    e = o.epoch();
+    return m;
+  };
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}, {"b", {}}});
+  EXPECT_TRUE(moved()) << "a new target";
+  o.grant("a", kT0);
+  EXPECT_TRUE(moved()) << "a grant";
+  o.grant("a", kT0);
+  EXPECT_FALSE(moved()) << "granting what it holds changes nothing";
+  EXPECT_EQ(o.releaseUntargeted("a"), 0u);
+  EXPECT_FALSE(moved()) << "an in-sync heartbeat changes nothing";
+  EXPECT_FALSE(o.due("a", kT0));
+  EXPECT_FALSE(moved());
+  o.setTarget({{"a", {P{"t", 0}}}, {"b", {P{"t", 1}}}});
+  EXPECT_TRUE(moved());
+  EXPECT_EQ(o.releaseUntargeted("a"), 1u);
+  EXPECT_TRUE(moved()) << "a release frees a partition b may now be granted";
+  EXPECT_TRUE(o.due("b", kT0));
+  o.reportOwned("b", {});
+  EXPECT_TRUE(moved()) << "a report";
+  o.releaseAll("a");
+  EXPECT_TRUE(moved()) << "a leave";
+  o.holdUnclaimedUntil(kT0 + std::chrono::seconds(10));
+  EXPECT_TRUE(moved()) << "a takeover's grace";
+  o.clear();
+  EXPECT_TRUE(moved());
+}
+
 }  // namespace
 }  // namespace groupcoord::adapter

@@ -64,7 +64,7 @@ TEST(ConfigTest, NamesFollowFromTheKey) {
   }
   for (const char* expected :
        {"listen.address", "listen.port", "advertised.host", "advertised.port", "server.id", "zk.connect", "zk.root",
-        "zk.topics.path", "zk.brokers.path", "zk.session.timeout.ms", "zk.digest.user", "zk.digest.password",
+        "zk.topics.path", "zk.brokers.path", "zk.session.timeout.ms", "zk.lease.margin.ms", "zk.digest.user", "zk.digest.password",
         "group.min.session.timeout.ms", "group.max.session.timeout.ms", "handover.settle.ms",
         "handover.max.in.flight", "max.frame.bytes", "max.connections",
         "max.inflight.per.connection", "idle.timeout.ms", "max.output.buffer.bytes", "io.threads", "log.level",
@@ -140,6 +140,8 @@ TEST(ConfigTest, BadValuesAreRefusedNamingTheOptionAndTheValue) {
   expectRejected("zk.topics.path", "brokers/topics");
   expectRejected("zk.brokers.path", "brokers/ids");
   expectRejected("zk.session.timeout.ms", "0");
+  expectRejected("zk.lease.margin.ms", "-1");
+  expectRejected("zk.lease.margin.ms", "10000");  // not below the session timeout (10000)
   expectRejected("group.min.session.timeout.ms", "0");
   expectRejected("group.max.session.timeout.ms", "999", "group.min.session.timeout.ms");
   expectRejected("handover.settle.ms", "-1");

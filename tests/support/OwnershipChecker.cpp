@@ -70,10 +70,26 @@ std::optional<std::map<TopicPartition, int64_t>> fetchOffsetsOnAny(const std::ve
 // ---------------------------------------------------------------------------
 // OwnershipRecord
 
-void OwnershipRecord::add(const std::string& who, const TopicPartition& p, bool grant, CheckerClock::time_point at) {
+void OwnershipRecord::add(const std::string& who, const TopicPartition& p, bool grant, CheckerClock::time_point at,
+                          uint16_t server) {
   std::lock_guard lock(mu_);
-  events_.push_back(OwnershipEvent{at, who, p, grant});
+  events_.push_back(OwnershipEvent{at, who, p, grant, server});
   ++(grant ? grants_ : releases_);
+}
+
+void OwnershipRecord::renewed(const std::string& who, uint16_t server, CheckerClock::time_point at) {
+  std::lock_guard lock(mu_);
+  renewals_.push_back(Renewal{at, who, server});
+}
+
+std::vector<OwnershipEvent> OwnershipRecord::events() const {
+  std::lock_guard lock(mu_);
+  return events_;
+}
+
+std::vector<Renewal> OwnershipRecord::renewals() const {
+  std::lock_guard lock(mu_);
+  return renewals_;
 }
 
 void OwnershipRecord::acked(const TopicPartition& p, int64_t offset) {
@@ -190,7 +206,10 @@ bool SimMember::connectToController() {
     auto info = askOnce<protocol::ListGroupsResponse>(port, protocol::ListGroupsRequest{{options_.group}}, 1000ms);
     if (!info || info->groups.size() != 1 || info->groups[0].controller.isNone()) continue;
     conn_.setClientId("checker-" + std::to_string(index_));
-    if (conn_.connect("127.0.0.1", info->groups[0].controller.port, 1000ms)) return true;
+    if (conn_.connect("127.0.0.1", info->groups[0].controller.port, 1000ms)) {
+      connPort_ = info->groups[0].controller.port;
+      return true;
+    }
   }
   record_.sawError("no controller reachable");
   return false;
@@ -229,12 +248,15 @@ bool SimMember::registerNow() {
   }
   auto& resp = std::get<protocol::RegisterConsumerResponse>(r.response);
   if (resp.error != ErrorCode::NONE) record_.sawError("RegisterConsumer " + std::string(protocol::errorName(resp.error)));
-  if (resp.error == ErrorCode::NOT_CONTROLLER) conn_.close();
+  // NOT_CONTROLLER, or a controller that cannot answer now: ask where the
+  // group is again before the next try (it may have moved meanwhile).
+  if (resp.error == ErrorCode::NOT_CONTROLLER || resp.error == ErrorCode::CONTROLLER_NOT_AVAILABLE) conn_.close();
   if (resp.error != ErrorCode::NONE) return false;
   fenceIfOverdue();
   id_ = resp.consumerId;
   generation_ = resp.generation;
   lastSuccessSent_ = sent;
+  record_.renewed(incarnation(), connPort_);
   needRegister_ = false;
   std::set<TopicPartition> granted;
   for (auto& p : resp.partitions) {
@@ -253,7 +275,7 @@ bool SimMember::registerNow() {
     }
   }
   for (auto& p : granted)
-    if (held_.insert(p).second) record_.add(incarnation(), p, true);
+    if (held_.insert(p).second) record_.add(incarnation(), p, true, CheckerClock::now(), connPort_);
   std::lock_guard lock(viewMu_);
   view_.members = resp.members;
   return true;
@@ -302,6 +324,7 @@ void SimMember::heartbeatOnce() {
   switch (resp.error) {
     case ErrorCode::NONE:
       lastSuccessSent_ = sent;
+      record_.renewed(incarnation(), connPort_);
       {
         std::lock_guard lock(viewMu_);
         view_.lastNone = CheckerClock::now();
@@ -309,6 +332,7 @@ void SimMember::heartbeatOnce() {
       break;
     case ErrorCode::REBALANCE_NEEDED:
       lastSuccessSent_ = sent;
+      record_.renewed(incarnation(), connPort_);
       registerNow();
       break;
     case ErrorCode::UNKNOWN_CONSUMER:
@@ -318,6 +342,10 @@ void SimMember::heartbeatOnce() {
       registerNow();
       break;
     case ErrorCode::NOT_CONTROLLER:
+    case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+      // Ask where the group is again: another server may control it now
+      // (this one may be cut off from ZooKeeper). It keeps what it holds
+      // until its own session timeout.
       conn_.close();
       break;
     default:

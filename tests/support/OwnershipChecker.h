@@ -63,13 +63,26 @@ struct OwnershipEvent {
   std::string member;  // the process incarnation, "id#n"
   protocol::TopicPartition partition;
   bool grant = false;
+  uint16_t server = 0;  // a grant: the port of the server that granted it
+};
+
+// An answer that renewed a member's lease: a heartbeat answered NONE or
+// REBALANCE_NEEDED, or a registration answered NONE.
+struct Renewal {
+  CheckerClock::time_point at;  // when the answer arrived
+  std::string member;           // "id#n"
+  uint16_t server = 0;          // the port that answered
 };
 
 // Everything the members saw.
 class OwnershipRecord {
  public:
   void add(const std::string& who, const protocol::TopicPartition& p, bool grant,
-           CheckerClock::time_point at = CheckerClock::now());
+           CheckerClock::time_point at = CheckerClock::now(), uint16_t server = 0);
+  void renewed(const std::string& who, uint16_t server, CheckerClock::time_point at = CheckerClock::now());
+  // Copies of everything recorded so far, in the order it was recorded.
+  std::vector<OwnershipEvent> events() const;
+  std::vector<Renewal> renewals() const;
   // A commit answered NONE for this partition.
   void acked(const protocol::TopicPartition& p, int64_t offset);
   // A commit whose outcome the member cannot know (no answer, or an answer
@@ -105,6 +118,7 @@ class OwnershipRecord {
  private:
   mutable std::mutex mu_;
   std::vector<OwnershipEvent> events_;
+  std::vector<Renewal> renewals_;
   uint64_t grants_ = 0;
   uint64_t releases_ = 0;
   uint64_t commitsAcked_ = 0;
@@ -179,6 +193,7 @@ class SimMember {
   std::atomic<uint64_t> registrations_{0};
 
   client::Connection conn_;
+  uint16_t connPort_ = 0;  // the server conn_ is connected to
   std::string id_;
   int incarnation_ = 0;
   int64_t generation_ = -1;

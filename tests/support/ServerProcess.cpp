@@ -1,6 +1,7 @@
 #include "support/ServerProcess.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,11 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
   argv.push_back("--port-file=" + portFile_);
   for (auto& a : args_) argv.push_back(a);
   ::unlink(portFile_.c_str());
+  // The server writes its port file into dir_.
+  if (uid_ != 0 && ::chown(dir_.c_str(), uid_, uid_) != 0) {
+    std::cerr << "cannot give " << dir_ << " to uid " << uid_ << std::endl;
+    return false;
+  }
 
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -51,6 +57,10 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::close(fd);
+    }
+    if (uid_ != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(uid_) != 0 || ::setuid(uid_) != 0)) {
+      std::perror("groupcoordd test: cannot switch to its uid");
+      ::_exit(126);
     }
     // Several servers run side by side: each takes a free port for its HTTP
     // endpoints (the environment loses to a --http-port a test gives, and a

@@ -23,6 +23,11 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
+  // Runs it under this uid (and the gid of the same number) from the next
+  // start() on, so that a firewall rule matching the uid can cut its
+  // traffic alone (tests/fault/PartitionTest.cpp). The test runs as root.
+  void runAs(uid_t uid) { uid_ = uid; }
+
   // Starts it and waits until it listens; false (and the log is printed) if
   // it did not within `wait`.
   bool start(std::chrono::milliseconds wait = std::chrono::seconds(20));
@@ -51,6 +56,7 @@ class ServerProcess {
   std::string portFile_;
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  uid_t uid_ = 0;  // 0: as the test
 };
 
 }  // namespace groupcoord::testing
