@@ -49,8 +49,15 @@ Histogram::Snapshot Histogram::snapshot() const {
 
 std::vector<uint64_t> requestLatencyBoundsNs() {
   constexpr uint64_t us = 1000;
-  return {100 * us,    250 * us,    500 * us,    1000 * us,   2500 * us,   5000 * us,     10000 * us,
-          25000 * us,  50000 * us,  100000 * us, 250000 * us, 500000 * us, 1000000 * us};
+  return {5 * us,      10 * us,     25 * us,     50 * us,     100 * us,    250 * us,     500 * us,
+          1000 * us,   2500 * us,   5000 * us,   10000 * us,  25000 * us,  50000 * us,   100000 * us,
+          250000 * us, 500000 * us, 1000000 * us};
+}
+
+std::vector<uint64_t> stageBoundsNs() {
+  constexpr uint64_t us = 1000;
+  return {1 * us / 4, 1 * us / 2, 1 * us,   2 * us,    5 * us,    10 * us,   20 * us,
+          50 * us,    100 * us,   250 * us, 1000 * us, 5000 * us, 25000 * us};
 }
 
 std::vector<uint64_t> zookeeperLatencyBoundsNs() {

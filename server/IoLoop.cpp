@@ -583,7 +583,32 @@ void IoLoop::onReadable(Connection& c) {
     return;
   }
   c.lastReadAt = now_;
+  if (options_.observer != nullptr) stageRead(c);
   received(c, static_cast<size_t>(n));
+  // The sampled read brought no heartbeat the fast path answered.
+  if (sample_.conn == &c && sample_.state == StageSample::State::Armed) sample_ = StageSample{};
+}
+
+namespace {
+uint64_t nanosBetween(Clock::time_point from, Clock::time_point to) {
+  const auto d = std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+  return d > 0 ? static_cast<uint64_t>(d) : 0;
+}
+}  // namespace
+
+void IoLoop::stageRead(Connection& c) {
+  if (sample_.state != StageSample::State::Idle || ++stageReads_ % kHeartbeatStageSampleEvery != 0) return;
+  sample_.state = StageSample::State::Armed;
+  sample_.conn = &c;
+  sample_.wake = now_;
+  sample_.read = Clock::now();
+}
+
+void IoLoop::stageSent(Connection& c) {
+  if (sample_.conn != &c || sample_.state != StageSample::State::Encoded) return;
+  sample_.stages.write = nanosBetween(sample_.encoded, Clock::now());
+  options_.observer->heartbeatStages(sample_.stages);
+  sample_ = StageSample{};
 }
 
 void IoLoop::received(Connection& c, size_t size) {
@@ -724,6 +749,9 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
 // first: the general path. So does anything peekHeartbeat does not accept.
 bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   if (options_.auth || c.inFlight() != 0 || c.pendingOut() > options_.maxOutputBytes) return false;
+  // This heartbeat's stages are timed: the first the sampled read brought.
+  const bool timed = sample_.conn == &c && sample_.state == StageSample::State::Armed;
+  const Clock::time_point read = timed ? Clock::now() : Clock::time_point{};
   protocol::HeartbeatView r;
   if (!protocol::peekHeartbeat(body, r)) return false;
   protocol::Response response{protocol::HeartbeatResponse{}};
@@ -735,15 +763,22 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
     return false;  // the general path answers it, and logs what goes wrong
   }
   LoopCounters::add(counters_.handlerCalls, 1);
+  Clock::time_point handled{};
   if (options_.observer != nullptr) {
-    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    options_.observer->answered(protocol::ApiKey::Heartbeat, hb.error, took > 0 ? static_cast<uint64_t>(took) : 0);
+    handled = Clock::now();
+    options_.observer->answered(protocol::ApiKey::Heartbeat, hb.error, nanosBetween(start, handled));
   }
   if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
     c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
     c.outOffset = 0;
   }
   protocol::encodeResponse(protocol::ResponseHeader{r.version, r.correlationId}, response, c.out);
+  if (timed) {
+    sample_.encoded = Clock::now();
+    sample_.stages = HeartbeatStages{nanosBetween(sample_.wake, sample_.read), nanosBetween(read, start),
+                                     nanosBetween(start, handled), nanosBetween(handled, sample_.encoded), 0};
+    sample_.state = StageSample::State::Encoded;
+  }
   LoopCounters::add(counters_.responsesQueued, 1);
   counters_.notePending(c.pendingOut());
   if (!c.scheduled) {
@@ -871,6 +906,7 @@ bool IoLoop::writeOut(Connection& c) {
     }
     return false;
   }
+  if (sample_.conn == &c) stageSent(c);
   outputDrained(c);
   return true;
 }
@@ -918,6 +954,7 @@ void IoLoop::maybeFinish(Connection& c) {
 void IoLoop::close(Connection& c, CloseReason reason) {
   if (c.closed) return;
   c.closed = true;
+  if (sample_.conn == &c) sample_ = StageSample{};
   if (c.scheduled) {
     // It must not outlive its graveyard turn on the schedule.
     if (auto it = std::find(scheduled_.begin(), scheduled_.end(), &c); it != scheduled_.end()) scheduled_.erase(it);

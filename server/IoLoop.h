@@ -211,6 +211,20 @@ class IoLoop {
   std::vector<Connection*> scheduledNow_;
   Inbox::Batch batch_;
   Clock::time_point now_{};
+  // The heartbeat whose stages are being timed (with an observer only):
+  // armed by one read in kHeartbeatStageSampleEvery, timed through decode,
+  // handler and encode by the fast path, finished when its bytes are sent.
+  struct StageSample {
+    enum class State : uint8_t { Idle, Armed, Encoded };
+    State state = State::Idle;
+    Connection* conn = nullptr;
+    Clock::time_point wake, read, encoded;
+    HeartbeatStages stages;
+  };
+  void stageRead(Connection& c);
+  void stageSent(Connection& c);
+  uint32_t stageReads_ = 0;
+  StageSample sample_;
   Clock::time_point nextTick_{};
   std::chrono::milliseconds tickInterval_{250};
   bool draining_ = false;

@@ -35,12 +35,15 @@ class RequestMetrics final : public RequestObserver {
   // RequestObserver: the TCP server reports each answered request here
   // (TcpServerOptions::observer), which is how groupcoordd records them.
   void answered(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) override { record(api, error, nanos); }
+  // The sampled stages of heartbeats answered on the I/O threads.
+  void heartbeatStages(const HeartbeatStages& stages) override;
 
   uint64_t requests(protocol::ApiKey api) const;
   uint64_t errors(protocol::ApiKey api, protocol::ErrorCode error) const;
 
-  // Adds groupcoord_requests_total, groupcoord_request_errors_total and
-  // groupcoord_request_duration_seconds. Start-up; this object must
+  // Adds groupcoord_requests_total, groupcoord_request_errors_total,
+  // groupcoord_request_duration_seconds and
+  // groupcoord_heartbeat_stage_seconds. Start-up; this object must
   // outlive the registry's scrapes.
   void registerWith(metrics::Registry& registry) const;
 
@@ -51,6 +54,9 @@ class RequestMetrics final : public RequestObserver {
   static size_t errorSlot(protocol::ErrorCode error);
 
   std::array<std::unique_ptr<metrics::Histogram>, protocol::kApiCount> latency_;
+  // wake_to_read, decode, handle, encode, write (HeartbeatStages's order).
+  static constexpr std::array<const char*, 5> kStageNames{"wake_to_read", "decode", "handle", "encode", "write"};
+  std::array<std::unique_ptr<metrics::Histogram>, kStageNames.size()> stages_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
 };
 

@@ -31,10 +31,24 @@ class TlsServerContext;
 // Told of every request a Handler answered: its API, the error at the top
 // of the answer and the time from dispatch to answer. Called on whichever
 // thread answers, once per request: it must be cheap and thread-safe.
+// Where the time of one heartbeat answered on its I/O thread went, in
+// nanoseconds (docs/design.md, "Heartbeats"). Sampled: the first such
+// heartbeat of one read in kHeartbeatStageSampleEvery.
+struct HeartbeatStages {
+  uint64_t wakeToRead = 0;  // epoll_wait returned -> the read that brought the frame returned
+  uint64_t decode = 0;      // the frame read in place (peekHeartbeat)
+  uint64_t handle = 0;      // the handler, lock waits included
+  uint64_t encode = 0;      // the answer encoded into the output buffer
+  uint64_t write = 0;       // encoded -> the send() that handed its last byte to the kernel returned
+};
+inline constexpr uint32_t kHeartbeatStageSampleEvery = 8;
+
 class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
   virtual void answered(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) = 0;
+  // A sampled heartbeat's stages; same threads as answered().
+  virtual void heartbeatStages(const HeartbeatStages& stages) { (void)stages; }
 };
 
 struct TcpServerOptions {
