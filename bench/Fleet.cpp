@@ -168,26 +168,60 @@ void Fleet::relocate(size_t i, std::function<void()> done, int attempt) {
              });
 }
 
-void Fleet::beatOne(size_t i, uint64_t intervalNs, uint64_t epoch, Histogram* latency) {
+void Fleet::beatAt(size_t i, uint64_t dueNs, uint64_t intervalNs, uint64_t epoch) {
   if (epoch != beatEpoch_) return;
   Member& m = members_[i];
   if (m.crashed) return;
-  loop_.after(intervalNs, [this, i, intervalNs, epoch, latency] { beatOne(i, intervalNs, epoch, latency); });
-  if (m.busy) return;  // the previous one (or what it led to) is still going
-  m.busy = true;
-  heartbeat(i, [this, i, latency](ErrorCode e, uint64_t ns) {
-    members_[i].busy = false;
-    if (latency != nullptr && ns > 0 && e == ErrorCode::NONE) latency->add(ns);
+  const uint64_t now = nowNs();
+  // The next beat keeps its place on the schedule however late this one is.
+  const uint64_t next = dueNs + intervalNs;
+  loop_.after(next > now ? next - now : 0, [this, i, next, intervalNs, epoch] { beatAt(i, next, intervalNs, epoch); });
+  if (measure_.lateness != nullptr && measure_.covers(dueNs)) measure_.lateness->add(now > dueNs ? now - dueNs : 0);
+  if (m.busy) {
+    // The previous one (or what it led to) is still going: this one goes
+    // when it is answered, and counts its wait.
+    if (m.deferred.size() < 64) {
+      m.deferred.push_back(dueNs);
+    } else {
+      ++stats_.beatsDropped;
+    }
+    return;
+  }
+  sendBeat(i, dueNs, epoch);
+}
+
+void Fleet::sendBeat(size_t i, uint64_t dueNs, uint64_t epoch) {
+  members_[i].busy = true;
+  heartbeat(i, [this, i, dueNs, epoch](ErrorCode e, uint64_t) {
+    Member& m = members_[i];
+    m.busy = false;
+    if (e == ErrorCode::NONE && measure_.latency != nullptr && measure_.covers(dueNs)) {
+      const uint64_t now = nowNs();
+      measure_.latency->add(now > dueNs ? now - dueNs : 0);
+    }
+    if (epoch != beatEpoch_ || m.deferred.empty() || m.crashed) return;
+    const uint64_t next = m.deferred.front();
+    m.deferred.pop_front();
+    sendBeat(i, next, epoch);
   });
 }
 
-void Fleet::startBeating(uint64_t intervalNs, Histogram* latency) {
+void Fleet::startBeating(uint64_t intervalNs, BeatMeasure measure) {
   const uint64_t epoch = ++beatEpoch_;
+  measure_ = measure;
   const size_t n = members_.size();
+  const uint64_t start = nowNs();
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t phase = n ? intervalNs * i / n : 0;
-    loop_.after(phase, [this, i, intervalNs, epoch, latency] { beatOne(i, intervalNs, epoch, latency); });
+    members_[i].deferred.clear();
+    const uint64_t due = start + (n ? intervalNs * i / n : 0);
+    loop_.after(due - start, [this, i, due, intervalNs, epoch] { beatAt(i, due, intervalNs, epoch); });
   }
+}
+
+void Fleet::stopBeating() {
+  ++beatEpoch_;
+  measure_ = BeatMeasure{};
+  for (auto& m : members_) m.deferred.clear();
 }
 
 bool Fleet::joinAll(uint64_t timeoutNs) {

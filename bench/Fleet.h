@@ -8,7 +8,9 @@
 // connection, as members of one process would.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,11 +33,30 @@ struct Member {
   bool crashed = false;
   uint64_t lastAckedHeartbeatSentNs = 0;
   std::vector<uint8_t> heartbeatFrame;  // pre-encoded for `generation`
+  // Due times of beats that fell due while the previous was still out:
+  // sent one after another as answers come, each measured from its due time.
+  std::deque<uint64_t> deferred;
+};
+
+// What a heartbeat schedule measures. Beat k of member i is due at
+// start + phase(i) + k * interval, whatever happened to earlier beats (an
+// absolute schedule); only beats due in [fromNs, untilNs) are recorded.
+struct BeatMeasure {
+  // Answered NONE: from the beat's due time to its answer, so that a beat
+  // held up behind a slow one counts the wait too (coordinated omission
+  // corrected, as wrk2 measures).
+  Histogram* latency = nullptr;
+  // How late the generator itself fired each beat against its due time.
+  Histogram* lateness = nullptr;
+  uint64_t fromNs = 0;
+  uint64_t untilNs = std::numeric_limits<uint64_t>::max();
+  bool covers(uint64_t dueNs) const { return dueNs >= fromNs && dueNs < untilNs; }
 };
 
 struct FleetStats {
   uint64_t heartbeats = 0;
   std::map<std::string, uint64_t> errors;  // by error name; "CONNECTION" for a failed request
+  uint64_t beatsDropped = 0;  // due while 64 earlier ones of the same member were still waiting
   uint64_t registrations = 0;
 };
 
@@ -61,11 +82,16 @@ class Fleet {
   // One heartbeat, and whatever it calls for (registering again, finding
   // the controller). done(the heartbeat's answer, its latency).
   void heartbeat(size_t i, std::function<void(protocol::ErrorCode, uint64_t)> done);
-  // Every member not crashed heartbeats every `intervalNs`, phases spread
-  // evenly, until stopBeating(). latency (optional) gets each answered
-  // heartbeat's latency.
-  void startBeating(uint64_t intervalNs, Histogram* latency = nullptr);
-  void stopBeating() { ++beatEpoch_; }
+  // Every member not crashed heartbeats every `intervalNs` on an absolute
+  // schedule, phases spread evenly, from now until stopBeating().
+  void startBeating(uint64_t intervalNs, BeatMeasure measure);
+  // latency (optional) gets each heartbeat answered NONE, from its due time.
+  void startBeating(uint64_t intervalNs, Histogram* latency = nullptr) {
+    startBeating(intervalNs, BeatMeasure{latency});
+  }
+  // What the running schedule records from now on (a new window).
+  void setMeasure(BeatMeasure measure) { measure_ = measure; }
+  void stopBeating();
 
   // Every live member registers (each at most `parallel` at a time per
   // fleet); true when all did within the timeout.
@@ -97,7 +123,8 @@ class Fleet {
   void relocate(size_t i, std::function<void()> done, int attempt = 0);
   void heartbeatTry(size_t i, int attempt, std::function<void(protocol::ErrorCode, uint64_t)> done);
   void encodeHeartbeat(Member& m);
-  void beatOne(size_t i, uint64_t intervalNs, uint64_t epoch, Histogram* latency);
+  void beatAt(size_t i, uint64_t dueNs, uint64_t intervalNs, uint64_t epoch);
+  void sendBeat(size_t i, uint64_t dueNs, uint64_t epoch);
   void countError(protocol::ErrorCode e);
 
   Loop& loop_;
@@ -107,6 +134,7 @@ class Fleet {
   std::vector<Member> members_;
   FleetStats stats_;
   uint64_t beatEpoch_ = 0;
+  BeatMeasure measure_;
 };
 
 // Blocking helpers over a Loop (they run it until the answer arrives).

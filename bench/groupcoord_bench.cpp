@@ -33,8 +33,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -218,17 +220,25 @@ void throughput(const Args& args) {
   if (!fleet.joinAll(120 * kSec)) fail("members could not join");
   settle(loop, fleet, 100 * kMs, 60 * kSec);
 
-  std::vector<int> serverConns, echoConns;
+  const uint16_t loopEcho = static_cast<uint16_t>(args.num("loop-echo-port", 0));
+  std::vector<int> serverConns, echoConns, loopConns;
   for (size_t i = 0; i < conns; ++i) serverConns.push_back(fleet.connFor(i));
   for (size_t i = 0; i < conns; ++i) {
     int c = loop.connect(echo);
     if (c < 0) fail("cannot connect to the echo server");
     echoConns.push_back(c);
+    if (loopEcho != 0) {
+      c = loop.connect(loopEcho);
+      if (c < 0) fail("cannot connect to the IoLoop echo server");
+      loopConns.push_back(c);
+    }
   }
 
   const auto pids = args.list("pids");
   const int serverPid = pids.size() > 0 ? static_cast<int>(pids[0]) : 0;
   const int echoPid = pids.size() > 1 ? static_cast<int>(pids[1]) : 0;
+  const int loopPid = pids.size() > 2 ? static_cast<int>(pids[2]) : 0;
+  const int pairs = static_cast<int>(std::max<int64_t>(1, args.num("pairs", 5)));
   struct Run {
     double rate = 0;
     uint64_t errors = 0;
@@ -252,7 +262,7 @@ void throughput(const Args& args) {
     for (size_t i = 0; i < conns; ++i) {
       for (int d = 0; d < depth; ++d) fire(i);
     }
-    loop.runFor(1 * kSec);  // warm-up
+    loop.runFor(kSec / 2);  // warm-up
     measuring = true;
     const uint64_t t0 = nowNs();
     const double c0 = pid ? cpuSeconds(pid) : 0;
@@ -265,33 +275,117 @@ void throughput(const Args& args) {
     return Run{static_cast<double>(responses) / elapsed, errors,
                responses ? (c1 - c0) * 1e6 / static_cast<double>(responses) : 0};
   };
+  // "median (min .. max)" of a list of ratios or figures.
+  auto spread = [](std::vector<double> v, int decimals) {
+    std::sort(v.begin(), v.end());
+    if (v.empty()) return std::string("-");
+    return fmt(v[v.size() / 2], decimals) + " (" + fmt(v.front(), decimals) + " .. " + fmt(v.back(), decimals) + ")";
+  };
 
+  // The servers take turns in short windows, `pairs` rounds of each: a
+  // disturbance of the machine falls on one window, not on one server.
   for (int depth : {1, 16}) {
-    log("throughput: depth %d against groupcoordd", depth);
-    Run server = drive(serverConns, depth, serverPid);
-    log("throughput: depth %d against the echo server", depth);
-    Run base_ = drive(echoConns, depth, echoPid);
-    const double ratio = base_.rate > 0 ? server.rate / base_.rate : 0;
-    const std::string d = "depth " + std::to_string(depth) + ", " + std::to_string(conns) + " connections";
-    row("1 throughput", "heartbeats/s through groupcoordd, " + d, count(server.rate) +
-        (server.errors ? " (" + count(static_cast<double>(server.errors)) + " not NONE)" : ""));
-    row("1 throughput", "frames/s through the echo server, " + d, count(base_.rate));
-    row("1 throughput", "ratio groupcoordd / echo, depth " + std::to_string(depth), fmt(ratio, 2), ">= 0.70");
+    std::vector<double> gcRate, echoRate, loopRate, gcCpu, echoCpu, loopCpu, vsEcho, vsLoop, cpuVsLoop;
+    uint64_t gcErrors = 0;
+    for (int round = 0; round < pairs; ++round) {
+      log("throughput: depth %d, round %d of %d", depth, round + 1, pairs);
+      const Run g = drive(serverConns, depth, serverPid);
+      const Run e = drive(echoConns, depth, echoPid);
+      gcRate.push_back(g.rate);
+      echoRate.push_back(e.rate);
+      gcCpu.push_back(g.cpuUs);
+      echoCpu.push_back(e.cpuUs);
+      gcErrors += g.errors;
+      if (e.rate > 0) vsEcho.push_back(g.rate / e.rate);
+      if (loopEcho != 0) {
+        const Run l = drive(loopConns, depth, loopPid);
+        loopRate.push_back(l.rate);
+        loopCpu.push_back(l.cpuUs);
+        if (l.rate > 0) vsLoop.push_back(g.rate / l.rate);
+        if (l.cpuUs > 0) cpuVsLoop.push_back(g.cpuUs / l.cpuUs);
+      }
+    }
+    const std::string d = "depth " + std::to_string(depth) + ", " + std::to_string(conns) + " connections, " +
+                          std::to_string(pairs) + " interleaved rounds, median (range)";
+    row("1 throughput", "heartbeats/s through groupcoordd, " + d,
+        spread(gcRate, 0) + (gcErrors ? " (" + count(static_cast<double>(gcErrors)) + " not NONE)" : ""));
+    row("1 throughput", "frames/s through the minimal echo, " + d, spread(echoRate, 0));
+    if (!loopRate.empty()) row("1 throughput", "frames/s through the IoLoop echo, " + d, spread(loopRate, 0));
+    row("1 throughput", "frames/s, groupcoordd / minimal echo, depth " + std::to_string(depth), spread(vsEcho, 2),
+        depth == 16 ? ">= 0.85" : "");
+    if (!vsLoop.empty()) {
+      row("1 throughput", "frames/s, groupcoordd / IoLoop echo, depth " + std::to_string(depth), spread(vsLoop, 2));
+    }
     if (serverPid && echoPid) {
-      row("1 throughput", "server CPU per request, groupcoordd / echo, depth " + std::to_string(depth) + " (us)",
-          fmt(server.cpuUs, 2) + " / " + fmt(base_.cpuUs, 2));
+      row("1 throughput",
+          "server CPU per request, groupcoordd / IoLoop echo / minimal echo, depth " + std::to_string(depth) +
+              " (us, median)",
+          spread(gcCpu, 2) + " / " + (loopCpu.empty() ? "-" : spread(loopCpu, 2)) + " / " + spread(echoCpu, 2));
+      if (!cpuVsLoop.empty()) {
+        row("1 throughput", "CPU per request, groupcoordd / IoLoop echo, depth " + std::to_string(depth),
+            spread(cpuVsLoop, 2), depth == 16 ? "<= 1.3" : "");
+      }
     }
   }
 }
 
-// The echo server on the schedule the members just had: `frames[i]`
-// every `intervalNs`, phases spread as Fleet spreads them, over `conns`
-// connections, measured for `seconds`.
+// ---------------------------------------------------------------------------
+// groupcoordd's own figures, from its /metrics.
+
+// The cumulative buckets of one histogram series in a scrape (Ensemble.h's
+// scrapeMetrics), by upper bound in seconds (+Inf as infinity).
+using Samples = std::map<std::string, double>;
+std::map<double, double> bucketsOf(const Samples& samples, const std::string& family, const std::string& labels) {
+  std::map<double, double> out;
+  const std::string key = family + "_bucket{" + labels + ",le=\"";
+  for (auto it = samples.lower_bound(key); it != samples.end() && it->first.rfind(key, 0) == 0; ++it) {
+    const std::string le = it->first.substr(key.size(), it->first.size() - key.size() - 2);  // without "}
+    out[le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr)] = it->second;
+  }
+  return out;
+}
+
+// The q-quantile of what was observed between two scrapes, as the upper
+// bound of the bucket it falls in (seconds); -1 when nothing was observed.
+double bucketQuantile(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
+  double total = after.empty() ? 0 : after.rbegin()->second;
+  if (!before.empty()) total -= before.rbegin()->second;
+  if (total <= 0) return -1;
+  for (auto& [bound, cum] : after) {
+    auto b = before.find(bound);
+    const double d = cum - (b == before.end() ? 0 : b->second);
+    if (d >= q * total) return bound;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+// "p50 / p99 / p999" of a series between two scrapes, in microseconds, each
+// "<= bound" (bucket upper bounds).
+std::string serverQuantilesUs(const Samples& before, const Samples& after, const std::string& family,
+                              const std::string& labels) {
+  const auto b = bucketsOf(before, family, labels), a = bucketsOf(after, family, labels);
+  std::string out;
+  for (double q : {0.5, 0.99, 0.999}) {
+    const double v = bucketQuantile(b, a, q);
+    std::string cell = v < 0 ? "-" : std::isinf(v) ? "> max" : "<= " + fmt(v * 1e6, v * 1e6 < 1 ? 2 : 0);
+    out += (out.empty() ? "" : " / ") + cell;
+  }
+  double n = a.empty() ? 0 : a.rbegin()->second;
+  if (!b.empty()) n -= b.rbegin()->second;
+  return out + " (" + count(n) + " observed)";
+}
+
 struct EchoRun {
-  Histogram latency;
+  Histogram latency;   // from each frame's due time to its answer
+  Histogram lateness;  // how late the generator fired each frame
   uint64_t answered = 0;
   double cpuPerAnswerUs = 0;
 };
+// The echo server on the schedule the members just had: `frames[i]` due
+// every `intervalNs` on an absolute schedule, phases spread as Fleet
+// spreads them, over `conns` connections, one frame of each stream out at
+// a time (a later one waits its turn and counts the wait, as Fleet's
+// beats do). Recorded: frames due in the `seconds` after one interval.
 EchoRun echoSchedule(Loop& loop, uint16_t echo, int echoPid, const std::vector<std::vector<uint8_t>>& frames,
                      size_t conns, uint64_t intervalNs, double seconds) {
   EchoRun run;
@@ -302,27 +396,53 @@ EchoRun echoSchedule(Loop& loop, uint16_t echo, int echoPid, const std::vector<s
     echoConns.push_back(fd);
   }
   const size_t n = frames.size();
-  bool measuring = false;
-  const uint64_t until = nowNs() + intervalNs + static_cast<uint64_t>(seconds * kSec);
-  std::function<void(size_t)> fire = [&](size_t i) {
-    if (nowNs() >= until) return;
+  const uint64_t start = nowNs();
+  const uint64_t from = start + intervalNs, until = from + static_cast<uint64_t>(seconds * kSec);
+  std::vector<bool> busy(n, false);
+  std::vector<std::deque<uint64_t>> deferred(n);
+  std::function<void(size_t, uint64_t)> send = [&](size_t i, uint64_t due) {
+    busy[i] = true;
     loop.sendFrame(echoConns[i % conns], frames[i], protocol::ApiKey::Heartbeat,
-                   [&](const protocol::Response* r, uint64_t ns) {
-                     if (r != nullptr && measuring) {
-                       run.latency.add(ns);
+                   [&, i, due](const protocol::Response* r, uint64_t) {
+                     busy[i] = false;
+                     const uint64_t now = nowNs();
+                     if (r != nullptr && due >= from && due < until) {
+                       run.latency.add(now > due ? now - due : 0);
                        ++run.answered;
                      }
+                     if (!deferred[i].empty()) {
+                       const uint64_t next = deferred[i].front();
+                       deferred[i].pop_front();
+                       send(i, next);
+                     }
                    });
-    loop.after(intervalNs, [&fire, i] { fire(i); });
   };
-  for (size_t i = 0; i < n; ++i) loop.after(intervalNs * i / n, [&fire, i] { fire(i); });
-  loop.runFor(intervalNs);
+  std::function<void(size_t, uint64_t)> fire = [&](size_t i, uint64_t due) {
+    if (due >= until) return;
+    const uint64_t now = nowNs();
+    const uint64_t next = due + intervalNs;
+    loop.after(next > now ? next - now : 0, [&fire, i, next] { fire(i, next); });
+    if (due >= from) run.lateness.add(now > due ? now - due : 0);
+    if (busy[i]) {
+      if (deferred[i].size() < 64) deferred[i].push_back(due);
+      return;
+    }
+    send(i, due);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t due = start + intervalNs * i / n;
+    loop.after(due - start, [&fire, i, due] { fire(i, due); });
+  }
+  loop.runFor(from - std::min(from, nowNs()));
   const double cpu0 = echoPid > 0 ? cpuSeconds(echoPid) : 0;
-  measuring = true;
-  loop.runFor(static_cast<uint64_t>(seconds * kSec));
-  measuring = false;
+  loop.runFor(until - std::min(until, nowNs()));
   const double cpu1 = echoPid > 0 ? cpuSeconds(echoPid) : 0;
-  loop.runFor(intervalNs + 500 * kMs);  // past `until`: no timer refers to `fire` any more
+  // Every stream's last timer (due at or past `until`, so it schedules no
+  // other) has fired by until + interval: none refers to `fire` after that.
+  const uint64_t quiet = until + intervalNs + kMs;
+  loop.runFor(quiet - std::min(quiet, nowNs()));
+  loop.runUntil([&] { return std::none_of(busy.begin(), busy.end(), [](bool b) { return b; }); },
+                intervalNs + 2 * kSec);
   for (int fd : echoConns) loop.close(fd);
   if (run.answered > 0) run.cpuPerAnswerUs = (cpu1 - cpu0) * 1e6 / static_cast<double>(run.answered);
   return run;
@@ -383,18 +503,30 @@ void members(const Args& args) {
   const double p0 = zk.sum("zk_packets_received");
   loop.runFor(static_cast<uint64_t>(idle * kSec));
   const double p1 = zk.sum("zk_packets_received");
-  Histogram latency;
+  // The measured window: beats due in [from, until). Whatever blocks the
+  // generator's one thread (ZooKeeper's four-letter words, scraping the
+  // server's /metrics) happens outside it, a second away from either end,
+  // and the schedule is absolute, so nothing it delays is measured.
+  Histogram latency, lateness;
   const auto errors0 = fleet.stats().errors;
-  fleet.startBeating(intervalNs, &latency);
+  const uint16_t metricsPort = static_cast<uint16_t>(args.num("metrics-port", 0));
+  fleet.startBeating(intervalNs, BeatMeasure{});
   loop.runFor(intervalNs);  // every member has had its first beat
-  latency.clear();
   const double p2 = zk.sum("zk_packets_received");
+  const uint64_t p2At = nowNs(), hbAtP2 = fleet.stats().heartbeats;
+  const Samples metrics0 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
+  const uint64_t from = nowNs() + kSec, until = from + static_cast<uint64_t>(seconds * kSec);
+  fleet.setMeasure(BeatMeasure{&latency, &lateness, from, until});
+  loop.runFor(from - std::min(from, nowNs()));
   const uint64_t hb1 = fleet.stats().heartbeats;
   const double cpu0 = cpuSeconds(pid), self0 = cpuSeconds(::getpid());
-  loop.runFor(static_cast<uint64_t>(seconds * kSec));
+  loop.runFor(until - std::min(until, nowNs()));
   const double cpu1 = cpuSeconds(pid), self1 = cpuSeconds(::getpid());
-  const double p3 = zk.sum("zk_packets_received");
   const uint64_t hb2 = fleet.stats().heartbeats;
+  loop.runFor(kSec);  // the answers to beats due before `until` come in
+  const Samples metrics1 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
+  const double p3 = zk.sum("zk_packets_received");
+  const uint64_t p3At = nowNs(), hbAtP3 = fleet.stats().heartbeats;
   fleet.stopBeating();
   loop.runFor(500 * kMs);
   const int64_t rss2 = rssKiB(pid);
@@ -417,6 +549,15 @@ void members(const Args& args) {
     loop.runFor(500 * kMs);
     er = echoSchedule(loop, echo, static_cast<int>(args.num("echo-pid", 0)), frames, conns, intervalNs, seconds);
   }
+  // And against groupcoordd's own TCP server with a handler that does
+  // nothing (groupcoord-loop-echo): what the handler costs, apart from the loop.
+  const uint16_t loopEcho = static_cast<uint16_t>(args.num("loop-echo-port", 0));
+  EchoRun lr;
+  if (loopEcho != 0) {
+    loop.runFor(500 * kMs);
+    lr = echoSchedule(loop, loopEcho, static_cast<int>(args.num("loop-echo-pid", 0)), frames, conns, intervalNs,
+                      seconds);
+  }
 
   const double hbs = static_cast<double>(hb2 - hb1);
   const std::string every = intervalNs == kSec ? "second" : fmt(static_cast<double>(intervalNs) / kSec, 0) + " s";
@@ -427,28 +568,55 @@ void members(const Args& args) {
   row(sc, "all registered / all in sync, from the first registration (s)",
       fmt(static_cast<double>(joined) / kSec, 2) + " / " + fmt(static_cast<double>(synced) / kSec, 2));
   row(sc, "heartbeats answered per second (1 per member per " + every + ")", count(hbs / seconds));
-  row(sc, "heartbeat latency p50 / p99 / p999 (ms)", quantiles(latency));
+  row(sc, "heartbeat latency p50 / p99 / p999 (ms), from each beat's due time", quantiles(latency));
+  const bool behind = lateness.quantileMs(0.99) > 1.0;
+  row(sc, "the generator's own lateness against the schedule: p99 / max (ms)",
+      fmt(lateness.quantileMs(0.99), 3) + " / " + fmt(lateness.quantileMs(1.0), 3) +
+          (behind ? " (the generator fell behind: latencies above include its own delay)" : ""),
+      "p99 <= 1");
+  if (!metrics0.empty() && !metrics1.empty()) {
+    row(sc, "server-side heartbeat time, read to answer: p50 / p99 / p999 (us)",
+        serverQuantilesUs(metrics0, metrics1, "groupcoord_request_duration_seconds", "api=\"Heartbeat\""),
+        "p99 <= 50, p999 <= 250");
+    for (const char* stage : {"wake_to_read", "decode", "handle", "encode", "write"}) {
+      row(sc, std::string("server stage ") + stage + ", sampled: p50 / p99 / p999 (us)",
+          serverQuantilesUs(metrics0, metrics1, "groupcoord_heartbeat_stage_seconds",
+                            std::string("stage=\"") + stage + "\""));
+    }
+  }
   if (er.latency.count() > 0) {
     row(sc, "the same schedule against the echo server: p50 / p99 / p999 (ms)", quantiles(er.latency));
+    row(sc, "the generator's lateness in the echo run: p99 / max (ms)",
+        fmt(er.lateness.quantileMs(0.99), 3) + " / " + fmt(er.lateness.quantileMs(1.0), 3), "p99 <= 1");
     const double r99 = latency.quantileMs(0.99) / std::max(er.latency.quantileMs(0.99), 1e-6);
     const double r999 = latency.quantileMs(0.999) / std::max(er.latency.quantileMs(0.999), 1e-6);
     row(sc, "groupcoordd / echo server: p99, p999", fmt(r99, 2) + "x, " + fmt(r999, 2) + "x",
         "p99 <= 2x, p999 <= 3x");
   }
+  if (lr.latency.count() > 0) {
+    row(sc, "the same schedule against the IoLoop echo: p50 / p99 / p999 (ms)", quantiles(lr.latency));
+    const bool late = behind || lr.lateness.quantileMs(0.99) > 1.0;
+    row(sc, "groupcoordd / IoLoop echo: p99",
+        fmt(latency.quantileMs(0.99) / std::max(lr.latency.quantileMs(0.99), 1e-6), 2) + "x" +
+            (late ? " (the generator fell behind in one of the runs)" : ""),
+        "<= 1.5");
+  }
   row(sc, "heartbeats not answered NONE over " + fmt(seconds) + " s; members not in sync at the end",
       count(static_cast<double>(errors)) + "; " + count(static_cast<double>(notInSync)), "0; 0");
-  row(sc, "CPU per heartbeat: groupcoordd / echo server / load generator (us)",
-      fmt((cpu1 - cpu0) * 1e6 / hbs, 1) + " / " + (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " +
-          fmt((self1 - self0) * 1e6 / hbs, 1));
+  row(sc, "CPU per heartbeat: groupcoordd / IoLoop echo / minimal echo / load generator (us)",
+      fmt((cpu1 - cpu0) * 1e6 / hbs, 1) + " / " + (lr.answered > 0 ? fmt(lr.cpuPerAnswerUs, 1) : "-") + " / " +
+          (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " + fmt((self1 - self0) * 1e6 / hbs, 1));
   const double perMember = static_cast<double>(rss1 - rss0) * 1024.0 / static_cast<double>(n);
   row(sc, "server RSS: before / with members / after the run (MiB)",
       fmt(rss0 / 1024.0, 1) + " / " + fmt(rss1 / 1024.0, 1) + " / " + fmt(rss2 / 1024.0, 1));
   row(sc, "server memory per member (bytes, connections included)", count(perMember), "< 2048");
   const double idleRate = (p1 - p0) / idle;
-  const double busyRate = (p3 - p2) / seconds;
+  const double busyRate = (p3 - p2) * kSec / static_cast<double>(std::max<uint64_t>(p3At - p2At, 1));
   row(sc, "ZooKeeper packets received/s: members idle / heartbeating",
       fmt(idleRate, 2) + " / " + fmt(busyRate, 2));
-  row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / hbs, 3), "0 caused by heartbeats");
+  const double hbsZk = static_cast<double>(hbAtP3 - hbAtP2);
+  row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / std::max(hbsZk, 1.0), 3),
+      "0 caused by heartbeats");
 }
 
 // ---------------------------------------------------------------------------
@@ -1789,14 +1957,135 @@ void fleetScenario(const Args& args) {
   log("fleet: done in %.0f s (logs: %s/fleet-server*.log)", static_cast<double>(nowNs() - t00) / kSec, dir.c_str());
 }
 
+// ---------------------------------------------------------------------------
+// 9. Instructions per heartbeat, counted by callgrind: a figure that noise
+// does not move. Each server runs under `valgrind --tool=callgrind
+// --instr-atstart=no --callgrind-out-file=BASE.%p`; only the windows in
+// which the load runs are counted (callgrind_control -z, -i on, -i off,
+// -d). A window of N heartbeats and one of 2N, at depth 16 on one
+// connection: the difference over N is one heartbeat's instructions, with
+// whatever a window costs apart from its heartbeats (the tick, ZooKeeper's
+// pings) left in both.
+
+// The Ir total of the newest dump `BASE.<pid>.<k>`; -1 if none.
+double newestDump(const std::string& base, int pid) {
+  double ir = -1;
+  for (int k = 1; k < 1000; ++k) {
+    std::ifstream in(base + "." + std::to_string(pid) + "." + std::to_string(k));
+    if (!in) {
+      if (k > 1) break;
+      continue;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      // "totals:" sums every cost line of the dump ("summary:" reads 0 in
+      // dumps taken with the instrumentation switched on and off).
+      if (line.rfind("totals:", 0) == 0) ir = std::strtod(line.c_str() + 7, nullptr);
+    }
+  }
+  return ir;
+}
+
+bool callgrind(const std::string& command, int pid) {
+  const std::string cmd = "callgrind_control " + command + " " + std::to_string(pid) + " > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+void instructions(const Args& args) {
+  const auto ports = args.list("ports");
+  const auto pids = args.list("pids");
+  const std::string bases = args.get("callgrind-bases", "");
+  std::vector<std::string> base, labels;
+  for (std::stringstream in(bases); in.good();) {
+    std::string b;
+    std::getline(in, b, ',');
+    if (!b.empty()) base.push_back(b);
+  }
+  for (std::stringstream in(args.get("labels", "groupcoordd,IoLoop echo,minimal echo")); in.good();) {
+    std::string l;
+    std::getline(in, l, ',');
+    labels.push_back(l);
+  }
+  const size_t n = static_cast<size_t>(args.num("count", 20000));
+  const int depth = 16;
+  if (ports.empty() || ports.size() != pids.size() || base.size() != ports.size()) {
+    fail("instructions needs --ports, --pids and --callgrind-bases of the same length");
+  }
+  std::vector<double> perHeartbeat;
+  for (size_t k = 0; k < ports.size(); ++k) {
+    const uint16_t port = static_cast<uint16_t>(ports[k]);
+    const int pid = static_cast<int>(pids[k]);
+    Loop loop;
+    // The first server is groupcoordd: a member in sync heartbeats there.
+    // The echo servers answer any heartbeat.
+    std::vector<uint8_t> frame;
+    if (k == 0) {
+      const std::string group = "ins-" + stamp();
+      if (auto e = createGroup(loop, port, group, 60000, {}); e != ErrorCode::NONE) {
+        fail("CreateGroup: " + std::string(protocol::errorName(e)));
+      }
+      Fleet fleet(loop, {port}, 1);
+      fleet.add(group, port);
+      if (!fleet.joinAll(120 * kSec)) fail("the member could not join");
+      settle(loop, fleet, 100 * kMs, 120 * kSec);
+      frame = fleet.at(0).heartbeatFrame;
+    } else {
+      frame = encodeFrame(protocol::HeartbeatRequest{"ins", "member", 1});
+    }
+    const int conn = loop.connect(port);
+    if (conn < 0) fail("cannot connect to " + labels[std::min(k, labels.size() - 1)]);
+    uint64_t notNone = 0;
+    auto drive = [&](size_t count) {
+      size_t sent = 0, answered = 0;
+      std::function<void()> fire = [&] {
+        ++sent;
+        loop.sendFrame(conn, frame, protocol::ApiKey::Heartbeat, [&](const protocol::Response* r, uint64_t) {
+          ++answered;
+          if (r == nullptr || protocol::responseError(*r) != ErrorCode::NONE) ++notNone;
+          if (sent < count) fire();
+        });
+      };
+      for (int d = 0; d < depth && sent < count; ++d) fire();
+      if (!loop.runUntil([&] { return answered == count; }, 600 * kSec)) fail("heartbeats went unanswered");
+    };
+    drive(2000);  // warm: caches, the connection's buffers
+    const std::string& b = base[k];
+    double windows[2] = {0, 0};
+    for (int w = 0; w < 2; ++w) {
+      if (!callgrind("-z", pid) || !callgrind("-i on", pid)) fail("callgrind_control cannot reach pid " + std::to_string(pid));
+      drive(n * static_cast<size_t>(w + 1));
+      callgrind("-i off", pid);
+      callgrind("-d", pid);
+      windows[w] = newestDump(b, pid);
+      if (windows[w] < 0) fail("no callgrind dump under " + b);
+    }
+    loop.close(conn);
+    const std::string label = k < labels.size() ? labels[k] : "server " + std::to_string(k + 1);
+    const double per = (windows[1] - windows[0]) / static_cast<double>(n);
+    perHeartbeat.push_back(per);
+    row("9 instructions", "instructions per heartbeat, " + label + " (callgrind; windows of " + count(n) + " and " +
+                              count(2.0 * n) + " at depth 16)",
+        count(per) + (notNone ? " (" + count(static_cast<double>(notNone)) + " not NONE)" : ""));
+  }
+  if (perHeartbeat.size() >= 2 && perHeartbeat[1] > 0) {
+    row("9 instructions", "instructions per heartbeat, groupcoordd / IoLoop echo", fmt(perHeartbeat[0] / perHeartbeat[1], 2),
+        "<= 1.5");
+  }
+  if (perHeartbeat.size() >= 3 && perHeartbeat[2] > 0) {
+    row("9 instructions", "instructions per heartbeat, IoLoop echo / minimal echo", fmt(perHeartbeat[1] / perHeartbeat[2], 2));
+  }
+}
+
 int usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: groupcoord-bench SCENARIO [--key=value ...]\n"
                "scenarios:\n"
-               "  throughput  --ports P --echo-port E [--pids SERVER_PID,ECHO_PID] [--conns 1000] [--seconds 5]\n"
+               "  throughput  --ports P --echo-port E [--loop-echo-port L] [--pids SERVER_PID,ECHO_PID,LOOP_PID]\n"
+               "              [--conns 1000] [--seconds 5] [--pairs 5]\n"
                "  members     --ports P --pids PID [--echo-port E] [--members 10000] [--conns 1000] [--groups 100]\n"
                "              [--partitions 100] [--interval-ms 1000] [--session-ms 30000] [--settle-interval-ms 250]\n"
-               "              [--seconds 20] [--idle-seconds 10] [--echo-pid PID] [--label TEXT]\n"
+               "              [--seconds 20] [--idle-seconds 10] [--echo-pid PID] [--loop-echo-port L]\n"
+               "              [--loop-echo-pid PID] [--metrics-port HTTP] [--label TEXT]\n"
                "  join-storm  --ports P [--members 1000] [--partitions 1000] [--heartbeat-ms 100]\n"
                "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
                "  failover    --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]\n"
@@ -1807,6 +2096,9 @@ int usage(int code) {
                "              (starts and restarts its own servers: a rolling restart under load)\n"
                "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
+               "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
+               "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
+               "              the first one groupcoordd)\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics)\n"
                "Prints Markdown rows: | scenario | figure | value | target |. bench/run.sh runs them all.\n");
   return code;
@@ -1861,6 +2153,8 @@ int main(int argc, char** argv) {
       fleetScenario(args);
     } else if (scenario == "big-group") {
       bigGroup(args);
+    } else if (scenario == "instructions") {
+      instructions(args);
     } else {
       return usage(2);
     }

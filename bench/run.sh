@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
 # Runs groupcoord's benchmarks end to end and prints one Markdown table.
 #
-#   bench/run.sh [--quick] [SCENARIO...]
+#   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
-# SCENARIO: throughput, members, members-100k, members-1conn, join-storm,
-# big-group, big-partitions, direct, failover, fleet (default:
-# all, in that order). members: 10,000 members at one heartbeat a second;
-# members-100k: 100,000 members in 1,000 groups over 10,000 connections,
-# heartbeating every 3 s with a 10 s session; members-1conn: the same
-# schedule with one member per connection, as many as the 20,000-descriptor
-# limit allows (19,000); big-group: one group of 10,000 members on 10,000
-# partitions; big-partitions: 1,000 members on 100,000 partitions;
-# fleet starts and restarts
-# its own three servers: a rolling restart under 30,000 members.
+# SCENARIO: throughput, members, instructions, members-100k, members-1conn,
+# join-storm, big-group, big-partitions, direct, failover, fleet (default:
+# all, in that order). throughput: heartbeats at depth 1 and 16, groupcoordd
+# against the IoLoop echo (groupcoordd's own TCP server with a handler that
+# does nothing) and the minimal echo, in interleaved rounds; members: 10,000
+# members at one heartbeat a second on an absolute schedule, latency from
+# each beat's due time, the generator's own lateness, groupcoordd's own
+# read-to-answer and stage figures from its /metrics, then the same schedule
+# against both echoes; instructions: instructions per heartbeat of the three
+# servers, counted by callgrind; members-100k: 100,000 members in 1,000
+# groups over 10,000 connections, heartbeating every 3 s with a 10 s
+# session; members-1conn: the same schedule with one member per connection,
+# as many as the 20,000-descriptor limit allows (19,000); big-group: one
+# group of 10,000 members on 10,000 partitions; big-partitions: 1,000
+# members on 100,000 partitions; fleet starts and restarts its own three
+# servers: a rolling restart under 30,000 members.
 # --quick: every scenario at a fraction of its size and length (a few
 # minutes in all), to check that they run; its figures are not the table's.
-# It builds groupcoordd, groupcoord-bench and
-# groupcoord-echo in build-bench/ (with scripts/dev.sh's
-# build type), starts its own three-node ZooKeeper ensemble on 127.0.0.1
-# (base port 23800: clients on 23801-23803), starts groupcoordd servers as
-# each scenario needs them (fresh ones, so that memory figures start from an
+# --pin: the generator on CPU 0, the servers on the other cores.
+# It builds groupcoordd, groupcoord-bench, groupcoord-echo and
+# groupcoord-loop-echo in build-bench/ (with scripts/dev.sh's build type),
+# starts its own three-node ZooKeeper ensemble on 127.0.0.1 (base port
+# 23800: clients on 23801-23803), starts groupcoordd servers as each
+# scenario needs them (fresh ones, so that memory figures start from an
 # empty server), and stops everything it started on exit. Everything stays
 # on 127.0.0.1; each scenario is bounded in time.
 #
@@ -35,15 +42,17 @@ base=${GROUPCOORD_BENCH_ZK_BASE_PORT:-23800}
 jobs=${JOBS:-$(nproc)}
 zk_session_ms=4000
 quick=
+pin=
 scenarios=()
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
+    --pin) pin=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members members-100k members-1conn join-storm big-group big-partitions direct failover fleet)
+all_scenarios=(throughput members instructions members-100k members-1conn join-storm big-group big-partitions direct failover fleet)
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
 q() { if [ -n "$quick" ]; then echo "$2"; else echo "$1"; fi; }
@@ -51,6 +60,7 @@ q() { if [ -n "$quick" ]; then echo "$2"; else echo "$1"; fi; }
 log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
 started=()
+wrap=()  # what the servers run under (callgrind in `instructions`)
 work=$(mktemp -d /tmp/groupcoord-bench.XXXXXX)
 ensemble=("$root/scripts/zk-ensemble.sh" --base-port "$base" --tick-ms 500)
 cleanup() {
@@ -68,12 +78,22 @@ else
 log "building in $build_dir (${BUILD_TYPE:-RelWithDebInfo}, as scripts/dev.sh builds)"
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGROUPCOORD_BUILD_TESTS=OFF \
   ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
-cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo \
+cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo groupcoord-loop-echo \
   > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log" >&2; exit 1; }
 fi
 bench="$build_dir/bench/groupcoord-bench"
 server_bin="$build_dir/server/groupcoordd"
+# --pin: the generator on the first core, every server on the others, so
+# that they do not take turns on one core (the table says which was used).
+gen_cpu=() srv_cpu=()
+if [ -n "$pin" ] && [ "$(nproc)" -ge 2 ]; then
+  gen_cpu=(taskset -c 0)
+  srv_cpu=(taskset -c "1-$(($(nproc) - 1))")
+  pinning="generator on CPU 0, servers on CPUs 1-$(($(nproc) - 1))"
+else
+  pinning="not pinned (bench/run.sh --pin pins them)"
+fi
 
 # Thousands of client connections per process.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -85,32 +105,47 @@ zk=$("${ensemble[@]}" connect)
 
 # start_server ID -> sets server_pid and server_port
 start_server() {
-  local id=$1 pf="$work/server$1.port"
-  rm -f "$pf"
-  "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
-    --server-id="$id" --zk-session-timeout-ms=$zk_session_ms --http-port=0 \
+  local id=$1 pf="$work/server$1.port" hf="$work/server$1.http"
+  rm -f "$pf" "$hf"
+  "${srv_cpu[@]}" "${wrap[@]}" "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
+    --server-id="$id" --zk-session-timeout-ms=$zk_session_ms --http-port=0 --http-port-file="$hf" \
     --log-file="$work/server$id.log" 2>>"$work/server$id.stderr" &
   server_pid=$!
   started+=("$server_pid")
   local i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 300); do
     [ -s "$pf" ] && break
     kill -0 "$server_pid" 2>/dev/null || { cat "$work/server$id.stderr" >&2; exit 1; }
     sleep 0.1
   done
   [ -s "$pf" ] || { log "groupcoordd $id did not start"; exit 1; }
   server_port=$(cat "$pf")
+  for i in $(seq 1 50); do [ -s "$hf" ] && break; sleep 0.1; done
+  server_http=$(cat "$hf" 2>/dev/null || echo 0)
 }
-# start_echo -> sets echo_pid and echo_port (the benchmarks' minimal server)
-start_echo() {
-  local pf="$work/echo.port"
+# start_control BINARY NAME -> sets control_pid and control_port
+start_control() {
+  local pf="$work/$2.port"
   rm -f "$pf"
-  "$build_dir/bench/groupcoord-echo" --port-file="$pf" 2>>"$work/echo.log" &
-  echo_pid=$!
-  started+=("$echo_pid")
-  for _ in $(seq 1 50); do [ -s "$pf" ] && break; sleep 0.1; done
-  [ -s "$pf" ] || { log "groupcoord-echo did not start"; exit 1; }
-  echo_port=$(cat "$pf")
+  "${srv_cpu[@]}" "${wrap[@]}" "$build_dir/bench/$1" --port-file="$pf" 2>>"$work/$2.log" &
+  control_pid=$!
+  started+=("$control_pid")
+  for _ in $(seq 1 300); do [ -s "$pf" ] && break; sleep 0.1; done
+  [ -s "$pf" ] || { log "$1 did not start"; exit 1; }
+  control_port=$(cat "$pf")
+}
+# start_echo -> sets echo_pid and echo_port (the minimal echo) and
+# loop_echo_pid and loop_echo_port (groupcoordd's own TCP server with a
+# handler that does nothing)
+start_echo() {
+  start_control groupcoord-echo echo
+  echo_pid=$control_pid echo_port=$control_port
+  start_control groupcoord-loop-echo loop-echo
+  loop_echo_pid=$control_pid loop_echo_port=$control_port
+}
+stop_echoes() {
+  stop_server "$echo_pid"
+  stop_server "$loop_echo_pid"
 }
 stop_server() {
   kill -TERM "$1" 2>/dev/null || true
@@ -120,7 +155,7 @@ stop_server() {
 table="$work/table.md"
 run() {
   log "scenario: $*"
-  "$bench" "$@" --zk-base-port="$base" | tee -a "$table"
+  "${gen_cpu[@]}" "$bench" "$@" --zk-base-port="$base" | tee -a "$table"
 }
 
 for s in "${scenarios[@]}"; do
@@ -128,40 +163,42 @@ for s in "${scenarios[@]}"; do
     throughput)
       start_server 1
       start_echo
-      run throughput --ports="$server_port" --echo-port="$echo_port" --pids="$server_pid,$echo_pid" \
-        --seconds="$(q 5 2)"
-      stop_server "$echo_pid"
+      run throughput --ports="$server_port" --echo-port="$echo_port" --loop-echo-port="$loop_echo_port" \
+        --pids="$server_pid,$echo_pid,$loop_echo_pid" --seconds="$(q 2 1)" --pairs="$(q 5 2)"
+      stop_echoes
       stop_server "$server_pid"
       ;;
     members)
       start_server 1
       start_echo
       run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port" --echo-pid="$echo_pid" \
+        --loop-echo-port="$loop_echo_port" --loop-echo-pid="$loop_echo_pid" --metrics-port="$server_http" \
         --members="$(q 10000 2000)" --conns="$(q 1000 200)" --groups="$(q 100 20)" \
         --seconds="$(q 20 5)" --idle-seconds="$(q 10 2)"
-      stop_server "$echo_pid"
+      stop_echoes
       stop_server "$server_pid"
       ;;
     members-100k)
       start_server 1
       start_echo
-      run members --label="2b 100,000 members" --ports="$server_port" --pids="$server_pid" \
+      run members --label="2b 100,000 members" --ports="$server_port" --pids="$server_pid" --metrics-port="$server_http" \
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --members="$(q 100000 20000)" --conns="$(q 10000 2000)" --groups="$(q 1000 200)" --partitions=100 \
         --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
         --seconds="$(q 60 10)" --idle-seconds=4
-      stop_server "$echo_pid"
+      stop_echoes
       stop_server "$server_pid"
       ;;
     members-1conn)
       start_server 1
       start_echo
       run members --label="2c one member per connection" --ports="$server_port" --pids="$server_pid" \
+        --metrics-port="$server_http" \
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --members="$(q 19000 3000)" --conns="$(q 19000 3000)" --groups="$(q 190 30)" --partitions=100 \
         --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
         --seconds="$(q 30 10)" --idle-seconds=4
-      stop_server "$echo_pid"
+      stop_echoes
       stop_server "$server_pid"
       ;;
     join-storm)
@@ -180,6 +217,18 @@ for s in "${scenarios[@]}"; do
       run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 20,000) partitions" \
         --ports="$server_port" --server-log="$work/server1.log" \
         --members="$(q 1000 300)" --partitions="$(q 100000 20000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
+      stop_server "$server_pid"
+      ;;
+    instructions)
+      command -v valgrind >/dev/null || { log "instructions needs valgrind (apt-get install valgrind)"; exit 1; }
+      wrap=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$work/cg.%p")
+      start_server 1
+      start_echo
+      wrap=()
+      run instructions --ports="$server_port,$loop_echo_port,$echo_port" \
+        --pids="$server_pid,$loop_echo_pid,$echo_pid" --callgrind-bases="$work/cg,$work/cg,$work/cg" \
+        --count="$(q 20000 2000)"
+      stop_echoes
       stop_server "$server_pid"
       ;;
     direct)
@@ -217,7 +266,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
   echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
     "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
     "with \`bench/run.sh${quick:+ --quick}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
-    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms."
+    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms. Cores: ${pinning}."
   echo
   echo "| scenario | figure | value | target |"
   echo "|---|---|---|---|"
