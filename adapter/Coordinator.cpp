@@ -280,13 +280,16 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
 // The same answers as handleFrom() gives a heartbeat, without a callback.
 bool Coordinator::heartbeatNow(const protocol::Caller& caller, const protocol::HeartbeatView& r,
                                protocol::HeartbeatResponse& out) {
-  if (stopped_ || !answersFromMemory(time_.now())) {
+  // One clock read for the whole heartbeat: the lease, the stall rule and
+  // the member's last-seen time.
+  const TimePoint now = time_.now();
+  if (stopped_ || !answersFromMemory(now)) {
     out = protocol::HeartbeatResponse{};
     out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
     return true;
   }
   if (auto g = groups_.find(r.group)) {
-    out = g->heartbeat(r, caller);
+    out = g->heartbeat(r, caller, now);
   } else {
     out = protocol::HeartbeatResponse{};
     out.error = claims_.notHere(std::string(r.group), connected_);

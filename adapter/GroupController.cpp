@@ -251,11 +251,11 @@ void GroupController::answerEverything(ErrorCode e, Outbox& out) {
 
 protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatRequest& r,
                                                        const protocol::Caller& caller) {
-  return heartbeat(protocol::HeartbeatView{0, 0, r.group, r.consumerId, r.generation}, caller);
+  return heartbeat(protocol::HeartbeatView{0, 0, r.group, r.consumerId, r.generation}, caller, ctx_.time.now());
 }
 
 protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatView& r,
-                                                       const protocol::Caller& caller) {
+                                                       const protocol::Caller& caller, TimePoint now) {
   protocol::HeartbeatResponse resp;
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
@@ -279,7 +279,7 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
     return resp;
   }
   auto it = members_.find(r.consumerId);
-  if (it == members_.end() && ownership_.inGrace(ctx_.time.now())) {
+  if (it == members_.end() && ownership_.inGrace(now)) {
     // This server has just taken the group over, and the member may still
     // hold partitions granted by the previous controller: it is told to
     // register again (reporting what it holds) rather than that it is
@@ -290,7 +290,6 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
                                       leaving(std::string(r.consumerId)))) {
     resp.error = ErrorCode::UNKNOWN_CONSUMER;
   } else {
-    TimePoint now = ctx_.time.now();
     it->second.lastSeen = now;
     if (it->second.port == 0 && caller.port != 0) {
       // Found in ZooKeeper (a takeover): where it connects from is learnt here.

@@ -93,9 +93,10 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // `caller` says where the member connects from (for DescribeGroup).
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r,
                                         const protocol::Caller& caller = {}) EXCLUDES(mu_);
-  // The same, from a request read in place (the server's fast path).
-  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller = {})
-      EXCLUDES(mu_);
+  // The same, from a request read in place (the server's fast path), at
+  // `now` (the caller's one clock read for this heartbeat).
+  protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
+                                        TimePoint now) EXCLUDES(mu_);
   void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                       protocol::ResponseCallback done, const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);

@@ -2012,26 +2012,26 @@ void instructions(const Args& args) {
     fail("instructions needs --ports, --pids and --callgrind-bases of the same length");
   }
   std::vector<double> perHeartbeat;
+  // The first server is groupcoordd: a member in sync heartbeats there. The
+  // echo servers get the very same frame (the same names to read and check).
+  std::vector<uint8_t> frame;
+  {
+    Loop loop;
+    const uint16_t port = static_cast<uint16_t>(ports[0]);
+    const std::string group = "ins-" + stamp();
+    if (auto e = createGroup(loop, port, group, 60000, {}); e != ErrorCode::NONE) {
+      fail("CreateGroup: " + std::string(protocol::errorName(e)));
+    }
+    Fleet fleet(loop, {port}, 1);
+    fleet.add(group, port);
+    if (!fleet.joinAll(120 * kSec)) fail("the member could not join");
+    settle(loop, fleet, 100 * kMs, 120 * kSec);
+    frame = fleet.at(0).heartbeatFrame;
+  }
   for (size_t k = 0; k < ports.size(); ++k) {
     const uint16_t port = static_cast<uint16_t>(ports[k]);
     const int pid = static_cast<int>(pids[k]);
     Loop loop;
-    // The first server is groupcoordd: a member in sync heartbeats there.
-    // The echo servers answer any heartbeat.
-    std::vector<uint8_t> frame;
-    if (k == 0) {
-      const std::string group = "ins-" + stamp();
-      if (auto e = createGroup(loop, port, group, 60000, {}); e != ErrorCode::NONE) {
-        fail("CreateGroup: " + std::string(protocol::errorName(e)));
-      }
-      Fleet fleet(loop, {port}, 1);
-      fleet.add(group, port);
-      if (!fleet.joinAll(120 * kSec)) fail("the member could not join");
-      settle(loop, fleet, 100 * kMs, 120 * kSec);
-      frame = fleet.at(0).heartbeatFrame;
-    } else {
-      frame = encodeFrame(protocol::HeartbeatRequest{"ins", "member", 1});
-    }
     const int conn = loop.connect(port);
     if (conn < 0) fail("cannot connect to " + labels[std::min(k, labels.size() - 1)]);
     uint64_t notNone = 0;
