@@ -279,7 +279,8 @@ void throughput(const Args& args) {
   auto spread = [](std::vector<double> v, int decimals) {
     std::sort(v.begin(), v.end());
     if (v.empty()) return std::string("-");
-    return fmt(v[v.size() / 2], decimals) + " (" + fmt(v.front(), decimals) + " .. " + fmt(v.back(), decimals) + ")";
+    auto f = [decimals](double x) { return decimals == 0 ? count(x) : fmt(x, decimals); };
+    return f(v[(v.size() - 1) / 2]) + " (" + f(v.front()) + " .. " + f(v.back()) + ")";
   };
 
   // The servers take turns in short windows, `pairs` rounds of each: a
@@ -1960,12 +1961,12 @@ void fleetScenario(const Args& args) {
 // ---------------------------------------------------------------------------
 // 9. Instructions per heartbeat, counted by callgrind: a figure that noise
 // does not move. Each server runs under `valgrind --tool=callgrind
-// --instr-atstart=no --callgrind-out-file=BASE.%p`; only the windows in
-// which the load runs are counted (callgrind_control -z, -i on, -i off,
-// -d). A window of N heartbeats and one of 2N, at depth 16 on one
+// --instr-atstart=no --callgrind-out-file=BASE.%p` (bench/run.sh limits
+// the IoLoop servers' count to their I/O threads' loop turns); only the
+// windows in which the load runs are counted (callgrind_control -z, -i on,
+// -i off, -d). A window of N heartbeats and one of 2N, at depth 16 on one
 // connection: the difference over N is one heartbeat's instructions, with
-// whatever a window costs apart from its heartbeats (the tick, ZooKeeper's
-// pings) left in both.
+// whatever a window costs apart from its heartbeats left in both.
 
 // The Ir total of the newest dump `BASE.<pid>.<k>`; -1 if none.
 double newestDump(const std::string& base, int pid) {

@@ -221,9 +221,20 @@ for s in "${scenarios[@]}"; do
       ;;
     instructions)
       command -v valgrind >/dev/null || { log "instructions needs valgrind (apt-get install valgrind)"; exit 1; }
-      wrap=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$work/cg.%p")
+      # groupcoordd and the IoLoop echo: only what their I/O threads do per
+      # loop turn (events, then flushing answers) is counted, not what other
+      # threads do meanwhile (the ticker, ZooKeeper's client), whose cost
+      # follows the clock and not the heartbeats. The minimal echo has no
+      # other threads: all of it.
+      cg=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$work/cg.%p")
+      io=("--toggle-collect=*IoLoop::onEvent*" "--toggle-collect=*IoLoop::flushScheduled*")
+      wrap=("${cg[@]}" "${io[@]}")
       start_server 1
-      start_echo
+      start_control groupcoord-loop-echo loop-echo
+      loop_echo_pid=$control_pid loop_echo_port=$control_port
+      wrap=("${cg[@]}")
+      start_control groupcoord-echo echo
+      echo_pid=$control_pid echo_port=$control_port
       wrap=()
       run instructions --ports="$server_port,$loop_echo_port,$echo_port" \
         --pids="$server_pid,$loop_echo_pid,$echo_pid" --callgrind-bases="$work/cg,$work/cg,$work/cg" \
