@@ -1,6 +1,8 @@
 #include "protocol/Codec.h"
 
 #include <array>
+#include <bit>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -811,6 +813,26 @@ void encodeRequest(const RequestHeader& header, const Request& request, std::vec
 }
 
 // ---- Responses -----------------------------------------------------------------
+
+void appendHeartbeatResponse(int16_t version, int64_t correlationId, const HeartbeatResponse& response,
+                             std::vector<uint8_t>& out) {
+  // Size int32 (20), Version int16, CorrelationId int64, Generation int64,
+  // ErrorCode int16: docs/protocol.md, Heartbeat.
+  static_assert(std::endian::native == std::endian::little, "the byte swaps below assume a little-endian host");
+  constexpr size_t kBytes = 24;
+  uint8_t frame[kBytes];
+  const uint32_t size = __builtin_bswap32(static_cast<uint32_t>(kBytes - 4));
+  const uint16_t ver = __builtin_bswap16(static_cast<uint16_t>(version));
+  const uint64_t corr = __builtin_bswap64(static_cast<uint64_t>(correlationId));
+  const uint64_t gen = __builtin_bswap64(static_cast<uint64_t>(response.generation));
+  const uint16_t err = __builtin_bswap16(static_cast<uint16_t>(static_cast<int16_t>(response.error)));
+  std::memcpy(frame, &size, 4);
+  std::memcpy(frame + 4, &ver, 2);
+  std::memcpy(frame + 6, &corr, 8);
+  std::memcpy(frame + 14, &gen, 8);
+  std::memcpy(frame + 22, &err, 2);
+  out.insert(out.end(), frame, frame + kBytes);
+}
 
 void encodeResponse(const ResponseHeader& header, const Response& response, std::vector<uint8_t>& out) {
   Writer w(out);

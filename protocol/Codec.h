@@ -72,6 +72,12 @@ struct HeartbeatView {
 // decodeRequest then reads and explains. Allocates nothing.
 bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out);
 
+// Appends the whole frame (Size included) of a Heartbeat response: the bytes
+// encodeResponse writes for it, stored in place with one resize (the
+// server's heartbeat fast path).
+void appendHeartbeatResponse(int16_t version, int64_t correlationId, const HeartbeatResponse& response,
+                             std::vector<uint8_t>& out);
+
 // Appends a whole frame (Size included) to out. The ApiKey written is the
 // request's own (apiKeyOf(request)); header.apiKey is not consulted.
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out);

@@ -754,8 +754,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   const Clock::time_point read = timed ? Clock::now() : Clock::time_point{};
   protocol::HeartbeatView r;
   if (!protocol::peekHeartbeat(body, r)) return false;
-  protocol::Response response{protocol::HeartbeatResponse{}};
-  auto& hb = std::get<protocol::HeartbeatResponse>(response);
+  protocol::HeartbeatResponse hb;
   const Clock::time_point start = options_.observer != nullptr ? Clock::now() : Clock::time_point{};
   try {
     if (!handler_.heartbeatNow(c.caller, r, hb)) return false;
@@ -772,7 +771,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
     c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
     c.outOffset = 0;
   }
-  protocol::encodeResponse(protocol::ResponseHeader{r.version, r.correlationId}, response, c.out);
+  protocol::appendHeartbeatResponse(r.version, r.correlationId, hb, c.out);
   if (timed) {
     sample_.encoded = Clock::now();
     sample_.stages = HeartbeatStages{nanosBetween(sample_.wake, sample_.read), nanosBetween(read, start),

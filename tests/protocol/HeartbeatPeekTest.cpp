@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "Samples.h"
 #include "protocol/Codec.h"
 
@@ -33,6 +35,31 @@ bool agree(const std::vector<uint8_t>& body) {
     EXPECT_EQ(v.correlationId, d.header.correlationId);
   }
   return peeked;
+}
+
+// The fast path's answer is written in place; it must be the general
+// encoder's bytes exactly.
+TEST(HeartbeatAnswer, IsTheEncodersFrameByteForByte) {
+  const int64_t generations[] = {-1, 0, 1, 255, 1LL << 40, INT64_MAX, INT64_MIN};
+  const int64_t correlations[] = {0, 1, -1, 0x0102030405060708LL, INT64_MIN};
+  const ErrorCode errors[] = {ErrorCode::NONE, ErrorCode::REBALANCE_NEEDED, ErrorCode::UNKNOWN_CONSUMER,
+                              ErrorCode::CONTROLLER_NOT_AVAILABLE, static_cast<ErrorCode>(-1)};
+  size_t cases = 0;
+  for (int16_t version : {int16_t{0}, int16_t{1}, int16_t{-1}, int16_t{0x7fff}}) {
+    for (int64_t c : correlations) {
+      for (int64_t g : generations) {
+        for (ErrorCode e : errors) {
+          const HeartbeatResponse r{g, e};
+          std::vector<uint8_t> general{0xAA}, fast{0xAA};  // after bytes already there
+          encodeResponse(ResponseHeader{version, c}, Response{r}, general);
+          appendHeartbeatResponse(version, c, r, fast);
+          ASSERT_EQ(fast, general) << "version " << version << ", correlation " << c << ", generation " << g;
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4u * 5 * 7 * 5);
 }
 
 TEST(HeartbeatPeek, ReadsEveryHeartbeatSampleAsTheDecoderDoes) {
