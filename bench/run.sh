@@ -53,6 +53,7 @@ for a in "$@"; do
   esac
 done
 all_scenarios=(throughput members instructions members-100k members-1conn join-storm big-group big-partitions direct failover fleet)
+chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
 q() { if [ -n "$quick" ]; then echo "$2"; else echo "$1"; fi; }
@@ -276,7 +277,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
   echo
   echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
     "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
-    "with \`bench/run.sh${quick:+ --quick}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
+    "with \`bench/run.sh${quick:+ --quick}${pin:+ --pin}${chosen:+ $chosen}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
     "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms. Cores: ${pinning}."
   echo
   echo "| scenario | figure | value | target |"
