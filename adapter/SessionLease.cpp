@@ -11,7 +11,9 @@ Millis SessionLease::margin() const {
 void SessionLease::onTick(TimePoint now) {
   const int64_t until = untilNs_.load(std::memory_order_acquire);
   if (until != 0 && nanos(now) >= until && !lapsed_.exchange(true)) {
-    const auto lastSent = std::chrono::nanoseconds(lastSentNs_.load(std::memory_order_relaxed));
+    // The send time of the last probe ZooKeeper answered: the lease ran
+    // from it for the session timeout less the margin.
+    const auto lastSent = std::chrono::nanoseconds(until) - (zk_.sessionTimeout() - margin());
     spdlog::warn(
         "no ZooKeeper answer to a request sent in the last {} ms (session timeout {} ms, margin {} ms): the "
         "ensemble may expire the session, so heartbeats and registrations answer CONTROLLER_NOT_AVAILABLE until "
