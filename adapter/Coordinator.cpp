@@ -48,7 +48,7 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                   [this] { return mayClaim(); }}),
       directory_(zk_, layout_, servers_, offsets_, connected_),
       stall_(zk_, layout_.root(), time_, epoch_),
-      lease_(zk_, layout_.root(), time_, epoch_, config_.leaseMargin),
+      lease_(zk_, layout_.root(), epoch_, config_.leaseMargin),
       memberIds_(config_.serverId),
       groupContext_{config_.serverId,
                     zk_,

@@ -152,8 +152,6 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // Heartbeats and registrations are answered from memory now: the session
   // lease holds and no stall is suspected.
   bool answersFromMemory(TimePoint now) const { return lease_.valid(now) && !stall_.stalled(now); }
-  // When the session lease ends (TimePoint{} before the first answer).
-  TimePoint leaseUntil() const { return lease_.until(); }
   std::vector<std::string> controlledGroups() const;
   size_t memberCount() const;
   // Generation of a controlled group, -1 if not controlled here.

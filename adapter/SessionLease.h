@@ -29,9 +29,8 @@ class SessionLease {
  public:
   // probePath: a znode that exists (the root). margin: subtracted from the
   // session timeout; 0 picks the default (defaultMargin()).
-  SessionLease(zk::Client& zk, std::string probePath, const TimeSource& time, const SessionEpoch& epoch,
-               Millis margin = Millis(0))
-      : zk_(zk), probePath_(std::move(probePath)), time_(time), epoch_(epoch), margin_(margin) {}
+  SessionLease(zk::Client& zk, std::string probePath, const SessionEpoch& epoch, Millis margin = Millis(0))
+      : zk_(zk), probePath_(std::move(probePath)), epoch_(epoch), margin_(margin) {}
 
   // A fifth of the session timeout, at least 200 ms (docs/design.md).
   static Millis defaultMargin(Millis sessionTimeout) {
@@ -67,7 +66,6 @@ class SessionLease {
 
   zk::Client& zk_;
   const std::string probePath_;
-  const TimeSource& time_;
   const SessionEpoch& epoch_;
   const Millis margin_;
 

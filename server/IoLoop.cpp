@@ -767,10 +767,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
     handled = Clock::now();
     options_.observer->answered(protocol::ApiKey::Heartbeat, hb.error, nanosBetween(start, handled));
   }
-  if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
-    c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
-    c.outOffset = 0;
-  }
+  compactOutput(c);
   protocol::appendHeartbeatResponse(r.version, r.correlationId, hb, c.out);
   if (timed) {
     sample_.encoded = Clock::now();
@@ -778,28 +775,15 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
                                      nanosBetween(start, handled), nanosBetween(handled, sample_.encoded), 0};
     sample_.state = StageSample::State::Encoded;
   }
-  LoopCounters::add(counters_.responsesQueued, 1);
-  counters_.notePending(c.pendingOut());
-  if (!c.scheduled) {
-    c.scheduled = true;
-    scheduled_.push_back(&c);
-  }
+  outputQueued(c);
   return true;
 }
 
 void IoLoop::writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response) {
-  if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
-    c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
-    c.outOffset = 0;
-  }
+  compactOutput(c);
   protocol::encodeResponse(protocol::ResponseHeader{version, correlationId}, response, c.out);
   ++c.flushedSeq;
-  LoopCounters::add(counters_.responsesQueued, 1);
-  counters_.notePending(c.pendingOut());
-  if (!c.scheduled) {
-    c.scheduled = true;
-    scheduled_.push_back(&c);
-  }
+  outputQueued(c);
 }
 
 void IoLoop::flushScheduled() {
@@ -826,11 +810,24 @@ void IoLoop::addStats(TcpServerStats& stats) const {
   }
 }
 
-void IoLoop::appendOutput(Connection& c, const std::vector<uint8_t>& frame) {
+void IoLoop::compactOutput(Connection& c) {
   if (c.outOffset > 0 && c.outOffset >= c.out.size() / 2) {
     c.out.erase(c.out.begin(), c.out.begin() + static_cast<ptrdiff_t>(c.outOffset));
     c.outOffset = 0;
   }
+}
+
+void IoLoop::outputQueued(Connection& c) {
+  LoopCounters::add(counters_.responsesQueued, 1);
+  counters_.notePending(c.pendingOut());
+  if (!c.scheduled) {
+    c.scheduled = true;
+    scheduled_.push_back(&c);
+  }
+}
+
+void IoLoop::appendOutput(Connection& c, const std::vector<uint8_t>& frame) {
+  compactOutput(c);
   c.out.insert(c.out.end(), frame.begin(), frame.end());
 }
 

@@ -183,6 +183,11 @@ class IoLoop {
   bool answerHeartbeatNow(Connection& c, std::span<const uint8_t> body);
   void flush(Connection& c);
   bool writeOut(Connection& c);
+  // Reclaims the sent front of `out` once it is half of it (before appending).
+  void compactOutput(Connection& c);
+  // One answer was appended straight to `out`: counted, and the connection
+  // flushed at the end of this turn.
+  void outputQueued(Connection& c);
   void outputDrained(Connection& c);  // every byte of `out` written: reset it, stop waiting for EPOLLOUT
   void appendOutput(Connection& c, const std::vector<uint8_t>& frame);
   void updateInterest(Connection& c);

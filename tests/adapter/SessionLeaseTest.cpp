@@ -41,7 +41,7 @@ class SessionLeaseTest : public ::testing::Test {
 };
 
 TEST_F(SessionLeaseTest, NothingIsValidBeforeZooKeeperAnswers) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   EXPECT_FALSE(lease.valid(time_.now()));
   CompletionGate gate(*zk_);
   lease.probeNow(time_.now());
@@ -52,7 +52,7 @@ TEST_F(SessionLeaseTest, NothingIsValidBeforeZooKeeperAnswers) {
 }
 
 TEST_F(SessionLeaseTest, ItEndsTheSessionTimeoutLessTheMarginAfterTheProbeWasSent) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   EXPECT_EQ(lease.margin(), 800ms);
   EXPECT_EQ(lease.probeInterval(), 400ms);
   const TimePoint sent = time_.now();
@@ -71,7 +71,7 @@ TEST_F(SessionLeaseTest, ItEndsTheSessionTimeoutLessTheMarginAfterTheProbeWasSen
 }
 
 TEST_F(SessionLeaseTest, TicksRenewItWhileZooKeeperAnswersWithOneProbePerInterval) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   zk_->resetCounters();
   for (int i = 0; i < 100; ++i) {  // 10 s in ticks of 100 ms
     lease.onTick(advance(100ms));
@@ -83,7 +83,7 @@ TEST_F(SessionLeaseTest, TicksRenewItWhileZooKeeperAnswersWithOneProbePerInterva
 }
 
 TEST_F(SessionLeaseTest, CutOffItRunsOutBeforeTheEnsembleCouldExpireTheSession) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   for (int i = 0; i < 20; ++i) {
     lease.onTick(advance(100ms));
     settle();
@@ -114,7 +114,7 @@ TEST_F(SessionLeaseTest, CutOffItRunsOutBeforeTheEnsembleCouldExpireTheSession) 
 }
 
 TEST_F(SessionLeaseTest, AnAnswerFromAnEndedSessionConfirmsNothing) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   {
     CompletionGate gate(*zk_);
     lease.probeNow(time_.now());
@@ -127,7 +127,7 @@ TEST_F(SessionLeaseTest, AnAnswerFromAnEndedSessionConfirmsNothing) {
 }
 
 TEST_F(SessionLeaseTest, AnErrorConfirmsNothing) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_);
+  SessionLease lease(*zk_, kProbe, epoch_);
   zk_->disconnect();
   lease.probeNow(time_.now());
   settle();
@@ -135,7 +135,7 @@ TEST_F(SessionLeaseTest, AnErrorConfirmsNothing) {
 }
 
 TEST_F(SessionLeaseTest, AGivenMarginReplacesTheDefault) {
-  SessionLease lease(*zk_, kProbe, time_, epoch_, 1500ms);
+  SessionLease lease(*zk_, kProbe, epoch_, 1500ms);
   EXPECT_EQ(lease.margin(), 1500ms);
   const TimePoint sent = time_.now();
   lease.probeNow(sent);

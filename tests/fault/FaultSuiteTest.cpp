@@ -91,15 +91,6 @@ int nodeOfSession(int64_t sessionId) {
   return -1;
 }
 
-std::string lastLines(const std::string& text, size_t lines) {
-  size_t pos = text.size();
-  for (size_t i = 0; i < lines && pos > 0; ++i) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-  }
-  return text.substr(pos);
-}
-
 std::string describe(const std::map<std::string, uint64_t>& errors) {
   if (errors.empty()) return "none";
   std::string out;

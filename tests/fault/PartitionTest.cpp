@@ -75,15 +75,6 @@ int run(const std::string& cmd, std::string* out = nullptr) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-std::string lastLines(const std::string& text, size_t lines) {
-  size_t pos = text.size();
-  for (size_t i = 0; i < lines && pos > 0; ++i) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-  }
-  return text.substr(pos);
-}
-
 // One nftables table of this process: a rule in its output chain drops what
 // one uid sends to the ensemble's ports. Removed by the destructor, and a
 // table left by an earlier run whose process is gone is removed first.

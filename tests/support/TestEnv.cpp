@@ -36,6 +36,15 @@ std::string zkConnect() {
 
 std::string sourceDir() { return GROUPCOORD_SOURCE_DIR; }
 
+std::string lastLines(const std::string& text, size_t lines) {
+  size_t pos = text.size();
+  for (size_t i = 0; i < lines && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos);
+}
+
 std::string binaryPath(const std::string& relative) {
   return std::string(GROUPCOORD_BINARY_DIR) + "/" + relative;
 }

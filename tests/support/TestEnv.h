@@ -4,6 +4,7 @@
 // binaries. Integration tests never skip: when the ensemble is not there,
 // requireEnsemble() fails the test with a message that says how to start it.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ std::string sourceDir();
 
 // A name unique to this process and call, for znodes and groups.
 std::string uniqueName(const std::string& prefix);
+
+// The last `lines` lines of `text` (a server's log, for a failure message).
+std::string lastLines(const std::string& text, size_t lines);
 
 // A port on 127.0.0.1 that nothing listens on: bound, then closed again.
 uint16_t closedLoopbackPort();
