@@ -1,12 +1,17 @@
 #include "support/ServerProcess.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -44,10 +49,22 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
   argv.push_back("--port-file=" + portFile_);
   for (auto& a : args_) argv.push_back(a);
   ::unlink(portFile_.c_str());
-  // The server writes its port file into dir_.
-  if (uid_ != 0 && ::chown(dir_.c_str(), uid_, uid_) != 0) {
-    std::cerr << "cannot give " << dir_ << " to uid " << uid_ << std::endl;
-    return false;
+  if (uid_ != 0) {
+    // The server writes its port file into dir_.
+    if (::chown(dir_.c_str(), uid_, uid_) != 0) {
+      std::cerr << "cannot give " << dir_ << " to uid " << uid_ << std::endl;
+      return false;
+    }
+    // The build tree may sit below a folder only the test's user can enter
+    // (a clone in a mktemp -d folder is mode 700): the uid runs its own copy.
+    const std::string copy = dir_ + "/groupcoordd";
+    std::error_code ec;
+    std::filesystem::copy_file(argv[0], copy, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec || ::chmod(copy.c_str(), 0755) != 0) {
+      std::cerr << "cannot copy " << argv[0] << " to " << copy << ": " << ec.message() << std::endl;
+      return false;
+    }
+    argv[0] = copy;
   }
 
   pid_ = ::fork();
@@ -70,6 +87,7 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
     for (auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
     cargs.push_back(nullptr);
     ::execv(cargs[0], cargs.data());
+    std::fprintf(stderr, "groupcoordd test: cannot run %s: %s\n", cargs[0], std::strerror(errno));
     ::_exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + wait;
