@@ -31,6 +31,7 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       config_(std::move(config)),
       layout_(config_.root),
       time_(time),
+      systemTime_(dynamic_cast<const SystemTimeSource*>(&time) != nullptr),
       servers_(zk_, layout_, time_, epoch_,
                ServerRegistry::Events{[this] { serversChanged(); }, [this] { claims_.reconsider(); }},
                config_.handoverSettleDelay),
@@ -277,19 +278,31 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
   std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
 }
 
+namespace {
+// What a connection keeps between its heartbeats: the group the last one
+// named and the member found there (GroupTable::find with a cache).
+struct HeartbeatSlot final : protocol::ConnectionState {
+  GroupTable::Cached group;
+};
+}  // namespace
+
 // The same answers as handleFrom() gives a heartbeat, without a callback.
-bool Coordinator::heartbeatNow(const protocol::Caller& caller, const protocol::HeartbeatView& r,
-                               protocol::HeartbeatResponse& out) {
+bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
+                               const protocol::HeartbeatView& r, protocol::HeartbeatResponse& out,
+                               std::chrono::steady_clock::time_point readAt) {
   // One clock read for the whole heartbeat: the lease, the stall rule and
-  // the member's last-seen time.
-  const TimePoint now = time_.now();
+  // the member's last-seen time; the server's own when it took one.
+  const TimePoint now = systemTime_ && readAt != TimePoint{} ? readAt : time_.now();
   if (stopped_ || !answersFromMemory(now)) {
     out = protocol::HeartbeatResponse{};
     out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
     return true;
   }
-  if (auto g = groups_.find(r.group)) {
-    out = g->heartbeat(r, caller, now);
+  // The slot is this coordinator's own: nothing else fills it.
+  if (!slot) slot = std::make_unique<HeartbeatSlot>();
+  auto& kept = static_cast<HeartbeatSlot&>(*slot).group;
+  if (GroupController* g = groups_.find(r.group, kept)) {
+    out = g->heartbeat(r, caller, now, &kept.member);
   } else {
     out = protocol::HeartbeatResponse{};
     out.error = claims_.notHere(std::string(r.group), connected_);

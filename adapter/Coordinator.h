@@ -143,8 +143,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
               protocol::ResponseCallback done) override;
   void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
                   protocol::ResponseCallback done) override;
-  bool heartbeatNow(const protocol::Caller& caller, const protocol::HeartbeatView& request,
-                    protocol::HeartbeatResponse& out) override;
+  bool heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
+                    const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
+                    std::chrono::steady_clock::time_point readAt) override;
 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }
@@ -212,6 +213,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   CoordinatorConfig config_;  // fixed once start() ran
   const layout::Layout layout_;
   const TimeSource& time_;
+  // time_ is the steady clock itself: the server's reading before a
+  // heartbeat (heartbeatNow's readAt) is this clock's too.
+  const bool systemTime_;
   SessionEpoch epoch_;
 
   std::atomic<bool> connected_{false};

@@ -255,7 +255,8 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
 }
 
 protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatView& r,
-                                                       const protocol::Caller& caller, TimePoint now) {
+                                                       const protocol::Caller& caller, TimePoint now,
+                                                       MemberCache* cache) {
   protocol::HeartbeatResponse resp;
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
@@ -278,30 +279,36 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
     resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
     return resp;
   }
-  auto it = members_.find(r.consumerId);
-  if (it == members_.end() && ownership_.inGrace(now)) {
+  Member* member = nullptr;
+  if (cache != nullptr && cache->version == members_.version() && cache->id == r.consumerId) {
+    member = cache->member;
+  } else if (auto it = members_.find(r.consumerId); it != members_.end()) {
+    member = &it->second;
+    if (cache != nullptr) *cache = MemberCache{members_.version(), std::string(r.consumerId), member};
+  }
+  if (member == nullptr && ownership_.inGrace(now)) {
     // This server has just taken the group over, and the member may still
     // hold partitions granted by the previous controller: it is told to
     // register again (reporting what it holds) rather than that it is
     // unknown, which would make it drop everything and leave its
     // partitions waiting out the grace.
     resp.error = ErrorCode::REBALANCE_NEEDED;
-  } else if (it == members_.end() || ((removals_.hasPending() || removals_.hasInFlight()) &&
-                                      leaving(std::string(r.consumerId)))) {
+  } else if (member == nullptr || ((removals_.hasPending() || removals_.hasInFlight()) &&
+                                    leaving(std::string(r.consumerId)))) {
     resp.error = ErrorCode::UNKNOWN_CONSUMER;
   } else {
-    it->second.lastSeen = now;
-    if (it->second.port == 0 && caller.port != 0) {
+    member->lastSeen = now;
+    if (member->port == 0 && caller.port != 0) {
       // Found in ZooKeeper (a takeover): where it connects from is learnt here.
-      it->second.host = caller.host;
-      it->second.port = caller.port;
+      member->host = caller.host;
+      member->port = caller.port;
     }
     if (r.generation != version_) {
       resp.error = ErrorCode::REBALANCE_NEEDED;
     } else if (clientMode()) {
       // The barrier: nobody starts on this generation before everybody has
       // registered at it (and so stopped using the previous one).
-      resp.error = it->second.registeredAt != version_ ? ErrorCode::REBALANCE_NEEDED
+      resp.error = member->registeredAt != version_ ? ErrorCode::REBALANCE_NEEDED
                    : agreed()                          ? ErrorCode::NONE
                                                        : ErrorCode::REBALANCE_IN_PROGRESS;
     } else {
@@ -309,14 +316,14 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
       // Nothing about ownership changed since a heartbeat last found it so
       // (and no grace is running out): the same answer, without the checks.
       const bool grace = ownership_.inGrace(now);
-      if (it->second.inSyncAt == ownership_.epoch() && !grace) {
+      if (member->inSyncAt == ownership_.epoch() && !grace) {
         resp.error = ErrorCode::NONE;
       } else {
         const std::string id(r.consumerId);
         ownership_.releaseUntargeted(id);
         const bool due = ownership_.due(id, now);
         resp.error = due ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
-        it->second.inSyncAt = due || grace ? 0 : ownership_.epoch();
+        member->inSyncAt = due || grace ? 0 : ownership_.epoch();
       }
     }
   }

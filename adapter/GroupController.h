@@ -37,6 +37,7 @@
 #include "adapter/GroupOps.h"
 #include "adapter/GroupPhase.h"
 #include "adapter/History.h"
+#include "adapter/NameMap.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/OpQueue.h"
 #include "adapter/Outbox.h"
@@ -94,9 +95,12 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatRequest& r,
                                         const protocol::Caller& caller = {}) EXCLUDES(mu_);
   // The same, from a request read in place (the server's fast path), at
-  // `now` (the caller's one clock read for this heartbeat).
+  // `now` (the caller's one clock read for this heartbeat). With `cache`
+  // (one connection's, below), a member that heartbeats again while nobody
+  // joined or left is found without a lookup.
+  struct MemberCache;
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
-                                        TimePoint now) EXCLUDES(mu_);
+                                        TimePoint now, MemberCache* cache = nullptr) EXCLUDES(mu_);
   void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                       protocol::ResponseCallback done, const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
@@ -162,6 +166,18 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     // Ownership::epoch() when a heartbeat last found it in sync; 0: not known.
     uint64_t inSyncAt = 0;
   };
+
+ public:
+  // One connection's last member found by heartbeat() in this group: used
+  // while members_ is unchanged since (no member joined or left, so the
+  // element is where it was). The caller keeps one per group it caches.
+  struct MemberCache {
+    uint64_t version = 0;  // members_.version() when filled; 0: empty
+    std::string id;
+    Member* member = nullptr;
+  };
+
+ private:
   // A member removed lately, by the address it connected from: a
   // registration without an id from there is the same client again
   // (MEMBER_REPLACED).
@@ -295,8 +311,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   layout::GroupSettings settings_ GUARDED_BY(mu_);
   std::string settingsData_ GUARDED_BY(mu_);  // the group znode's data, rewritten as is to move the version
   int32_t version_ GUARDED_BY(mu_) = -1;       // the generation
-  // Sorted: a registration lists them in order. Found by string_view too.
-  std::map<std::string, Member, std::less<>> members_ GUARDED_BY(mu_);
+  // Sorted: a registration lists them in order. Found by a hash (NameMap).
+  NameMap<Member> members_ GUARDED_BY(mu_);
   // No member can time out before this: the liveness scan skips the group
   // until then (heartbeats only move lastSeen later; members join with
   // lastSeen = now), or until the member count changes.

@@ -7,6 +7,7 @@
 // get the group (or a snapshot of all of them) and release the table
 // first, so "for every controlled group" is one helper, forEach().
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "adapter/GroupController.h"
+#include "adapter/Hash.h"
 #include "common/Sync.h"
 
 namespace groupcoord::adapter {
@@ -27,9 +29,39 @@ class GroupTable {
     auto it = groups_.find(name);
     return it == groups_.end() ? nullptr : it->second;
   }
+
+  // One caller's last lookup, kept between its calls (a connection's
+  // heartbeats, which name the same group each time), and the member last
+  // found in that group (GroupController::heartbeat), emptied with it.
+  struct Cached {
+    uint64_t version = 0;  // the table's version() when filled; 0: empty
+    std::string name;
+    Ptr group;  // null: not here then
+    GroupController::MemberCache member;
+  };
+  // find(name), from `cached` while the table is unchanged since `cached`
+  // was filled for this name: no lock and no hash, one atomic load and a
+  // compare. The group is a raw pointer kept alive by `cached` until it is
+  // filled again or goes; like find()'s answer it may leave the table at
+  // any moment, which its own phase tells.
+  GroupController* find(std::string_view name, Cached& cached) const EXCLUDES(mu_) {
+    // Read before the lookup: a change between the two leaves `cached`
+    // older than the table, so the next call looks again.
+    const uint64_t v = version_.load(std::memory_order_acquire);
+    if (cached.version == v && cached.name == name) return cached.group.get();
+    cached.group = find(name);
+    cached.name.assign(name);
+    cached.version = v;
+    cached.member = {};  // of the group it held before, which may be gone
+    return cached.group.get();
+  }
+  // Moves on every change of the table (from 1).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
   void insert(Ptr g) EXCLUDES(mu_) {
     WriterLock lock(mu_);
     groups_[g->name()] = std::move(g);
+    version_.fetch_add(1, std::memory_order_release);
   }
   // Removes and returns the group, nullptr when not here.
   Ptr remove(const std::string& name) EXCLUDES(mu_) {
@@ -38,6 +70,7 @@ class GroupTable {
     if (it == groups_.end()) return nullptr;
     Ptr g = std::move(it->second);
     groups_.erase(it);
+    version_.fetch_add(1, std::memory_order_release);
     return g;
   }
   // Removes and returns every group.
@@ -47,6 +80,7 @@ class GroupTable {
     all.reserve(groups_.size());
     for (auto& [_, g] : groups_) all.push_back(std::move(g));
     groups_.clear();
+    version_.fetch_add(1, std::memory_order_release);
     return all;
   }
   std::vector<Ptr> snapshot() const EXCLUDES(mu_) {
@@ -68,11 +102,8 @@ class GroupTable {
 
  private:
   mutable SharedMutex mu_;
+  std::atomic<uint64_t> version_{1};
   // Looked up by string_view too (the heartbeat path reads names in place).
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, Ptr, NameHash, std::equal_to<>> groups_ GUARDED_BY(mu_);
 };
 

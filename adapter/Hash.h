@@ -6,6 +6,7 @@
 // controller for a group.
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +26,38 @@ inline uint64_t fnv1a(std::string_view s) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
 }
+
+// The in-memory tables' hash of a name (groups by name, members by id):
+// eight bytes at a time, seeded per process (names come from clients, so a
+// table's buckets must not be predictable). Not stable across processes:
+// never for anything stored or compared between servers (fnv1a is).
+uint64_t processSeed();
+inline uint64_t nameHash(std::string_view s) {
+  static const uint64_t seed = processSeed();
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL);
+  auto word = [](const char* at) {
+    uint64_t w;
+    std::memcpy(&w, at, 8);
+    return w;
+  };
+  for (; n > 8; p += 8, n -= 8) h = (h ^ word(p)) * 0xbf58476d1ce4e5b9ULL, h ^= h >> 31;
+  if (s.size() >= 8) {
+    h ^= word(s.data() + s.size() - 8);  // the last eight bytes, overlapping what came before
+  } else {
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; ++i) w |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    h ^= w;
+  }
+  return mix64(h);
+}
+
+// std::unordered_map's hash for names, looked up by string_view too.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return static_cast<size_t>(nameHash(s)); }
+};
 
 // Rendezvous hashing: server `id`'s score for the group whose name hashes
 // to `groupHash` (fnv1a). The highest score wins, the lower id on a tie.

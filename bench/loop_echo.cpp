@@ -33,8 +33,8 @@ class NothingHandler final : public protocol::Handler {
     }
     done(protocol::errorResponse(request, protocol::ErrorCode::NONE));
   }
-  bool heartbeatNow(const protocol::Caller&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out) override {
+  bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
     out = protocol::HeartbeatResponse{r.generation, protocol::ErrorCode::NONE};
     return true;
   }

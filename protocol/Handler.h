@@ -4,8 +4,10 @@
 // ZooKeeper). The server decodes a frame, checks names, and hands the
 // request to a Handler; the Handler answers through `done`.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "protocol/Codec.h"
@@ -31,6 +33,16 @@ struct Caller {
   }
 };
 
+// What a handler keeps for one connection between its heartbeats (the
+// coordinator: the group the last one named, so that the next one of the
+// same group skips the table's lock and hash). The server holds one slot
+// per connection, touches it only on that connection's I/O thread, and
+// frees it when the connection closes.
+struct ConnectionState {
+  virtual ~ConnectionState() = default;
+};
+using ConnectionSlot = std::unique_ptr<ConnectionState>;
+
 class Handler {
  public:
   virtual ~Handler() = default;
@@ -48,9 +60,16 @@ class Handler {
   // callback: the server's fast path for the request that dominates its
   // traffic (docs/design.md, "Heartbeats"). True when `out` holds the
   // answer; false (the default) when this handler answers heartbeats
-  // through handleFrom() only, which the server then calls.
-  virtual bool heartbeatNow(const Caller& caller, const HeartbeatView& request, HeartbeatResponse& out) {
+  // through handleFrom() only, which the server then calls. `slot` is the
+  // connection's (empty at first): the handler may keep what it likes there.
+  // `readAt` is the server's own steady-clock reading just before the call
+  // (it times its handlers), or a default time_point when it took none: a
+  // handler on the same clock may use it instead of reading the clock again.
+  virtual bool heartbeatNow(const Caller& caller, ConnectionSlot& slot, const HeartbeatView& request,
+                            HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt) {
     (void)caller;
+    (void)slot;
+    (void)readAt;
     (void)request;
     (void)out;
     return false;

@@ -178,6 +178,7 @@ struct Connection {
   size_t index = 0;  // position in IoLoop::connections_
   std::string peer;          // "host:port", for the logs
   protocol::Caller caller;   // the same, for the handler (no user: the auth gate adds it)
+  protocol::ConnectionSlot handlerState;  // the handler's, for heartbeatNow()
   std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
   std::vector<uint8_t> out;  // responses not yet written, from outOffset on
   size_t outOffset = 0;
@@ -757,7 +758,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   protocol::HeartbeatResponse hb;
   const Clock::time_point start = options_.observer != nullptr ? Clock::now() : Clock::time_point{};
   try {
-    if (!handler_.heartbeatNow(c.caller, r, hb)) return false;
+    if (!handler_.heartbeatNow(c.caller, c.handlerState, r, hb, start)) return false;
   } catch (...) {
     return false;  // the general path answers it, and logs what goes wrong
   }

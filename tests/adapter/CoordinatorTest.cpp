@@ -124,6 +124,58 @@ TEST_F(CoordinatorTest, HeartbeatAnswersTellWhatToDo) {
   EXPECT_EQ(heartbeat(*n.coordinator, "nope", a.consumerId, a.generation).error, ErrorCode::UNKNOWN_GROUP);
 }
 
+// The server's fast path keeps the group and member it found in the
+// connection's slot: what it answers through one slot follows every join,
+// leave, group that goes and group that comes back under the same name.
+TEST_F(CoordinatorTest, HeartbeatsThroughOneConnectionsSlotFollowEveryChange) {
+  auto& n = addServer(1);
+  Coordinator& c = *n.coordinator;
+  protocol::ConnectionSlot slot;
+  auto now = [&](const std::string& group, const std::string& id, int64_t gen,
+                 std::chrono::steady_clock::time_point readAt = {}) {
+    protocol::HeartbeatResponse out;
+    EXPECT_TRUE(c.heartbeatNow(protocol::Caller{"127.0.0.1", 4000, ""}, slot,
+                               protocol::HeartbeatView{0, 1, group, id, gen}, out, readAt));
+    return out;
+  };
+  create(c, "g", 2000, true);
+  auto a = join(c, "g", "a");
+  auto b = join(c, "g", "b");
+  EXPECT_EQ(now("g", "a", b.generation).error, ErrorCode::NONE);
+  EXPECT_EQ(now("g", "a", b.generation).error, ErrorCode::NONE);
+  EXPECT_EQ(now("g", "b", b.generation).error, ErrorCode::NONE) << "another member through the same slot";
+  EXPECT_EQ(now("g", "stranger", b.generation).error, ErrorCode::UNKNOWN_CONSUMER);
+  ASSERT_EQ(leave(c, "g", "a"), ErrorCode::NONE);
+  EXPECT_EQ(now("g", "a", b.generation).error, ErrorCode::UNKNOWN_CONSUMER) << "left: not found where it was";
+  EXPECT_EQ(now("g", "b", b.generation).error, ErrorCode::REBALANCE_NEEDED);
+  auto b2 = join(c, "g", "b");
+  auto d = join(c, "g", "d");
+  EXPECT_EQ(now("g", "d", d.generation).error, ErrorCode::NONE);
+  // Another group through the same slot, then back.
+  create(c, "h");
+  auto h = join(c, "h", "x");
+  EXPECT_EQ(now("h", "x", h.generation).error, ErrorCode::NONE);
+  EXPECT_EQ(now("h", "d", h.generation).error, ErrorCode::UNKNOWN_CONSUMER) << "d is g's, not h's";
+  EXPECT_EQ(now("g", "d", d.generation).error, ErrorCode::NONE);
+  // The ephemeral group goes with its last members...
+  ASSERT_EQ(leave(c, "g", "b"), ErrorCode::NONE);
+  ASSERT_EQ(leave(c, "g", "d"), ErrorCode::NONE);
+  settle();
+  EXPECT_EQ(now("g", "d", d.generation).error, ErrorCode::UNKNOWN_GROUP);
+  // ... and comes back under the same name, a new group with a new member.
+  create(c, "g", 2000, true);
+  auto e = join(c, "g", "d");
+  EXPECT_EQ(now("g", "d", e.generation).error, ErrorCode::NONE);
+  // The coordinator's clock is not the steady clock here: the server's
+  // reading is not its time. Were it taken, "d" would be seen an hour ahead
+  // and outlive its session.
+  now("g", "d", e.generation, std::chrono::steady_clock::now() + std::chrono::hours(1));
+  advance(2100ms);
+  EXPECT_EQ(now("g", "d", e.generation).error, ErrorCode::UNKNOWN_GROUP) << "evicted on the coordinator's clock";
+  (void)a;
+  (void)b2;
+}
+
 TEST_F(CoordinatorTest, ASilentMemberIsEvictedAndTheOthersRebalance) {
   auto& n = addServer(1);
   create(*n.coordinator, "g", 2000);

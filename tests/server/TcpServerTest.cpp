@@ -30,8 +30,8 @@ using server::TcpServerOptions;
 // holds everything else until the test answers it.
 class FastHeartbeatHandler : public DeferredHandler {
  public:
-  bool heartbeatNow(const protocol::Caller&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out) override {
+  bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
     fast.fetch_add(1);
     out = protocol::HeartbeatResponse{r.generation, ErrorCode::NONE};
     return true;
