@@ -103,6 +103,7 @@ class Histogram {
   // q in [0, 1]; 0 when empty.
   double quantileMs(double q) const;
   void clear() { samples_.clear(); }
+  void merge(const Histogram& other) { samples_.insert(samples_.end(), other.samples_.begin(), other.samples_.end()); }
 
  private:
   std::vector<uint64_t> samples_;

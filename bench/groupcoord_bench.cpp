@@ -200,6 +200,21 @@ uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutN
 // ---------------------------------------------------------------------------
 // 1. Heartbeat throughput beside a minimal echo server.
 
+// The soft limit on this process's open descriptors.
+size_t openFileLimit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return static_cast<size_t>(lim.rlim_cur);
+}
+
+// "median (min .. max)" of a list of ratios or figures.
+std::string spread(std::vector<double> v, int decimals) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return std::string("-");
+  auto f = [decimals](double x) { return decimals == 0 ? count(x) : fmt(x, decimals); };
+  return f(v[(v.size() - 1) / 2]) + " (" + f(v.front()) + " .. " + f(v.back()) + ")";
+}
+
 void throughput(const Args& args) {
   const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
   const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
@@ -274,13 +289,6 @@ void throughput(const Args& args) {
     loop.runUntil([&] { return outstanding == 0; }, 20 * kSec);
     return Run{static_cast<double>(responses) / elapsed, errors,
                responses ? (c1 - c0) * 1e6 / static_cast<double>(responses) : 0};
-  };
-  // "median (min .. max)" of a list of ratios or figures.
-  auto spread = [](std::vector<double> v, int decimals) {
-    std::sort(v.begin(), v.end());
-    if (v.empty()) return std::string("-");
-    auto f = [decimals](double x) { return decimals == 0 ? count(x) : fmt(x, decimals); };
-    return f(v[(v.size() - 1) / 2]) + " (" + f(v.front()) + " .. " + f(v.back()) + ")";
   };
 
   // The servers take turns in short windows, `pairs` rounds of each: a
@@ -504,61 +512,117 @@ void members(const Args& args) {
   const double p0 = zk.sum("zk_packets_received");
   loop.runFor(static_cast<uint64_t>(idle * kSec));
   const double p1 = zk.sum("zk_packets_received");
-  // The measured window: beats due in [from, until). Whatever blocks the
+  // The measured windows: beats due in [from, until). Whatever blocks the
   // generator's one thread (ZooKeeper's four-letter words, scraping the
-  // server's /metrics) happens outside it, a second away from either end,
-  // and the schedule is absolute, so nothing it delays is measured.
+  // server's /metrics) happens outside them, a second away from either
+  // end, and the schedule is absolute, so nothing it delays is measured.
+  // With --rounds=K the servers take turns: K windows of groupcoordd, each
+  // followed by one of the minimal echo and one of the IoLoop echo on the
+  // same schedule, with the members silent meanwhile (well within their
+  // session), so that a disturbance of the machine falls on one window.
+  const int rounds = std::max(1, static_cast<int>(args.num("rounds", 1)));
   Histogram latency, lateness;
   const auto errors0 = fleet.stats().errors;
   const uint16_t metricsPort = static_cast<uint16_t>(args.num("metrics-port", 0));
-  fleet.startBeating(intervalNs, BeatMeasure{});
-  loop.runFor(intervalNs);  // every member has had its first beat
+  const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
+  const uint16_t loopEcho = static_cast<uint16_t>(args.num("loop-echo-port", 0));
+  if (rounds > 1 && conns * 2 + 1000 > openFileLimit()) {
+    fail("--rounds needs the members' connections and the echoes' open at once: raise the open-file limit or use --rounds=1");
+  }
   const double p2 = zk.sum("zk_packets_received");
   const uint64_t p2At = nowNs(), hbAtP2 = fleet.stats().heartbeats;
   const Samples metrics0 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
-  const uint64_t from = nowNs() + kSec, until = from + static_cast<uint64_t>(seconds * kSec);
-  fleet.setMeasure(BeatMeasure{&latency, &lateness, from, until});
-  loop.runFor(from - std::min(from, nowNs()));
-  const uint64_t hb1 = fleet.stats().heartbeats;
-  const double cpu0 = cpuSeconds(pid), self0 = cpuSeconds(::getpid());
-  loop.runFor(until - std::min(until, nowNs()));
-  const double cpu1 = cpuSeconds(pid), self1 = cpuSeconds(::getpid());
-  const uint64_t hb2 = fleet.stats().heartbeats;
-  loop.runFor(kSec);  // the answers to beats due before `until` come in
+  loop.runFor(kSec);
+  double cpu = 0, self = 0;
+  uint64_t hbs0 = 0;
+  EchoRun er, lr;  // every window's samples together
+  std::vector<double> vsEcho99, vsLoop99, gc99, loop99;
+  int lateRounds = 0;
+  std::vector<std::vector<uint8_t>> frames;
+  auto echoRun = [&](uint16_t p, int echoPid, EchoRun& all) {
+    loop.runFor(500 * kMs);
+    EchoRun r = echoSchedule(loop, p, echoPid, frames, conns, intervalNs, seconds);
+    all.latency.merge(r.latency);
+    all.lateness.merge(r.lateness);
+    all.cpuPerAnswerUs = (all.cpuPerAnswerUs * static_cast<double>(all.answered) +
+                          r.cpuPerAnswerUs * static_cast<double>(r.answered)) /
+                         static_cast<double>(std::max<uint64_t>(all.answered + r.answered, 1));
+    all.answered += r.answered;
+    return r;
+  };
+  for (int round = 0; round < rounds; ++round) {
+    if (rounds > 1) log("%s: round %d of %d", sc.c_str(), round + 1, rounds);
+    Histogram lat, late;
+    fleet.startBeating(intervalNs, BeatMeasure{});
+    loop.runFor(intervalNs);  // every member has had its first beat
+    const uint64_t from = nowNs(), until = from + static_cast<uint64_t>(seconds * kSec);
+    fleet.setMeasure(BeatMeasure{&lat, &late, from, until});
+    const uint64_t hb1 = fleet.stats().heartbeats;
+    const double cpu0 = cpuSeconds(pid), self0 = cpuSeconds(::getpid());
+    loop.runFor(until - std::min(until, nowNs()));
+    cpu += cpuSeconds(pid) - cpu0;
+    self += cpuSeconds(::getpid()) - self0;
+    hbs0 += fleet.stats().heartbeats - hb1;
+    loop.runFor(kSec);  // the answers to beats due before `until` come in
+    fleet.stopBeating();
+    latency.merge(lat);
+    lateness.merge(late);
+    if (rounds == 1) {
+      // Closed before the echo runs: a process may hold 20,000 descriptors here.
+      frames.reserve(n);
+      for (size_t i = 0; i < n; ++i) frames.push_back(fleet.at(i).heartbeatFrame);
+      break;
+    }
+    if (frames.empty()) {
+      for (size_t i = 0; i < n; ++i) frames.push_back(fleet.at(i).heartbeatFrame);
+    }
+    bool wasLate = late.quantileMs(0.99) > 1.0;
+    double e99 = 0, l99 = 0;
+    if (echo != 0) {
+      const EchoRun r = echoRun(echo, static_cast<int>(args.num("echo-pid", 0)), er);
+      e99 = r.latency.quantileMs(0.99);
+      wasLate = wasLate || r.lateness.quantileMs(0.99) > 1.0;
+    }
+    if (loopEcho != 0) {
+      const EchoRun r = echoRun(loopEcho, static_cast<int>(args.num("loop-echo-pid", 0)), lr);
+      l99 = r.latency.quantileMs(0.99);
+      wasLate = wasLate || r.lateness.quantileMs(0.99) > 1.0;
+    }
+    const double g99 = lat.quantileMs(0.99);
+    lateRounds += wasLate ? 1 : 0;
+    if (!wasLate) {
+      gc99.push_back(g99);
+      if (e99 > 0) vsEcho99.push_back(g99 / e99);
+      if (l99 > 0) {
+        loop99.push_back(l99);
+        vsLoop99.push_back(g99 / l99);
+      }
+    }
+    log("%s: round %d: p99 groupcoordd %.3f ms, minimal echo %.3f ms, IoLoop echo %.3f ms%s", sc.c_str(), round + 1,
+        g99, e99, l99, wasLate ? " (the generator fell behind)" : "");
+  }
   const Samples metrics1 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
   const double p3 = zk.sum("zk_packets_received");
   const uint64_t p3At = nowNs(), hbAtP3 = fleet.stats().heartbeats;
-  fleet.stopBeating();
   loop.runFor(500 * kMs);
   const int64_t rss2 = rssKiB(pid);
   uint64_t errors = 0;
   for (const auto& [name, c] : fleet.stats().errors) errors += c - (errors0.count(name) ? errors0.at(name) : 0);
   size_t notInSync = 0;
   for (const auto& m : fleet.members()) notInSync += !m.inSync;
-  std::vector<std::vector<uint8_t>> frames;
-  frames.reserve(n);
-  for (size_t i = 0; i < n; ++i) frames.push_back(fleet.at(i).heartbeatFrame);
-  // Closed before the echo run: a process may hold 20,000 descriptors here.
   fleet.closeAll();
-
-  // The same schedule against the echo server, which answers without any
-  // work: what this machine's scheduling alone costs a heartbeat at this
-  // rate (idle cores wake up for each one).
-  const uint16_t echo = static_cast<uint16_t>(args.num("echo-port", 0));
-  EchoRun er;
-  if (echo != 0) {
-    loop.runFor(500 * kMs);
-    er = echoSchedule(loop, echo, static_cast<int>(args.num("echo-pid", 0)), frames, conns, intervalNs, seconds);
+  if (rounds == 1) {
+    // The same schedule against the echo server, which answers without any
+    // work: what this machine's scheduling alone costs a heartbeat at this
+    // rate (idle cores wake up for each one); and against groupcoordd's own
+    // TCP server with a handler that does nothing (groupcoord-loop-echo):
+    // what the handler costs, apart from the loop.
+    if (echo != 0) echoRun(echo, static_cast<int>(args.num("echo-pid", 0)), er);
+    if (loopEcho != 0) echoRun(loopEcho, static_cast<int>(args.num("loop-echo-pid", 0)), lr);
   }
-  // And against groupcoordd's own TCP server with a handler that does
-  // nothing (groupcoord-loop-echo): what the handler costs, apart from the loop.
-  const uint16_t loopEcho = static_cast<uint16_t>(args.num("loop-echo-port", 0));
-  EchoRun lr;
-  if (loopEcho != 0) {
-    loop.runFor(500 * kMs);
-    lr = echoSchedule(loop, loopEcho, static_cast<int>(args.num("loop-echo-pid", 0)), frames, conns, intervalNs,
-                      seconds);
-  }
+  const double cpu1 = cpu, cpu0 = 0, self1 = self, self0 = 0;
+  const uint64_t hb1 = 0, hb2 = hbs0;
+  const double measuredSeconds = seconds * rounds;
 
   const double hbs = static_cast<double>(hb2 - hb1);
   const std::string every = intervalNs == kSec ? "second" : fmt(static_cast<double>(intervalNs) / kSec, 0) + " s";
@@ -568,7 +632,12 @@ void members(const Args& args) {
           count(static_cast<double>(sessionMs)) + " ms");
   row(sc, "all registered / all in sync, from the first registration (s)",
       fmt(static_cast<double>(joined) / kSec, 2) + " / " + fmt(static_cast<double>(synced) / kSec, 2));
-  row(sc, "heartbeats answered per second (1 per member per " + every + ")", count(hbs / seconds));
+  row(sc, "heartbeats answered per second (1 per member per " + every + ")", count(hbs / measuredSeconds));
+  if (rounds > 1) {
+    row(sc, "windows: groupcoordd, minimal echo, IoLoop echo in turn",
+        std::to_string(rounds) + " rounds of " + fmt(seconds, 0) + " s each" +
+            (lateRounds ? " (" + std::to_string(lateRounds) + " with the generator behind, left out of the ratios)" : ""));
+  }
   row(sc, "heartbeat latency p50 / p99 / p999 (ms), from each beat's due time", quantiles(latency));
   const bool behind = lateness.quantileMs(0.99) > 1.0;
   row(sc, "the generator's own lateness against the schedule: p99 / max (ms)",
@@ -587,22 +656,31 @@ void members(const Args& args) {
   }
   if (er.latency.count() > 0) {
     row(sc, "the same schedule against the echo server: p50 / p99 / p999 (ms)", quantiles(er.latency));
-    row(sc, "the generator's lateness in the echo run: p99 / max (ms)",
+    row(sc, "the generator's lateness in the echo runs: p99 / max (ms)",
         fmt(er.lateness.quantileMs(0.99), 3) + " / " + fmt(er.lateness.quantileMs(1.0), 3), "p99 <= 1");
-    const double r99 = latency.quantileMs(0.99) / std::max(er.latency.quantileMs(0.99), 1e-6);
-    const double r999 = latency.quantileMs(0.999) / std::max(er.latency.quantileMs(0.999), 1e-6);
-    row(sc, "groupcoordd / echo server: p99, p999", fmt(r99, 2) + "x, " + fmt(r999, 2) + "x",
-        "p99 <= 2x, p999 <= 3x");
   }
   if (lr.latency.count() > 0) {
     row(sc, "the same schedule against the IoLoop echo: p50 / p99 / p999 (ms)", quantiles(lr.latency));
+    row(sc, "the generator's lateness in the IoLoop echo runs: p99 / max (ms)",
+        fmt(lr.lateness.quantileMs(0.99), 3) + " / " + fmt(lr.lateness.quantileMs(1.0), 3), "p99 <= 1");
+  }
+  if (rounds > 1) {
+    const std::string pairs = std::to_string(vsLoop99.size()) + " of " + std::to_string(rounds) +
+                              " interleaved rounds with the generator on time, median (range)";
+    row(sc, "client-seen p99 per round, groupcoordd / IoLoop echo (ms), " + pairs,
+        spread(gc99, 3) + " / " + spread(loop99, 3));
+    row(sc, "client-seen p99, groupcoordd / minimal echo, " + pairs, spread(vsEcho99, 2));
+    row(sc, "client-seen p99, groupcoordd / IoLoop echo, " + pairs,
+        vsLoop99.empty() ? std::string("not measured: the generator fell behind in every round") : spread(vsLoop99, 2),
+        "<= 1.5");
+  } else if (lr.latency.count() > 0) {
     const bool late = behind || lr.lateness.quantileMs(0.99) > 1.0;
     row(sc, "groupcoordd / IoLoop echo: p99",
         fmt(latency.quantileMs(0.99) / std::max(lr.latency.quantileMs(0.99), 1e-6), 2) + "x" +
             (late ? " (the generator fell behind in one of the runs)" : ""),
         "<= 1.5");
   }
-  row(sc, "heartbeats not answered NONE over " + fmt(seconds) + " s; members not in sync at the end",
+  row(sc, "heartbeats not answered NONE over " + fmt(measuredSeconds) + " s; members not in sync at the end",
       count(static_cast<double>(errors)) + "; " + count(static_cast<double>(notInSync)), "0; 0");
   row(sc, "CPU per heartbeat: groupcoordd / IoLoop echo / minimal echo / load generator (us)",
       fmt((cpu1 - cpu0) * 1e6 / hbs, 1) + " / " + (lr.answered > 0 ? fmt(lr.cpuPerAnswerUs, 1) : "-") + " / " +
@@ -2087,6 +2165,7 @@ int usage(int code) {
                "              [--partitions 100] [--interval-ms 1000] [--session-ms 30000] [--settle-interval-ms 250]\n"
                "              [--seconds 20] [--idle-seconds 10] [--echo-pid PID] [--loop-echo-port L]\n"
                "              [--loop-echo-pid PID] [--metrics-port HTTP] [--label TEXT]\n"
+               "              [--rounds 1] (K > 1: K windows of --seconds each, groupcoordd and the echoes in turn)\n"
                "  join-storm  --ports P [--members 1000] [--partitions 1000] [--heartbeat-ms 100]\n"
                "  direct      --ports P [--members 100] [--steady-seconds 10]\n"
                "  failover    --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]\n"

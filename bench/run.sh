@@ -11,7 +11,8 @@
 # members at one heartbeat a second on an absolute schedule, latency from
 # each beat's due time, the generator's own lateness, groupcoordd's own
 # read-to-answer and stage figures from its /metrics, then the same schedule
-# against both echoes; instructions: instructions per heartbeat of the three
+# against both echoes, in turns (five rounds of a 4 s window each);
+# instructions: instructions per heartbeat of the three
 # servers, counted by callgrind; members-100k: 100,000 members in 1,000
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
 # session; members-1conn: the same schedule with one member per connection,
@@ -175,7 +176,7 @@ for s in "${scenarios[@]}"; do
       run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --loop-echo-port="$loop_echo_port" --loop-echo-pid="$loop_echo_pid" --metrics-port="$server_http" \
         --members="$(q 10000 2000)" --conns="$(q 1000 200)" --groups="$(q 100 20)" \
-        --seconds="$(q 20 5)" --idle-seconds="$(q 10 2)"
+        --rounds="$(q 5 3)" --seconds="$(q 4 1)" --idle-seconds="$(q 10 2)"
       stop_echoes
       stop_server "$server_pid"
       ;;
