@@ -224,8 +224,13 @@ bool Loop::runUntil(const std::function<bool()>& done, uint64_t timeoutNs) {
     uint64_t wait = deadline - now;
     if (!timers_.empty()) wait = std::min(wait, timers_.top().at > now ? timers_.top().at - now : 0);
     if (!dirty_.empty()) wait = 0;
-    const int waitMs = static_cast<int>(std::min<uint64_t>((wait + 999'999) / 1'000'000, 100));
-    int n = ::epoll_wait(epfd_, events, 512, waitMs);
+    // To the nanosecond (epoll_wait's milliseconds would send a beat due
+    // in 0.1 ms up to a millisecond late); at most 100 ms.
+    wait = std::min<uint64_t>(wait, 100'000'000);
+    const timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    int n = pwait2_ ? ::epoll_pwait2(epfd_, events, 512, &timeout, nullptr) : -1;
+    if (n < 0 && errno == ENOSYS) pwait2_ = false;  // a kernel before 5.11
+    if (!pwait2_) n = ::epoll_wait(epfd_, events, 512, static_cast<int>((wait + 999'999) / 1'000'000));
     for (int i = 0; i < n; ++i) {
       const int conn = static_cast<int>(events[i].data.u32);
       if (!isOpen(conn)) continue;

@@ -84,6 +84,7 @@ class Loop {
   void runTimers();
 
   int epfd_ = -1;
+  bool pwait2_ = true;  // epoll_pwait2 (nanosecond timeouts) is there
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<int> dirty_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
