@@ -529,10 +529,16 @@ void members(const Args& args) {
   if (rounds > 1 && conns * 2 + 1000 > openFileLimit()) {
     fail("--rounds needs the members' connections and the echoes' open at once: raise the open-file limit or use --rounds=1");
   }
-  const double p2 = zk.sum("zk_packets_received");
-  const uint64_t p2At = nowNs(), hbAtP2 = fleet.stats().heartbeats;
-  const Samples metrics0 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
-  loop.runFor(kSec);
+  // Between two windows of groupcoordd its members are silent for both
+  // echo runs: that must stay well within their session.
+  const double echoRunMs = 2.0 * static_cast<double>(intervalNs) / kMs + seconds * 1000 + 2000;
+  if (rounds > 1 && 2 * echoRunMs * 1.5 >= static_cast<double>(sessionMs)) {
+    fail("--rounds: the members would be silent for about " + fmt(2 * echoRunMs, 0) +
+         " ms while the echoes run, too close to their " + std::to_string(sessionMs) + " ms session");
+  }
+  double p2 = 0, p3 = 0;
+  uint64_t p2At = 0, hbAtP2 = 0, p3At = 0, hbAtP3 = 0;
+  Samples metrics0, metrics1;
   double cpu = 0, self = 0;
   uint64_t hbs0 = 0;
   EchoRun er, lr;  // every window's samples together
@@ -555,6 +561,13 @@ void members(const Args& args) {
     Histogram lat, late;
     fleet.startBeating(intervalNs, BeatMeasure{});
     loop.runFor(intervalNs);  // every member has had its first beat
+    if (round == 0) {
+      p2 = zk.sum("zk_packets_received");
+      p2At = nowNs();
+      hbAtP2 = fleet.stats().heartbeats;
+      if (metricsPort) metrics0 = scrapeMetrics(metricsPort);
+      loop.runFor(kSec);
+    }
     const uint64_t from = nowNs(), until = from + static_cast<uint64_t>(seconds * kSec);
     fleet.setMeasure(BeatMeasure{&lat, &late, from, until});
     const uint64_t hb1 = fleet.stats().heartbeats;
@@ -564,6 +577,12 @@ void members(const Args& args) {
     self += cpuSeconds(::getpid()) - self0;
     hbs0 += fleet.stats().heartbeats - hb1;
     loop.runFor(kSec);  // the answers to beats due before `until` come in
+    if (round == rounds - 1) {
+      if (metricsPort) metrics1 = scrapeMetrics(metricsPort);
+      p3 = zk.sum("zk_packets_received");
+      p3At = nowNs();
+      hbAtP3 = fleet.stats().heartbeats;
+    }
     fleet.stopBeating();
     latency.merge(lat);
     lateness.merge(late);
@@ -601,9 +620,6 @@ void members(const Args& args) {
     log("%s: round %d: p99 groupcoordd %.3f ms, minimal echo %.3f ms, IoLoop echo %.3f ms%s", sc.c_str(), round + 1,
         g99, e99, l99, wasLate ? " (the generator fell behind)" : "");
   }
-  const Samples metrics1 = metricsPort ? scrapeMetrics(metricsPort) : Samples();
-  const double p3 = zk.sum("zk_packets_received");
-  const uint64_t p3At = nowNs(), hbAtP3 = fleet.stats().heartbeats;
   loop.runFor(500 * kMs);
   const int64_t rss2 = rssKiB(pid);
   uint64_t errors = 0;
@@ -1904,7 +1920,9 @@ void fleetScenario(const Args& args) {
   std::vector<Restart> restarts;
   Buckets histogram;
   const std::string histName = "groupcoord_handover_duration_seconds";
+  const size_t restartCount = static_cast<size_t>(std::max<long>(1, args.num("restarts", servers)));
   for (int32_t id : ids) {
+    if (restarts.size() >= restartCount) break;
     Restart r;
     r.id = id;
     r.groupsBefore = watch.spread()[id];
@@ -2172,8 +2190,9 @@ int usage(int code) {
                "              [--member-session-ms 2000] [--heartbeat-ms 200]\n"
                "  fleet       --server-bin GROUPCOORDD [--work-dir DIR] [--servers 3] [--members 30000] [--groups 300]\n"
                "              [--partitions 200] [--conns 100] [--heartbeat-ms 3000] [--member-session-ms 10000]\n"
-               "              [--zk-session-ms 4000] [--settle-ms 2000] [--max-seconds 540]\n"
-               "              (starts and restarts its own servers: a rolling restart under load)\n"
+               "              [--zk-session-ms 4000] [--settle-ms 2000] [--max-seconds 540] [--restarts SERVERS]\n"
+               "              (starts and restarts its own servers: a rolling restart under load, of the\n"
+               "              first --restarts of them, all by default)\n"
                "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"

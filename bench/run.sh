@@ -20,8 +20,9 @@
 # group of 10,000 members on 10,000 partitions; big-partitions: 1,000
 # members on 100,000 partitions; fleet starts and restarts its own three
 # servers: a rolling restart under 30,000 members.
-# --quick: every scenario at a fraction of its size and length (a few
-# minutes in all), to check that they run; its figures are not the table's.
+# --quick: every scenario at a fraction of its size and length (under three
+# minutes in all on 2 cores), to check that they run; its figures are not
+# the table's. Each scenario's time is logged.
 # --pin: the generator on CPU 0, the servers on the other cores.
 # It builds groupcoordd, groupcoord-bench, groupcoord-echo and
 # groupcoord-loop-echo in build-bench/ (with scripts/dev.sh's build type),
@@ -161,6 +162,7 @@ run() {
 }
 
 for s in "${scenarios[@]}"; do
+  s_start=$(date +%s)
   case "$s" in
     throughput)
       start_server 1
@@ -176,7 +178,7 @@ for s in "${scenarios[@]}"; do
       run members --ports="$server_port" --pids="$server_pid" --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --loop-echo-port="$loop_echo_port" --loop-echo-pid="$loop_echo_pid" --metrics-port="$server_http" \
         --members="$(q 10000 2000)" --conns="$(q 1000 200)" --groups="$(q 100 20)" \
-        --rounds="$(q 5 3)" --seconds="$(q 4 1)" --idle-seconds="$(q 10 2)"
+        --rounds="$(q 5 2)" --seconds="$(q 4 1)" --idle-seconds="$(q 10 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -185,9 +187,9 @@ for s in "${scenarios[@]}"; do
       start_echo
       run members --label="2b 100,000 members" --ports="$server_port" --pids="$server_pid" --metrics-port="$server_http" \
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
-        --members="$(q 100000 20000)" --conns="$(q 10000 2000)" --groups="$(q 1000 200)" --partitions=100 \
-        --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
-        --seconds="$(q 60 10)" --idle-seconds=4
+        --members="$(q 100000 10000)" --conns="$(q 10000 1000)" --groups="$(q 1000 100)" --partitions=100 \
+        --interval-ms="$(q 3000 1000)" --session-ms=10000 --settle-interval-ms=1000 \
+        --seconds="$(q 60 3)" --idle-seconds="$(q 4 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -197,9 +199,9 @@ for s in "${scenarios[@]}"; do
       run members --label="2c one member per connection" --ports="$server_port" --pids="$server_pid" \
         --metrics-port="$server_http" \
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
-        --members="$(q 19000 3000)" --conns="$(q 19000 3000)" --groups="$(q 190 30)" --partitions=100 \
-        --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
-        --seconds="$(q 30 10)" --idle-seconds=4
+        --members="$(q 19000 2000)" --conns="$(q 19000 2000)" --groups="$(q 190 20)" --partitions=100 \
+        --interval-ms="$(q 3000 1000)" --session-ms=10000 --settle-interval-ms=1000 \
+        --seconds="$(q 30 3)" --idle-seconds="$(q 4 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -211,14 +213,14 @@ for s in "${scenarios[@]}"; do
     big-group)
       start_server 1
       run big-group --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 10000 2000)" --partitions="$(q 10000 2000)" --conns="$(q 1000 200)" --others="$(q 1000 200)"
+        --members="$(q 10000 1000)" --partitions="$(q 10000 1000)" --conns="$(q 1000 100)" --others="$(q 1000 100)"
       stop_server "$server_pid"
       ;;
     big-partitions)
       start_server 1
-      run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 20,000) partitions" \
+      run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 10,000) partitions" \
         --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 1000 300)" --partitions="$(q 100000 20000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
+        --members="$(q 1000 300)" --partitions="$(q 100000 10000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
       stop_server "$server_pid"
       ;;
     instructions)
@@ -247,7 +249,7 @@ for s in "${scenarios[@]}"; do
     direct)
       start_server 1
       sleep 2  # the new server watches the groups earlier scenarios left; let that settle first
-      run direct --ports="$server_port" --members=100
+      run direct --ports="$server_port" --members=100 --steady-seconds="$(q 10 2)"
       [ -n "$quick" ] || run direct --ports="$server_port" --members=1000
       stop_server "$server_pid"
       ;;
@@ -263,13 +265,14 @@ for s in "${scenarios[@]}"; do
     fleet)
       # It starts its servers itself (it restarts them), with their logs in $work.
       run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
-        --members="$(q 30000 3000)" --groups="$(q 300 30)"
+        --members="$(q 30000 1500)" --groups="$(q 300 15)" --restarts="$(q 3 1)"
       ;;
     *)
       log "unknown scenario '$s' (${all_scenarios[*]})"
       exit 2
       ;;
   esac
+  log "$s took $(( $(date +%s) - s_start )) s"
 done
 
 elapsed=$(( $(date +%s) - t_start ))
