@@ -862,13 +862,25 @@ void bigGroup(const Args& args) {
                             " partitions");
 
   const std::string big = "bg-" + stamp(), side = big + "-others";
-  const std::string topic = big + "-t", sideTopic = side + "-t";
+  const std::string sideTopic = side + "-t";
   const std::string topicsPath = args.get("topics-path", "/brokers/topics");
-  createTopic(zk, topicsPath, topic, partitions);
+  // A topic's znode lists its partitions, and ZooKeeper takes about 1 MiB a
+  // znode (100,000 partitions need 1.2 MB): past 50,000 the group's
+  // partitions are spread over more topics.
+  constexpr int32_t kPerTopic = 50000;
+  std::vector<std::string> topics;
+  std::vector<protocol::TopicPartition> all;
+  for (int32_t first = 0, k = 0; first < partitions; first += kPerTopic, ++k) {
+    const int32_t size = std::min(kPerTopic, partitions - first);
+    const std::string t = big + "-t" + (k > 0 ? std::to_string(k + 1) : "");
+    createTopic(zk, topicsPath, t, size);
+    for (const auto& tp : partitionsOf(t, size)) all.push_back(tp);
+    topics.push_back(t);
+  }
   createTopic(zk, topicsPath, sideTopic, 100);
   Loop loop;
-  for (const auto& [g, t] : {std::pair{big, topic}, std::pair{side, sideTopic}}) {
-    if (auto e = createGroup(loop, port, g, sessionMs, {t}); e != ErrorCode::NONE) {
+  for (const auto& [g, t] : {std::pair{big, topics}, std::pair{side, std::vector<std::string>{sideTopic}}}) {
+    if (auto e = createGroup(loop, port, g, sessionMs, t); e != ErrorCode::NONE) {
       fail("CreateGroup: " + std::string(protocol::errorName(e)));
     }
   }
@@ -876,7 +888,7 @@ void bigGroup(const Args& args) {
   for (size_t i = 0; i < n; ++i) fleet.add(big, port);
   Fleet bystanders(loop, {port}, std::max<size_t>(1, others / 10));
   for (size_t i = 0; i < others; ++i) bystanders.add(side, port);
-  const std::map<std::string, std::vector<protocol::TopicPartition>> expected{{big, partitionsOf(topic, partitions)}};
+  const std::map<std::string, std::vector<protocol::TopicPartition>> expected{{big, all}};
   const std::map<std::string, std::vector<protocol::TopicPartition>> sideExpected{{side, partitionsOf(sideTopic, 100)}};
   size_t logOffset = 0;
   assignmentsInLog(serverLog, big, logOffset);  // to the end: earlier scenarios' lines
