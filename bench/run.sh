@@ -168,7 +168,7 @@ for s in "${scenarios[@]}"; do
       start_server 1
       start_echo
       run throughput --ports="$server_port" --echo-port="$echo_port" --loop-echo-port="$loop_echo_port" \
-        --pids="$server_pid,$echo_pid,$loop_echo_pid" --seconds="$(q 2 1)" --pairs="$(q 5 2)"
+        --pids="$server_pid,$echo_pid,$loop_echo_pid" --seconds="$(q 2 1)" --pairs="$(q 5 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -189,7 +189,7 @@ for s in "${scenarios[@]}"; do
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --members="$(q 100000 10000)" --conns="$(q 10000 1000)" --groups="$(q 1000 100)" --partitions=100 \
         --interval-ms="$(q 3000 1000)" --session-ms=10000 --settle-interval-ms=1000 \
-        --seconds="$(q 60 3)" --idle-seconds="$(q 4 1)"
+        --seconds="$(q 60 2)" --idle-seconds="$(q 4 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -201,7 +201,7 @@ for s in "${scenarios[@]}"; do
         --echo-port="$echo_port" --echo-pid="$echo_pid" \
         --members="$(q 19000 2000)" --conns="$(q 19000 2000)" --groups="$(q 190 20)" --partitions=100 \
         --interval-ms="$(q 3000 1000)" --session-ms=10000 --settle-interval-ms=1000 \
-        --seconds="$(q 30 3)" --idle-seconds="$(q 4 1)"
+        --seconds="$(q 30 2)" --idle-seconds="$(q 4 1)"
       stop_echoes
       stop_server "$server_pid"
       ;;
@@ -213,14 +213,14 @@ for s in "${scenarios[@]}"; do
     big-group)
       start_server 1
       run big-group --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 10000 1000)" --partitions="$(q 10000 1000)" --conns="$(q 1000 100)" --others="$(q 1000 100)"
+        --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)"
       stop_server "$server_pid"
       ;;
     big-partitions)
       start_server 1
-      run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 10,000) partitions" \
+      run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 5,000) partitions" \
         --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 1000 300)" --partitions="$(q 100000 10000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
+        --members="$(q 1000 300)" --partitions="$(q 100000 5000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
       stop_server "$server_pid"
       ;;
     instructions)
@@ -265,7 +265,7 @@ for s in "${scenarios[@]}"; do
     fleet)
       # It starts its servers itself (it restarts them), with their logs in $work.
       run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
-        --members="$(q 30000 1500)" --groups="$(q 300 15)" --restarts="$(q 3 1)"
+        --members="$(q 30000 900)" --groups="$(q 300 9)" --restarts="$(q 3 1)"
       ;;
     *)
       log "unknown scenario '$s' (${all_scenarios[*]})"
