@@ -55,9 +55,6 @@ class GroupTable {
     cached.member = {};  // of the group it held before, which may be gone
     return cached.group.get();
   }
-  // Moves on every change of the table (from 1).
-  uint64_t version() const { return version_.load(std::memory_order_acquire); }
-
   void insert(Ptr g) EXCLUDES(mu_) {
     WriterLock lock(mu_);
     groups_[g->name()] = std::move(g);
@@ -102,7 +99,7 @@ class GroupTable {
 
  private:
   mutable SharedMutex mu_;
-  std::atomic<uint64_t> version_{1};
+  std::atomic<uint64_t> version_{1};  // moves on every change of the table
   // Looked up by string_view too (the heartbeat path reads names in place).
   std::unordered_map<std::string, Ptr, NameHash, std::equal_to<>> groups_ GUARDED_BY(mu_);
 };

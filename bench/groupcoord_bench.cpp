@@ -636,11 +636,9 @@ void members(const Args& args) {
     if (echo != 0) echoRun(echo, static_cast<int>(args.num("echo-pid", 0)), er);
     if (loopEcho != 0) echoRun(loopEcho, static_cast<int>(args.num("loop-echo-pid", 0)), lr);
   }
-  const double cpu1 = cpu, cpu0 = 0, self1 = self, self0 = 0;
-  const uint64_t hb1 = 0, hb2 = hbs0;
   const double measuredSeconds = seconds * rounds;
 
-  const double hbs = static_cast<double>(hb2 - hb1);
+  const double hbs = static_cast<double>(hbs0);
   const std::string every = intervalNs == kSec ? "second" : fmt(static_cast<double>(intervalNs) / kSec, 0) + " s";
   row(sc, "members, groups, connections; heartbeat interval, session timeout",
       count(static_cast<double>(n)) + ", " + count(static_cast<double>(groups)) + ", " +
@@ -699,8 +697,8 @@ void members(const Args& args) {
   row(sc, "heartbeats not answered NONE over " + fmt(measuredSeconds) + " s; members not in sync at the end",
       count(static_cast<double>(errors)) + "; " + count(static_cast<double>(notInSync)), "0; 0");
   row(sc, "CPU per heartbeat: groupcoordd / IoLoop echo / minimal echo / load generator (us)",
-      fmt((cpu1 - cpu0) * 1e6 / hbs, 1) + " / " + (lr.answered > 0 ? fmt(lr.cpuPerAnswerUs, 1) : "-") + " / " +
-          (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " + fmt((self1 - self0) * 1e6 / hbs, 1));
+      fmt(cpu * 1e6 / hbs, 1) + " / " + (lr.answered > 0 ? fmt(lr.cpuPerAnswerUs, 1) : "-") + " / " +
+          (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " + fmt(self * 1e6 / hbs, 1));
   const double perMember = static_cast<double>(rss1 - rss0) * 1024.0 / static_cast<double>(n);
   row(sc, "server RSS: before / with members / after the run (MiB)",
       fmt(rss0 / 1024.0, 1) + " / " + fmt(rss1 / 1024.0, 1) + " / " + fmt(rss2 / 1024.0, 1));
