@@ -1,9 +1,10 @@
 // A controlled group's ZooKeeper reads and transactions: loading, the
-// batched membership transaction, offsets, and deletion. Requests and
-// liveness are in GroupController.cpp.
+// batched membership transaction, offsets, deletion and the handover. The
+// operations come from GroupZkOps.h, what they did goes to the model
+// (GroupModel.h); here they are issued, and their answers read. Requests
+// are in GroupController.cpp.
 
 #include <algorithm>
-#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -15,34 +16,18 @@
 namespace groupcoord::adapter {
 
 using protocol::ErrorCode;
-using protocol::PartitionOffset;
+using zkops::TxnOutcome;
 
 template <class Result>
-std::function<void(Result)> GroupController::completion(const char* (GroupController::*continuation)(Result,
-                                                                                                     Outbox&)) {
-  return ctx_.epoch.bind([self = shared_from_this(), continuation](Result r) {
-    const char* gone = nullptr;
-    ErrorCode answer;
-    {
-      LockedOutbox lk(self->mu_, &self->quietUntil_);
-      if (self->phase_.get() == GroupPhase::Dropped) return;
-      gone = (self.get()->*continuation)(std::move(r), lk.out);
-      answer = self->goneAnswer_;
-    }
-    if (gone) self->ctx_.vanished(self->name_, answer, gone);
-  });
-}
-
-template <class Result>
-std::function<void(Result)> GroupController::completion(
-    const char* (GroupController::*continuation)(size_t, Result, Outbox&), size_t opCount) {
+std::function<void(Result)> GroupController::completion(Continuation<Result> continuation, size_t opCount) {
   return ctx_.epoch.bind([self = shared_from_this(), continuation, opCount](Result r) {
     const char* gone = nullptr;
     ErrorCode answer;
     {
       LockedOutbox lk(self->mu_, &self->quietUntil_);
       if (self->phase_.get() == GroupPhase::Dropped) return;
-      gone = (self.get()->*continuation)(opCount, std::move(r), lk.out);
+      gone = (self.get()->*continuation)(std::move(r), opCount, lk.out);
+      if (gone == nullptr) self->noteState();
       answer = self->goneAnswer_;
     }
     if (gone) self->ctx_.vanished(self->name_, answer, gone);
@@ -65,7 +50,7 @@ void GroupController::reload() {
     ctx_.zk.get(ctx_.layout.membersPath(name_),
                 reads->collect<zk::GetResult>([](Loaded& s, zk::GetResult r) { s.handover = std::move(r); }));
   }
-  if (handover_ && handover_->verifying) {
+  if (phase_.handover() == HandoverStage::Verifying) {
     ctx_.zk.exists(ctx_.layout.controllerPath(name_), reads->collect<zk::ExistsResult>([](Loaded& s,
                                                                                           zk::ExistsResult r) {
       s.controller = std::move(r);
@@ -80,114 +65,44 @@ void GroupController::reload() {
   reads->release();
 }
 
-const char* GroupController::onReloaded(Loaded read, Outbox& out) {
-  zk::GetResult& group = read.group;
-  zk::ChildrenResult& members = read.members;
+const char* GroupController::onReloaded(Loaded read, size_t, Outbox& out) {
   const bool first = phase_.get() == GroupPhase::Loading;
-  if (group.error == zk::Error::NoNode) return "its znode is gone";
+  if (read.group.error == zk::Error::NoNode) return "its znode is gone";
   // Until a read succeeds, memory still has to be re-read.
   const GroupPhase failed = first ? GroupPhase::Claimed : GroupPhase::Stale;
-  zk::Error e = group.error != zk::Error::Ok ? group.error : members.error;
+  zk::Error e = read.group.error != zk::Error::Ok ? read.group.error : read.members.error;
   if (e == zk::Error::Ok && read.history.error != zk::Error::NoNode) e = read.history.error;
   if (e != zk::Error::Ok) {
     spdlog::warn("group {}: reading it from ZooKeeper failed: {}; will retry", name_, e);
     phase_.to(failed);
     return nullptr;
   }
-  if (handover_ && handover_->verifying) {
+  if (phase_.handover() == HandoverStage::Verifying) {
     if (const char* gone = checkHandedOver(read.controller, out)) return gone;
-    if (handover_ && handover_->verifying) {
+    if (phase_.handover() == HandoverStage::Verifying) {
       phase_.to(failed);
       return nullptr;
     }
   }
-  auto s = layout::decodeSettings(group.data);
-  if (!s) {
-    spdlog::error("group {}: its znode holds data this server cannot read ({} bytes); not serving it", name_,
-                  group.data.size());
+  GroupModel::Read in;
+  in.settingsData = std::move(read.group.data);
+  in.version = read.group.stat.version;
+  in.cversion = read.group.stat.cversion;
+  in.members = std::move(read.members.children);
+  if (read.history.error == zk::Error::Ok) in.history = std::move(read.history.data);
+  if (first && read.handover.error == zk::Error::Ok) in.handover = std::move(read.handover.data);
+  GroupModel::Loaded loaded = model_.applyRead(std::move(in), first, at(), out);
+  if (!loaded.ok) {
     phase_.to(failed);
     return nullptr;
   }
-  settings_ = *s;
-  settingsData_ = std::move(group.data);
-  // The history znode: what earlier controllers recorded (a takeover reads
-  // it first), and after an unknown outcome the events of a transaction
-  // that was applied after all.
-  historyExists_ = read.history.error == zk::Error::Ok;
-  int32_t lastWriter = -1;
-  if (auto h = historyExists_ ? layout::decodeHistory(read.history.data) : std::nullopt) {
-    lastWriter = h->controller;
-    const int64_t known = history_.latestGeneration();
-    std::vector<protocol::RebalanceEvent> newer;
-    for (auto& ev : h->events) {
-      if (ev.generation > known) newer.push_back(std::move(ev));
-    }
-    history_.add(std::move(newer));
-  }
-  const int32_t before = version_;
-  version_ = group.stat.version;
-  groupCversion_ = group.stat.cversion;
-  const TimePoint now = ctx_.time.now();
-  std::set<std::string> inZk(members.children.begin(), members.children.end());
-  for (auto it = members_.begin(); it != members_.end();) {
-    if (!inZk.count(it->first)) {
-      spdlog::warn("group {}: member {} is not in ZooKeeper any more; it must register again", name_, it->first);
-      it = members_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto& id : inZk) {
-    if (members_.emplace(id, Member{"", now, "", 0, -1}).second && !first) {
-      spdlog::info("group {}: member {} found in ZooKeeper", name_, id);
-    }
-  }
-  // Registrations whose member now exists were applied by a transaction
-  // whose answer was lost: they are members. Leaves whose member is gone
-  // were applied too.
-  auto& joins = joins_.pending();
-  for (auto it = joins.begin(); it != joins.end();) {
-    if (!inZk.count(it->first)) {
-      ++it;
-      continue;
-    }
-    for (auto& w : it->second.waiters) rejoins_.pending().push_back(Rejoin{it->first, std::move(w)});
-    it = joins.erase(it);
-  }
-  auto& removals = removals_.pending();
-  for (auto it = removals.begin(); it != removals.end();) {
-    if (inZk.count(it->first)) {
-      ++it;
-      continue;
-    }
-    it->second.answer(ErrorCode::NONE, name_, out);
-    it = removals.erase(it);
-  }
   phase_.to(GroupPhase::Idle);
-  TakenOver taken;
-  if (first) {
-    taken = takeOver(group, read.handover, now, lastWriter);
-    for (auto& t : settings_.topics) ctx_.topics.watch(t);
-  } else if (before != version_) {
-    spdlog::info("group {}: generation {} -> {} found in ZooKeeper", name_, before, version_);
-  }
-  if (first || before != version_) {
-    generationMoved(now);
+  for (auto& t : loaded.topics) ctx_.topics.watch(t);
+  if (!loaded.adopt.empty()) {
+    adoptMembers(loaded.adopt);
   } else {
-    countRegistered();  // members may have gone
+    flush(out);
   }
-  if (first && clientMode() && !members_.empty()) {
-    // The members' metadata is in the previous controller's memory only:
-    // a new generation makes every member register again, here.
-    waitingEvents_.push_back(event(protocol::RebalanceReason::OTHER,
-                                 "server " + std::to_string(ctx_.serverId) +
-                                     " controls the group now: every member registers again with it"));
-    bump_.request();
-  }
-  if (members_.empty()) emptySince_ = now;
-  if (!taken.targetKept) retarget();
-  if (!taken.adopt.empty()) return adoptMembers(taken.adopt), nullptr;
-  flush(out);
   return nullptr;
 }
 
@@ -200,18 +115,18 @@ void GroupController::flush(Outbox& out) {
   const GroupPhase phase = phase_.get();
   if (isBusy(phase) || !isServing(phase) || !ctx_.connected) return;
   if (needsReload(phase)) return reload();
-  if (!committed_.loaded && (rewinds_.hasPending() || rejoins_.hasPending() || joins_.hasPending())) {
+  const MembershipBatch& batch = model_.batch();
+  if (!model_.committed().loaded &&
+      (batch.rewinds.hasPending() || batch.rejoins.hasPending() || batch.joins.hasPending())) {
     return loadOffsets();  // registrations carry committed offsets; rewinds need to know what exists
   }
-  if (!hasPendingWrites()) {
-    for (auto& rj : rejoins_.takePending()) {
-      out.push([done = std::move(rj.done), resp = registration(rj.memberId)]() mutable { done(std::move(resp)); });
-    }
-    if (!deletions_.empty()) {
-      if (members_.empty()) {
+  if (!batch.hasPendingWrites()) {
+    model_.answerRejoins(ctx_.time.now(), out);
+    if (model_.deletionWaiting()) {
+      if (model_.members().empty()) {
         removeSubtree();
       } else {
-        answerDeletions(ErrorCode::GROUP_NOT_EMPTY, out);
+        model_.answerDeletions(ErrorCode::GROUP_NOT_EMPTY, out);
       }
     }
     return;
@@ -225,91 +140,64 @@ void GroupController::flush(Outbox& out) {
 }
 
 void GroupController::writeBatch() {
-  std::vector<zk::Op> ops;
-  size_t budget = ctx_.config.maxChangesPerTransaction;
-  removals_.launch(budget);
-  for (auto& [id, _] : removals_.inFlight()) ops.push_back(zk::makeRemove(ctx_.layout.memberPath(name_, id)));
-  joins_.launch(budget);
-  for (auto& [id, j] : joins_.inFlight()) {
-    ops.push_back(zk::makeCreate(ctx_.layout.memberPath(name_, id), layout::encodeMember(j.clientId),
-                                 zk::CreateMode::Ephemeral));
-  }
-  rejoins_.launch();
-  std::vector<PartitionOffset> rewound;
-  for (auto& w : rewinds_.pending()) rewound.insert(rewound.end(), w.accepted.begin(), w.accepted.end());
-  if (!rewound.empty()) ctx_.offsets.writeOps(name_, committed_, rewound, ops);
-  rewinds_.launch();
-  bump_.launch();
-  waitingEventsInFlight_ = std::move(waitingEvents_);
-  waitingEvents_.clear();
-  // Why this transaction moves the generation, written with it; the group
-  // znode's setData stays the last op (its result gives the generation).
-  batchEvents_ = batchEvents(version_ + 1);
-  historyCreating_ = !historyExists_;
-  ops.push_back(historyOp(batchEvents_));
-  ops.push_back(zk::makeSetData(ctx_.layout.groupPath(name_), settingsData_, version_));
+  GroupModel::Launched l = model_.launchBatch(ctx_.config.maxChangesPerTransaction, at());
+  std::vector<zk::Op> ops =
+      zkops::batchOps(paths(), ctx_.offsets,
+                      zkops::BatchWrite{l.removed, l.joined, l.rewound, model_.committed(), std::move(l.history),
+                                        model_.historyExists(), model_.settingsData(), model_.generation()});
   phase_.to(GroupPhase::Writing);
-  metrics::coordination().transactionChanges.observe(ctx_.config.maxChangesPerTransaction - budget);
-  const size_t opCount = ops.size();
+  metrics::coordination().transactionChanges.observe(l.changes);
   ahead_.reset();
-  auto done = completion<zk::MultiResult>(&GroupController::onBatchDone, opCount);
+  auto done = completion<zk::MultiResult>(&GroupController::onBatchDone, ops.size());
   ctx_.zk.multi(std::move(ops), [self = shared_from_this(), done = std::move(done)](zk::MultiResult r) {
     if (r.error == zk::Error::Ok) self->assignAhead();
     done(std::move(r));
   });
 }
 
-const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outbox& out) {
-  const size_t changes = joins_.inFlight().size() + removals_.inFlight().size();
-  if (r.error == zk::Error::Ok) {
-    phase_.to(GroupPhase::Idle);
-    onBatchApplied(r, changes, out);
-  } else if (zk::isConnectionProblem(r.error)) {
-    spdlog::warn("group {}: a transaction of {} membership changes failed with {}; its outcome is re-read when "
-                 "ZooKeeper is back",
-                 name_, changes, r.error);
-    // The outcome is unknown: the registrations and leaves in flight are
-    // told to retry; evictions (no waiter) are found again if the members
-    // stay silent.
-    joins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-    removals_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-    rejoins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-    rewinds_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-    bump_.requeue();
-    requeueEvents();
-    phase_.to(GroupPhase::Stale);
-  } else if (r.error == zk::Error::NoNode && r.failedOp == static_cast<int>(opCount) - 1) {
-    return "its znode is gone";  // the group znode itself
-  } else {
-    // Memory and ZooKeeper disagree (a member znode already there or
-    // already gone, or the version moved): put the changes back, re-read,
-    // and try again.
-    ++failedBatches_;
-    spdlog::warn("group {}: transaction of {} changes refused at op {}: {}; re-reading the group (attempt {})", name_,
-                 changes, r.failedOp, r.error, failedBatches_);
-    if (failedBatches_ > 3) {
-      spdlog::error("group {}: giving up on {} changes after {} refused transactions", name_, changes,
-                    failedBatches_);
-      joins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-      removals_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-      rejoins_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-      rewinds_.answerInFlight(ErrorCode::CONTROLLER_NOT_AVAILABLE, name_, out);
-      bump_.complete();
-      batchEvents_.clear();
-      waitingEventsInFlight_.clear();
+const char* GroupController::onBatchDone(zk::MultiResult r, size_t opCount, Outbox& out) {
+  const size_t changes = model_.batch().changesInFlight();
+  switch (zkops::classify(r, opCount, static_cast<int>(opCount) - 1)) {
+    case TxnOutcome::Applied: {
+      phase_.to(GroupPhase::Idle);
       failedBatches_ = 0;
-    } else {
-      joins_.requeue();
-      removals_.requeue();
-      rejoins_.requeue();
-      rewinds_.requeue();
-      bump_.requeue();
-      requeueEvents();
-      committed_.loaded = false;  // a rewind may have met an offset znode it did not know
+      // The group znode's setData is the last op: its result gives the generation.
+      const int32_t version = r.results.empty() ? model_.generation() + 1 : r.results.back().stat.version;
+      model_.applyBatch(version, at(), std::exchange(ahead_, std::nullopt), out);
+      break;
     }
-    phase_.to(GroupPhase::Stale);
+    case TxnOutcome::GroupGone:
+      return "its znode is gone";
+    case TxnOutcome::Unknown:
+      spdlog::warn("group {}: a transaction of {} membership changes failed with {}; its outcome is re-read when "
+                   "ZooKeeper is back",
+                   name_, changes, r.error);
+      // The registrations and leaves in flight are told to retry;
+      // evictions (no waiter) are found again if the members stay silent.
+      model_.failBatch(ErrorCode::CONTROLLER_NOT_AVAILABLE, out, /*retryMove=*/true);
+      phase_.to(GroupPhase::Stale);
+      break;
+    case TxnOutcome::LastGone:
+    case TxnOutcome::Refused:
+      // Memory and ZooKeeper disagree (a member znode already there or
+      // already gone, or the version moved): put the changes back, re-read,
+      // and try again.
+      ++failedBatches_;
+      spdlog::warn("group {}: transaction of {} changes refused at op {}: {}; re-reading the group (attempt {})",
+                   name_, changes, r.failedOp, r.error, failedBatches_);
+      if (failedBatches_ > 3) {
+        spdlog::error("group {}: giving up on {} changes after {} refused transactions", name_, changes,
+                      failedBatches_);
+        model_.failBatch(ErrorCode::CONTROLLER_NOT_AVAILABLE, out, /*retryMove=*/false);
+        failedBatches_ = 0;
+      } else {
+        model_.requeueBatch();
+        model_.offsetsInDoubt();  // a rewind may have met an offset znode it did not know
+      }
+      phase_.to(GroupPhase::Stale);
+      break;
   }
-  if (settings_.ephemeral && hadMembers_ && members_.empty() && !hasPendingWrites()) {
+  if (model_.emptiedOut()) {
     removeSubtree();  // its last member went: an ephemeral group goes with it
   } else {
     flush(out);
@@ -317,63 +205,8 @@ const char* GroupController::onBatchDone(size_t opCount, zk::MultiResult r, Outb
   return nullptr;
 }
 
-void GroupController::onBatchApplied(const zk::MultiResult& r, size_t changes, Outbox& out) {
-  const int32_t before = version_;
-  version_ = r.results.empty() ? version_ + 1 : r.results.back().stat.version;
-  failedBatches_ = 0;
-  const TimePoint now = ctx_.time.now();
-  // Each event is logged once, here (a member's join, leave or eviction
-  // among them).
-  for (auto& e : batchEvents_) e.generation = version_;
-  recordNow(std::move(batchEvents_));
-  batchEvents_.clear();
-  waitingEventsInFlight_.clear();
-  historyExists_ = true;
-  if (historyCreating_) ++groupCversion_;  // the history znode is a child of the group znode
-  historyCreating_ = false;
-  size_t evicted = 0, left = 0;
-  for (auto& [id, rm] : removals_.takeInFlight()) {
-    if (auto m = members_.find(id); m != members_.end() && m->second.port != 0) {
-      rememberRemoved(id, m->second, now);
-    }
-    members_.erase(id);
-    size_t freed = ownership_.releaseAll(id);
-    if (freed > 0) spdlog::info("group {}: {} partitions of member {} are free", name_, freed, id);
-    ++(rm.evicted ? evicted : left);
-    rm.answer(ErrorCode::NONE, name_, out);
-  }
-  auto joined = joins_.takeInFlight();
-  if (!joined.empty()) hadMembers_ = true;
-  const int64_t wallNow = ctx_.time.wallMs();
-  for (auto& [id, j] : joined) members_[id] = Member{j.clientId, now, j.host, j.port, wallNow, j.metadata, j.rack, -1};
-  generationMoved(now);
-  auto rewound = rewinds_.takeInFlight();
-  for (auto& w : rewound) {
-    committed_.apply(w.accepted);
-    rewoundAt_ = version_;
-    w.succeed(out);
-  }
-  metrics::coordination().generationMoves.add();
-  if (evicted > 0) metrics::coordination().evictions.add(evicted);
-  bump_.complete();
-  spdlog::info("group {}: generation {} -> {} ({} joined, {} left, {} evicted; {} members) in one transaction{}",
-               name_, before, version_, joined.size(), left, evicted, members_.size(),
-               rewound.empty() && changes == 0 ? " (subscribed topics changed)" : "");
-  std::optional<AssignedAhead> ahead = std::exchange(ahead_, std::nullopt);
-  if (ahead && ahead->from != before) ahead.reset();
-  retarget(std::move(ahead));
-  for (auto& [id, j] : joined)
-    for (auto& w : j.waiters)
-      out.push([w = std::move(w), resp = registration(id)]() mutable { w(std::move(resp)); });
-  for (auto& rj : rejoins_.takeInFlight())
-    out.push([done = std::move(rj.done), resp = registration(rj.memberId)]() mutable { done(std::move(resp)); });
-  if (members_.empty()) emptySince_ = now;
-}
-
 // ---------------------------------------------------------------------------
-// Deletion: the group's whole subtree in one transaction: offsets, members
-// (which must be empty), the controller znode and the group znode at the
-// version this controller knows.
+// Deletion: the group's whole subtree in one transaction.
 
 void GroupController::removeSubtree() {
   if (isBusy(phase_.get()) || !ctx_.connected) return;
@@ -381,42 +214,34 @@ void GroupController::removeSubtree() {
   ctx_.offsets.list(name_, completion<OffsetsListing>(&GroupController::onSubtreeListed));
 }
 
-const char* GroupController::onSubtreeListed(OffsetsListing listing, Outbox& out) {
+const char* GroupController::onSubtreeListed(OffsetsListing listing, size_t, Outbox& out) {
   if (listing.error != zk::Error::Ok && listing.error != zk::Error::NoNode) {
     // The offsets could not be listed: deleting now could leave them behind.
     spdlog::warn("group {}: listing its offsets for deletion failed: {}", name_, listing.error);
-    answerDeletions(fromZk(listing.error), out);
+    model_.answerDeletions(fromZk(listing.error), out);
     phase_.to(GroupPhase::Stale);
     return nullptr;
   }
-  std::vector<zk::Op> ops;
-  if (listing.error == zk::Error::Ok) {
-    for (auto& p : listing.leaves) ops.push_back(zk::makeRemove(p));
-    for (auto& p : listing.topics) ops.push_back(zk::makeRemove(p));
-    ops.push_back(zk::makeRemove(ctx_.layout.offsetsPath(name_)));
-  }
-  ops.push_back(zk::makeRemove(ctx_.layout.membersPath(name_)));
-  if (historyExists_) ops.push_back(zk::makeRemove(ctx_.layout.historyPath(name_)));
-  ops.push_back(zk::makeRemove(ctx_.layout.controllerPath(name_)));
-  ops.push_back(zk::makeRemove(ctx_.layout.groupPath(name_), version_));
+  std::vector<zk::Op> ops = zkops::deleteOps(paths(), listing, model_.historyExists(), model_.generation());
   const size_t opCount = ops.size();
   ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onSubtreeRemoved, opCount));
   return nullptr;
 }
 
-const char* GroupController::onSubtreeRemoved(size_t opCount, zk::MultiResult r, Outbox& out) {
+const char* GroupController::onSubtreeRemoved(zk::MultiResult r, size_t opCount, Outbox& out) {
   ErrorCode answer;
   if (r.error == zk::Error::Ok) {
     answer = ErrorCode::NONE;
-    spdlog::info("group {}: deleted with its offsets at generation {} ({})", name_, version_,
-                 settings_.ephemeral && deletions_.empty() ? "ephemeral group, no members left" : "on request");
+    spdlog::info("group {}: deleted with its offsets at generation {} ({})", name_, model_.generation(),
+                 model_.settings().ephemeral && !model_.deletionWaiting() ? "ephemeral group, no members left"
+                                                                          : "on request");
   } else if (r.error == zk::Error::NotEmpty) {
     answer = ErrorCode::GROUP_NOT_EMPTY;
   } else {
     spdlog::warn("group {}: deleting it failed at op {} of {}: {}", name_, r.failedOp, opCount, r.error);
     answer = fromZk(r.error);
   }
-  answerDeletions(answer, out);
+  model_.answerDeletions(answer, out);
   if (answer == ErrorCode::NONE) return "deleted";
   phase_.to(GroupPhase::Stale);
   flush(out);
@@ -438,12 +263,10 @@ void GroupController::loadOffsets() {
   ctx_.offsets.read(name_, {}, completion<OffsetsRead>(&GroupController::onOffsetsLoaded));
 }
 
-const char* GroupController::onOffsetsLoaded(OffsetsRead r, Outbox& out) {
+const char* GroupController::onOffsetsLoaded(OffsetsRead r, size_t, Outbox& out) {
   phase_.to(GroupPhase::Idle);
   if (r.error == zk::Error::Ok) {
-    committed_.offsets = std::move(r.offsets);
-    committed_.topics = std::move(r.topics);
-    committed_.loaded = true;
+    model_.offsetsLoaded(std::move(r));
     offsetsRetryDelay_ = Millis(0);
   } else {
     offsetsRetryDelay_ = std::clamp(offsetsRetryDelay_ * 2, kOffsetsRetryFirst, kOffsetsRetryMax);
@@ -457,37 +280,161 @@ const char* GroupController::onOffsetsLoaded(OffsetsRead r, Outbox& out) {
 }
 
 void GroupController::flushCommits() {
-  if (commits_.hasInFlight() || !commits_.hasPending() || !isServing(phase_.get()) || !ctx_.connected) return;
-  if (!committed_.loaded) return loadOffsets();
-  std::vector<PartitionOffset> all;
-  for (auto& c : commits_.pending()) all.insert(all.end(), c.accepted.begin(), c.accepted.end());
+  auto& commits = model_.commits();
+  if (commits.hasInFlight() || !commits.hasPending() || !isServing(phase_.get()) || !ctx_.connected) return;
+  if (!model_.committed().loaded) return loadOffsets();
+  std::vector<protocol::PartitionOffset> all;
+  for (auto& c : commits.pending()) all.insert(all.end(), c.accepted.begin(), c.accepted.end());
   std::vector<zk::Op> ops;
-  ctx_.offsets.writeOps(name_, committed_, all, ops);
-  commits_.launch();
+  ctx_.offsets.writeOps(name_, model_.committed(), all, ops);
+  commits.launch();
   ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onCommitsDone));
 }
 
-const char* GroupController::onCommitsDone(zk::MultiResult r, Outbox& out) {
+const char* GroupController::onCommitsDone(zk::MultiResult r, size_t, Outbox& out) {
+  auto& commits = model_.commits();
   if (r.error == zk::Error::Ok) {
-    auto flight = commits_.takeInFlight();
-    size_t n = 0;
-    for (auto& c : flight) {
-      committed_.apply(c.accepted);
-      n += c.accepted.size();
-      c.succeed(out);
-    }
-    spdlog::debug("group {}: {} offsets from {} commits durable in one transaction", name_, n, flight.size());
+    model_.commitsApplied(out);
   } else if (zk::isDataError(r.error) && isServing(phase_.get())) {
     // The cache of which offset znodes exist was wrong: re-read and retry.
     spdlog::warn("group {}: offset transaction refused at op {}: {}; re-reading offsets", name_, r.failedOp, r.error);
-    committed_.loaded = false;
-    commits_.requeue();
+    model_.offsetsInDoubt();
+    commits.requeue();
   } else {
-    spdlog::warn("group {}: {} commits failed: {}", name_, commits_.inFlight().size(), r.error);
-    commits_.answerInFlight(fromZk(r.error), name_, out);
+    spdlog::warn("group {}: {} commits failed: {}", name_, commits.inFlight().size(), r.error);
+    commits.answerInFlight(fromZk(r.error), name_, out);
   }
   flushCommits();
   return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Handover (docs/design.md, "Handover")
+
+// The member znodes the handover removed, created again in this server's
+// session (so they live as long as this server controls the group). The
+// generation does not move: for the members nothing changed.
+void GroupController::adoptMembers(const std::vector<std::string>& ids) {
+  std::vector<std::pair<std::string, std::string>> members;
+  members.reserve(ids.size());
+  for (auto& id : ids) {
+    const GroupModel::Member* m = model_.member(id);
+    members.emplace_back(id, m ? m->clientId : "");
+  }
+  phase_.to(GroupPhase::Writing);
+  ctx_.zk.multi(zkops::adoptOps(paths(), model_.generation(), members),
+                completion<zk::MultiResult>(&GroupController::onAdopted, ids.size()));
+}
+
+const char* GroupController::onAdopted(zk::MultiResult r, size_t count, Outbox& out) {
+  const TxnOutcome outcome = zkops::classify(r, count + 1, 0);
+  if (outcome == TxnOutcome::GroupGone) return "its znode is gone";
+  if (outcome != TxnOutcome::Applied) {
+    // Re-read: the members whose znodes are not there must register again.
+    spdlog::warn("group {}: writing the {} member znodes of the handover failed: {}; re-reading the group", name_,
+                 count, r.error);
+    phase_.to(GroupPhase::Stale);
+    return nullptr;
+  }
+  phase_.to(GroupPhase::Idle);
+  spdlog::debug("group {}: {} member znodes of the handover written", name_, count);
+  flush(out);
+  return nullptr;
+}
+
+// A handover waits this long for what was accepted before it to be written;
+// what is still queued then is answered CONTROLLER_NOT_AVAILABLE.
+constexpr Millis kHandoverDrainLimit{5000};
+
+// Sends the handover transaction once nothing the group accepted is still
+// queued or in flight.
+void GroupController::maybeHandOver(TimePoint now, Outbox& out) {
+  if (phase_.handover() != HandoverStage::Draining || !ctx_.connected) return;
+  if (phase_.get() != GroupPhase::Idle) return;  // a write or a re-read first
+  const MembershipBatch& batch = model_.batch();
+  const bool queued = batch.hasPendingWrites() || batch.rejoins.hasPending() || model_.commits().hasPending() ||
+                      model_.deletionWaiting();
+  if (queued && now - phase_.job().since < kHandoverDrainLimit) return;
+  if (model_.commits().hasInFlight()) return;
+  if (queued) {
+    spdlog::warn("group {}: what was queued was not written within {} ms of the handover's start; answered "
+                 "CONTROLLER_NOT_AVAILABLE (the members retry with the next controller)",
+                 name_, kHandoverDrainLimit.count());
+    // The next controller computes with the partition counts it reads.
+    model_.answerQueued(ErrorCode::CONTROLLER_NOT_AVAILABLE, out);
+  }
+  const auto& job = phase_.job();
+  // What happened since the last membership transaction (this server's
+  // takeover, say) goes with the group.
+  std::optional<layout::HistoryRecord> history;
+  if (model_.historyExists()) history = model_.historyRecord({});
+  zkops::HandoverWrite w =
+      zkops::handoverOps(paths(), model_.handoverRecord(job.from, job.to, ctx_.config.maxChangesPerTransaction),
+                         model_.generation(), std::move(history));
+  if (!w.recorded) {
+    // The next controller waits one session timeout before it grants what
+    // nobody reports, as after a failure.
+    spdlog::warn("group {}: the handover record ({} bytes) is larger than ZooKeeper takes; handing over without it",
+                 name_, w.recordBytes);
+  }
+  phase_.sendHandover();
+  const size_t opCount = w.ops.size();
+  ctx_.zk.multi(std::move(w.ops), completion<zk::MultiResult>(&GroupController::onHandedOver, opCount));
+}
+
+const char* GroupController::onHandedOver(zk::MultiResult r, size_t opCount, Outbox& out) {
+  switch (zkops::classify(r, opCount, 0)) {
+    case TxnOutcome::Applied:
+      spdlog::info("group {}: handed over at generation {} (server {} claims it now)", name_, model_.generation(),
+                   phase_.job().to);
+      endHandover(true, "", out);
+      goneAnswer_ = ErrorCode::NOT_CONTROLLER;
+      return "handed over";
+    case TxnOutcome::GroupGone:
+      return "its znode is gone";
+    case TxnOutcome::LastGone:
+      endHandover(false, "its controller znode was already gone", out);
+      goneAnswer_ = ErrorCode::NOT_CONTROLLER;
+      return "its controller znode vanished";
+    case TxnOutcome::Unknown:
+      // Applied or not: a re-read of the controller znode tells. Until then
+      // nothing is granted (new writes are still refused).
+      spdlog::warn("group {}: the answer to its handover was lost ({}); re-reading whether it happened", name_,
+                   r.error);
+      phase_.verifyHandover();
+      return nullptr;
+    case TxnOutcome::Refused:
+      phase_.to(GroupPhase::Stale);
+      endHandover(false, fmt::format("the handover transaction failed at op {}: {}", r.failedOp, r.error), out);
+      return nullptr;
+  }
+  return nullptr;
+}
+
+// The re-read after a lost answer: the controller znode gone (or not ours)
+// means the handover happened.
+const char* GroupController::checkHandedOver(const zk::ExistsResult& controller, Outbox& out) {
+  if (controller.error == zk::Error::Ok && controller.stat.ephemeralOwner == ctx_.zk.sessionId()) {
+    endHandover(false, "the handover transaction was not applied", out);
+    return nullptr;
+  }
+  if (controller.error == zk::Error::Ok || controller.error == zk::Error::NoNode) {
+    spdlog::info("group {}: its handover had happened (confirmed by a re-read)", name_);
+    endHandover(true, "", out);
+    goneAnswer_ = ErrorCode::NOT_CONTROLLER;
+    return "handed over";
+  }
+  return nullptr;  // still unknown: the re-read is retried
+}
+
+void GroupController::endHandover(bool ok, std::string why, Outbox& out) {
+  std::optional<GroupPhaseMachine::Handover> job = phase_.endHandover();
+  if (!job) return;
+  HandoverResult result{ok, job->to, Millis(millisBetween(job->since, ctx_.time.now())), std::move(why)};
+  if (!ok) spdlog::warn("group {}: handover to server {} failed: {}; still controlled here", name_, result.to, result.why);
+  if (job->done) {
+    out.push([done = std::move(job->done), result = std::move(result)]() mutable { done(std::move(result)); });
+  }
 }
 
 }  // namespace groupcoord::adapter

@@ -10,7 +10,30 @@ const std::string kNobody;
 
 void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) {
   target_ = std::move(target);
+  targetOf_.clear();
+  for (auto& [member, ps] : target_) {
+    for (auto& p : ps) targetOf_.try_emplace(p, member);
+  }
+  placed_ = 0;
+  for (auto& [p, member] : targetOf_) placed_ += placed(p) ? 1 : 0;
   ++epoch_;
+}
+
+bool Ownership::placed(const Partition& p) const {
+  auto t = targetOf_.find(p);
+  if (t == targetOf_.end()) return false;
+  auto h = holder_.find(p);
+  return h != holder_.end() && h->second == t->second;
+}
+
+void Ownership::hold(const Partition& p, const std::string& member) {
+  holder_.emplace(p, member);
+  placed_ += placed(p) ? 1 : 0;
+}
+
+void Ownership::free(const Partition& p) {
+  placed_ -= placed(p) ? 1 : 0;
+  holder_.erase(p);
 }
 
 void Ownership::reportOwned(const std::string& member, const std::vector<Partition>& owned) {
@@ -20,7 +43,7 @@ void Ownership::reportOwned(const std::string& member, const std::vector<Partiti
   if (it != held_.end()) {
     for (auto p = it->second.begin(); p != it->second.end();) {
       if (!reported.count(*p)) {
-        holder_.erase(*p);
+        free(*p);
         p = it->second.erase(p);
       } else {
         ++p;
@@ -28,8 +51,9 @@ void Ownership::reportOwned(const std::string& member, const std::vector<Partiti
     }
   }
   for (const auto& p : reported) {
-    auto [h, inserted] = holder_.try_emplace(p, member);
-    if (inserted) held_[member].insert(p);
+    if (holder_.count(p)) continue;  // another member's: it stays with that member
+    hold(p, member);
+    held_[member].insert(p);
   }
   if (auto e = held_.find(member); e != held_.end() && e->second.empty()) held_.erase(e);
 }
@@ -46,7 +70,8 @@ std::vector<Partition> Ownership::grant(const std::string& member, TimePoint now
   if (t == target_.end()) return out;
   for (const auto& p : t->second) {
     if (!grantable(member, p, now)) continue;
-    if (holder_.try_emplace(p, member).second) {
+    if (!holder_.count(p)) {
+      hold(p, member);
       held_[member].insert(p);
       ++epoch_;
     }
@@ -67,7 +92,7 @@ size_t Ownership::releaseUntargeted(const std::string& member) {
   size_t released = 0;
   for (auto p = it->second.begin(); p != it->second.end();) {
     if (std::find(keep.begin(), keep.end(), *p) == keep.end()) {
-      holder_.erase(*p);
+      free(*p);
       p = it->second.erase(p);
       ++released;
     } else {
@@ -84,7 +109,7 @@ size_t Ownership::releaseAll(const std::string& member) {
   if (it == held_.end()) return 0;
   size_t n = it->second.size();
   ++epoch_;
-  for (const auto& p : it->second) holder_.erase(p);
+  for (const auto& p : it->second) free(p);
   held_.erase(it);
   return n;
 }
@@ -117,6 +142,8 @@ std::vector<Partition> Ownership::heldBy(const std::string& member) const {
 
 void Ownership::clear() {
   target_.clear();
+  targetOf_.clear();
+  placed_ = 0;
   holder_.clear();
   held_.clear();
   graceUntil_ = TimePoint{};

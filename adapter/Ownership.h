@@ -63,6 +63,9 @@ class Ownership {
   const std::string& holderOf(const Partition& p) const;
   std::vector<Partition> heldBy(const std::string& member) const;
   size_t heldCount() const { return holder_.size(); }
+  // Every partition of the target is held by the member it is assigned to.
+  // Kept as a count on every change, so asking costs nothing.
+  bool settled() const { return placed_ == targetOf_.size(); }
 
   // Moves on every change of targets, holders or grace. A member found in
   // sync (holding exactly what it may, nothing due) at epoch E is still in
@@ -74,10 +77,17 @@ class Ownership {
 
  private:
   bool grantable(const std::string& member, const Partition& p, TimePoint now) const;
+  // The partition is held by the member the target gives it to.
+  bool placed(const Partition& p) const;
+  // Every change of a holder goes through these two, which keep placed_.
+  void hold(const Partition& p, const std::string& member);
+  void free(const Partition& p);
 
   std::map<std::string, std::vector<Partition>> target_;
   std::map<Partition, std::string> holder_;
   std::map<std::string, std::set<Partition>> held_;
+  std::map<Partition, std::string> targetOf_;  // the target, by partition
+  size_t placed_ = 0;                          // partitions of targetOf_ placed()
   TimePoint graceUntil_{};
   uint64_t epoch_ = 1;
 };

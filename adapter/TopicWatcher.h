@@ -19,6 +19,7 @@
 
 #include "adapter/Assignment.h"
 #include "adapter/BrokerRacks.h"
+#include "adapter/PartitionSource.h"
 #include "adapter/SessionEpoch.h"
 #include "common/Layout.h"
 #include "common/Sync.h"
@@ -26,7 +27,7 @@
 
 namespace groupcoord::adapter {
 
-class TopicWatcher {
+class TopicWatcher final : public PartitionSource {
  public:
   using Changed = std::function<void(const std::string& topic)>;
 
@@ -48,13 +49,11 @@ class TopicWatcher {
   // The session ended: its watches are gone.
   void clear() EXCLUDES(mu_);
 
-  // Partitions of each of the group's topics, 0 for a topic not (yet) known.
-  std::map<std::string, int32_t> partitionCounts(const layout::GroupSettings& s) const EXCLUDES(mu_);
-  // The group subscribes to the partition's topic and the partition exists.
-  bool partitionExists(const layout::GroupSettings& s, const protocol::TopicPartition& p) const EXCLUDES(mu_);
-  // Racks holding a replica of each partition of the group's topics, for
-  // RackInfo::replicas; topics without any known replica rack are absent.
-  ReplicaRacks replicaRacks(const layout::GroupSettings& s) const EXCLUDES(mu_);
+  // PartitionSource, from the topics watched.
+  std::map<std::string, int32_t> partitionCounts(const layout::GroupSettings& s) const override EXCLUDES(mu_);
+  bool partitionExists(const layout::GroupSettings& s, const protocol::TopicPartition& p) const override
+      EXCLUDES(mu_);
+  ReplicaRacks replicaRacks(const layout::GroupSettings& s) const override EXCLUDES(mu_);
 
   // A broker's rack changed: the topics it holds a replica of are told.
   void brokerChanged(int32_t broker) EXCLUDES(mu_);

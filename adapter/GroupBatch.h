@@ -1,0 +1,79 @@
+#pragma once
+
+// The membership changes a controlled group has accepted and not yet made
+// durable (docs/design.md, "The group model"): joins, removals (leaves and
+// evictions), re-registrations of members already in, rewinds, and a
+// generation move asked for outside those (a topic change, new metadata, a
+// takeover in client mode) with the events that explain it.
+//
+// What waits goes out in one transaction (launch()), which moves the
+// generation. Its answer either completes what was in flight (the caller
+// takes it), puts it back to wait for the next one (requeue()), or fails
+// it (answerInFlight()). Every waiter is answered exactly once.
+//
+// Pure bookkeeping: no ZooKeeper, no lock (the group's lock guards it).
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapter/GroupOps.h"
+#include "adapter/OpQueue.h"
+#include "adapter/Outbox.h"
+#include "protocol/Messages.h"
+
+namespace groupcoord::adapter {
+
+class MembershipBatch {
+ public:
+  OpQueue<std::map<std::string, Join>> joins;
+  OpQueue<std::map<std::string, Removal>> removals;
+  OpQueue<std::vector<Rejoin>> rejoins;
+  OpQueue<std::vector<OffsetWrite>> rewinds;
+  PendingFlag move;  // a generation move asked for by itself
+  // Events of that move, waiting and in flight.
+  std::vector<protocol::RebalanceEvent> movesWaiting;
+  std::vector<protocol::RebalanceEvent> movesInFlight;
+  // What the transaction in flight makes true (its history), and whether
+  // it creates the history znode.
+  std::vector<protocol::RebalanceEvent> eventsInFlight;
+  bool createsHistory = false;
+
+  // Something for the next transaction to write (re-registrations alone
+  // need none: they are answered at the current generation).
+  bool hasPendingWrites() const {
+    return joins.hasPending() || removals.hasPending() || rewinds.hasPending() || move.pending();
+  }
+  bool hasInFlight() const {
+    return joins.hasInFlight() || removals.hasInFlight() || rejoins.hasInFlight() || rewinds.hasInFlight() ||
+           move.inFlight();
+  }
+  // Membership changes (joins and removals) in flight.
+  size_t changesInFlight() const { return joins.inFlight().size() + removals.inFlight().size(); }
+  bool removing(const std::string& member) const {
+    return removals.pending().count(member) > 0 || removals.inFlight().count(member) > 0;
+  }
+
+  // Into flight: removals, then joins, at most `budget` of them together;
+  // every re-registration and rewind; the move and its events. Returns
+  // the number of joins and removals launched.
+  size_t launch(size_t budget);
+  // The transaction did not happen (or may not have): everything in it
+  // waits again, merged with what arrived meanwhile.
+  void requeue();
+  // The transaction failed for good, or its outcome is unknown: its
+  // waiters are answered `e` (evictions have none: they are found again).
+  // `retryMove`: the generation move it carried waits for the next one.
+  void answerInFlight(protocol::ErrorCode e, const std::string& group, Outbox& out, bool retryMove);
+  // Nothing waiting will be sent (the group is being handed over): the
+  // waiters are answered `e`, the move is withdrawn.
+  void answerPending(protocol::ErrorCode e, const std::string& group, Outbox& out);
+  // Every waiter, waiting or in flight, is answered `e` (the group is
+  // stopping or no longer controlled here).
+  void answerAll(protocol::ErrorCode e, const std::string& group, Outbox& out);
+  // The transaction was applied: the move is done; the queues' ops are
+  // taken by the caller.
+  void applied();
+};
+
+}  // namespace groupcoord::adapter
