@@ -104,8 +104,6 @@ struct CoordinatorConfig {
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {
  public:
-  static constexpr size_t kMaxListedGroups = GroupDirectory::kMaxListedGroups;
-
   Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSource& time);
   ~Coordinator() override;
 
@@ -159,8 +157,6 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   int64_t generationOf(const std::string& group) const;
   std::vector<std::string> membersOf(const std::string& group) const;
   std::vector<int32_t> liveServers() const { return servers_.liveServers(); }
-  // Groups being handed over by this server now.
-  size_t handoversInFlight() const { return handovers_.inFlight(); }
 
   // ---- For the status page (server/StatusPage.h); any thread ----
   // The DescribeGroup answer of a group controlled here; nullopt when it is

@@ -92,10 +92,6 @@ class GroupTable {
   void forEach(F&& f) const EXCLUDES(mu_) {
     for (auto& g : snapshot()) f(*g);
   }
-  size_t size() const EXCLUDES(mu_) {
-    ReaderLock lock(mu_);
-    return groups_.size();
-  }
 
  private:
   mutable SharedMutex mu_;

@@ -18,11 +18,6 @@ void Handovers::recheckSoon() {
   nextCheck_ = TimePoint{};
 }
 
-size_t Handovers::inFlight() const {
-  MutexLock lock(mu_);
-  return inFlight_.size();
-}
-
 void Handovers::tick(TimePoint now) {
   const int32_t self = servers_.self().id;
   bool rescan;

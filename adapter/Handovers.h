@@ -42,7 +42,6 @@ class Handovers {
   void tick(TimePoint now) EXCLUDES(mu_);
   // The live servers or drain markers changed: look at the next tick.
   void recheckSoon() EXCLUDES(mu_);
-  size_t inFlight() const EXCLUDES(mu_);
 
  private:
   bool start(const GroupTable::Ptr& group, int32_t to, bool drain) EXCLUDES(mu_);

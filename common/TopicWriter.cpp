@@ -126,11 +126,7 @@ ZkCode TopicWriter::waitConnected(std::chrono::milliseconds wait) {
     if (s.state == ZOO_EXPIRED_SESSION_STATE) return {ZSESSIONEXPIRED};
     if (s.state == ZOO_AUTH_FAILED_STATE) return {ZAUTHFAILED};
     if (Clock::now() >= deadline) return {ZOPERATIONTIMEOUT};
-    // The condition variable needs the std::mutex itself; the MutexLock
-    // holds it again when the wait returns, as the analysis assumes.
-    std::unique_lock<std::mutex> native(s.mutex.native(), std::adopt_lock);
-    s.changed.wait_until(native, deadline);
-    native.release();
+    waitLockedUntil(s.changed, s.mutex, deadline);
   }
 }
 

@@ -126,16 +126,8 @@ void AuthGate::run() {
   }
 }
 
-// The analysis cannot follow std::condition_variable: it needs the
-// std::mutex inside mutex_, and releases and retakes it while waiting. The
-// caller's MutexLock holds mutex_ on entry; the unique_lock adopts that hold
-// for the wait and gives it back (release(), no unlock) before returning, so
-// mutex_ is held on return just as on entry, and only the caller's lock
-// unlocks it. The predicate runs with mutex_ held.
-void AuthGate::waitForWork() NO_THREAD_SAFETY_ANALYSIS {
-  std::unique_lock<std::mutex> lock(mutex_.native(), std::adopt_lock);
-  wake_.wait(lock, [this]() REQUIRES(mutex_) { return stopping_ || !jobs_.empty(); });
-  lock.release();
+void AuthGate::waitForWork() {
+  while (!stopping_ && jobs_.empty()) waitLocked(wake_, mutex_);
 }
 
 void AuthGate::check(Job& job) {

@@ -87,7 +87,7 @@ class AuthGate {
 
   std::shared_ptr<const CredentialStore> credentials_;
   Mutex mutex_;
-  std::condition_variable wake_;  // waits on mutex_.native(); see waitForWork()
+  std::condition_variable wake_;  // waited on with mutex_ held (waitLocked)
   std::deque<Job> jobs_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread worker_;

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internals of TcpServer: one epoll reactor thread and the state it shares
+// Internals of TcpServer (server/TcpServer.h): one epoll reactor thread and the state it shares
 // with the acceptor and with the `done` callbacks of in-flight requests.
 // Included by TcpServer.cpp and IoLoop.cpp only.
 
@@ -17,7 +17,7 @@
 #include "protocol/Codec.h"
 #include "protocol/Handler.h"
 #include "server/Handles.h"
-#include "server/TcpServer.h"
+#include "server/TcpOptions.h"
 
 namespace groupcoord::server::detail {
 

@@ -29,19 +29,6 @@ LogRateLimiter gAcceptErrorLog{std::chrono::seconds(1)};
 std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 }  // namespace
 
-std::string_view closeReasonName(CloseReason reason) {
-  switch (reason) {
-    case CloseReason::PeerClosed: return "peer closed";
-    case CloseReason::FrameTooSmall: return "frame too small";
-    case CloseReason::FrameTooLarge: return "frame too large";
-    case CloseReason::IdleTimeout: return "idle timeout";
-    case CloseReason::OutputOverflow: return "output overflow";
-    case CloseReason::IoError: return "I/O error";
-    case CloseReason::Shutdown: return "shutdown";
-  }
-  return "unknown";
-}
-
 uint64_t raiseOpenFileLimit() {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;

@@ -11,91 +11,17 @@
 // also after the connection or the whole server is gone (they are dropped
 // then).
 
-#include <array>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "protocol/Handler.h"
 #include "server/Handles.h"
+#include "server/TcpOptions.h"
 
 namespace groupcoord::server {
-
-class AuthGate;
-class TlsServerContext;
-
-// Told of every request a Handler answered: its API, the error at the top
-// of the answer and the time from dispatch to answer. Called on whichever
-// thread answers, once per request: it must be cheap and thread-safe.
-// Where the time of one heartbeat answered on its I/O thread went, in
-// nanoseconds (docs/design.md, "Heartbeats"). Sampled: the first such
-// heartbeat of one read in kHeartbeatStageSampleEvery.
-struct HeartbeatStages {
-  uint64_t wakeToRead = 0;  // epoll_wait returned -> the read that brought the frame returned
-  uint64_t decode = 0;      // the frame read in place (peekHeartbeat)
-  uint64_t handle = 0;      // the handler, lock waits included
-  uint64_t encode = 0;      // the answer encoded into the output buffer
-  uint64_t write = 0;       // encoded -> the send() that handed its last byte to the kernel returned
-};
-inline constexpr uint32_t kHeartbeatStageSampleEvery = 8;
-
-class RequestObserver {
- public:
-  virtual ~RequestObserver() = default;
-  virtual void answered(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) = 0;
-  // A sampled heartbeat's stages; same threads as answered().
-  virtual void heartbeatStages(const HeartbeatStages& stages) { (void)stages; }
-};
-
-struct TcpServerOptions {
-  std::string listenAddress = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
-  uint16_t port = 0;                        // 0: any free port; port() tells which
-  int ioThreads = 0;                        // 0: one per core
-  int32_t maxFrameBytes = 1 << 20;          // larger frames close their connection
-  int maxConnections = 20000;               // past it, new connections are closed at once
-  int maxInFlightPerConnection = 1024;      // past it, the socket is not read until responses drain
-  std::chrono::milliseconds idleTimeout{30000};     // a connection holding part of a frame this long is closed
-  size_t maxOutputBytes = 4 << 20;                  // a connection whose unsent output passes this is closed
-  std::chrono::milliseconds shutdownGrace{5000};    // stop() waits this long for in-flight requests
-  // Set: every request passes this authentication and role check
-  // (server/AuthGate.h). Unset: Authenticate answers NONE, nothing is checked.
-  std::shared_ptr<AuthGate> auth;
-  // Set: every connection speaks TLS (server/Tls.h). Unset: plain TCP.
-  std::shared_ptr<TlsServerContext> tls;
-  // Set: told of every answered request (groupcoordd's request metrics).
-  // Must outlive the server and every answer still pending.
-  RequestObserver* observer = nullptr;
-};
-
-// Why the server closed a connection (or the peer did).
-enum class CloseReason : uint8_t {
-  PeerClosed,      // EOF or reset from the client
-  FrameTooSmall,   // a request Size below the minimum
-  FrameTooLarge,   // a Size above maxFrameBytes, or negative
-  IdleTimeout,     // part of a frame, then nothing for idleTimeout
-  OutputOverflow,  // unsent responses passed maxOutputBytes
-  IoError,         // a socket error other than a reset
-  Shutdown,        // stop()
-};
-inline constexpr size_t kCloseReasonCount = 7;
-std::string_view closeReasonName(CloseReason reason);
-
-// A snapshot; each counter is read on its own (not one atomic picture).
-struct TcpServerStats {
-  uint64_t connectionsOpen = 0;
-  uint64_t connectionsAccepted = 0;  // served connections, total
-  uint64_t connectionsRejected = 0;  // closed at accept because of maxConnections
-  uint64_t requestsReceived = 0;     // whole frames read
-  uint64_t responsesQueued = 0;      // responses moved, in request order, to their connection's output
-  uint64_t handlerCalls = 0;         // requests that reached the Handler
-  uint64_t pendingOutputBytesMax = 0;  // high-water mark of one connection's unsent output
-  std::array<uint64_t, kCloseReasonCount> closedByReason{};
-  uint64_t closed(CloseReason r) const { return closedByReason[static_cast<size_t>(r)]; }
-};
 
 namespace detail {
 class IoLoop;

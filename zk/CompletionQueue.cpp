@@ -4,7 +4,7 @@
 
 #include <exception>
 
-#include "zk/CondWait.h"
+#include "common/Sync.h"
 
 namespace groupcoord::zk {
 

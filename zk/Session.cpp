@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "zk/CondWait.h"
+#include "common/Sync.h"
 #include "zk/Path.h"
 
 namespace groupcoord::zk {

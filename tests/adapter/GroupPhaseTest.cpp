@@ -179,5 +179,88 @@ TEST(GroupPhase, EveryPhaseHasAName) {
   EXPECT_EQ(names.size(), kAll.size());
 }
 
+// ---- The handover, a stage of the same machine ----
+
+TEST(GroupPhase, AHandoverDrainsSendsAndEnds) {
+  const std::string g = "g";
+  GroupPhaseMachine m(g);
+  EXPECT_FALSE(m.startHandover({1, 2, {}, nullptr})) << "not serving yet";
+  m.to(P::Loading);
+  m.to(P::Idle);
+  bool answered = false;
+  ASSERT_TRUE(m.startHandover({1, 2, {}, [&](HandoverResult) { answered = true; }}));
+  EXPECT_EQ(m.handover(), HandoverStage::Draining);
+  EXPECT_FALSE(m.startHandover({1, 3, {}, nullptr})) << "one at a time";
+  EXPECT_EQ(m.job().to, 2);
+  m.sendHandover();
+  EXPECT_EQ(m.handover(), HandoverStage::Sending);
+  EXPECT_EQ(m.get(), P::HandingOver);
+  auto job = m.endHandover();
+  ASSERT_TRUE(job.has_value());
+  job->done(HandoverResult{});
+  EXPECT_TRUE(answered);
+  EXPECT_FALSE(m.handingOver());
+  EXPECT_FALSE(m.endHandover().has_value()) << "ended once";
+}
+
+TEST(GroupPhase, AHandoverWhoseAnswerWasLostStaysStaleUntilVerified) {
+  const std::string g = "g";
+  GroupPhaseMachine m(g);
+  m.to(P::Loading);
+  m.to(P::Idle);
+  ASSERT_TRUE(m.startHandover({1, 2, {}, nullptr}));
+  EXPECT_THROW(m.verifyHandover(), std::logic_error) << "nothing was sent";
+  m.sendHandover();
+  m.verifyHandover();
+  EXPECT_EQ(m.handover(), HandoverStage::Verifying);
+  EXPECT_EQ(m.get(), P::Stale);
+  m.to(P::Reloading);
+  EXPECT_THROW(m.to(P::Idle), IllegalTransition) << "serving again before the re-read said it did not happen";
+  EXPECT_EQ(m.get(), P::Reloading);
+  m.endHandover();
+  m.to(P::Idle);
+  EXPECT_EQ(m.get(), P::Idle);
+}
+
+TEST(GroupPhase, AHandoverIsSentOnlyFromIdleWhileDraining) {
+  const std::string g = "g";
+  GroupPhaseMachine m(g);
+  m.to(P::Loading);
+  m.to(P::Idle);
+  EXPECT_THROW(m.sendHandover(), std::logic_error) << "no handover started";
+  ASSERT_TRUE(m.startHandover({1, 2, {}, nullptr}));
+  m.to(P::Writing);
+  EXPECT_THROW(m.sendHandover(), std::logic_error) << "a write is in flight";
+  EXPECT_EQ(m.get(), P::Writing);
+}
+
+// ---- The state clients see ----
+
+TEST(VisibleState, StartsLoadingAndNeverGoesBack) {
+  const std::string g = "g";
+  using S = protocol::GroupState;
+  VisibleState v(g);
+  EXPECT_EQ(v.get(), S::LOADING);
+  v.to(S::REBALANCING);
+  v.to(S::STABLE);
+  v.to(S::HANDING_OVER);
+  v.to(S::STABLE);  // the handover failed
+  v.to(S::STABLE);  // staying
+  EXPECT_THROW(v.to(S::LOADING), std::logic_error);
+  EXPECT_EQ(v.get(), S::STABLE);
+}
+
+TEST(VisibleState, TheTable) {
+  using S = protocol::GroupState;
+  const std::vector<S> all{S::LOADING, S::STABLE, S::REBALANCING, S::HANDING_OVER};
+  for (S from : all) {
+    for (S to : all) {
+      const bool expected = from == to || to != S::LOADING;
+      EXPECT_EQ(VisibleState::legal(from, to), expected)
+          << protocol::groupStateName(from) << " -> " << protocol::groupStateName(to);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace groupcoord::adapter

@@ -112,5 +112,36 @@ TEST(Ownership, TheEpochMovesOnEveryChangeAndOnlyThen) {
   EXPECT_TRUE(moved());
 }
 
+TEST(Ownership, SettledWhenEveryTargetedPartitionIsWithItsMember) {
+  Ownership o;
+  EXPECT_TRUE(o.settled()) << "nothing to place";
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}});
+  EXPECT_FALSE(o.settled());
+  o.grant("a", kT0);
+  EXPECT_TRUE(o.settled());
+  // b joins: t-1 is b's now, a still holds it.
+  o.setTarget({{"a", {P{"t", 0}}}, {"b", {P{"t", 1}}}});
+  EXPECT_FALSE(o.settled());
+  o.releaseUntargeted("a");
+  EXPECT_FALSE(o.settled()) << "free is not placed";
+  o.grant("b", kT0);
+  EXPECT_TRUE(o.settled());
+  // b leaves: its partition is free until the next target.
+  o.releaseAll("b");
+  EXPECT_FALSE(o.settled());
+  o.setTarget({{"a", {P{"t", 0}, P{"t", 1}}}});
+  o.grant("a", kT0);
+  EXPECT_TRUE(o.settled());
+  // A member reporting a partition it was not given keeps the group unsettled
+  // only while the target wants it elsewhere.
+  o.setTarget({{"a", {P{"t", 0}}}, {"c", {P{"t", 1}}}});
+  EXPECT_FALSE(o.settled());
+  o.reportOwned("a", {P{"t", 0}});
+  o.grant("c", kT0);
+  EXPECT_TRUE(o.settled());
+  o.clear();
+  EXPECT_TRUE(o.settled());
+}
+
 }  // namespace
 }  // namespace groupcoord::adapter

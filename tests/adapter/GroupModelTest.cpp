@@ -1,0 +1,645 @@
+// The group model driven directly: no ZooKeeper, no lock, no clock. Each
+// operation (load, register, heartbeat, leave, liveness, commit, rewind,
+// topic change, describe, the batch and its outcomes, the handover record)
+// and each member state transition.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "adapter/GroupModel.h"
+#include "common/Layout.h"
+#include "metrics/Coordination.h"
+
+namespace groupcoord::adapter {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::RebalanceReason;
+using P = protocol::TopicPartition;
+
+// Topics as the model reads them: partition counts set by the test.
+class FakeTopics final : public PartitionSource {
+ public:
+  std::map<std::string, int32_t> counts;
+
+  std::map<std::string, int32_t> partitionCounts(const layout::GroupSettings& s) const override {
+    std::map<std::string, int32_t> out;
+    for (auto& t : s.topics) {
+      auto it = counts.find(t);
+      out[t] = it == counts.end() ? 0 : it->second;
+    }
+    return out;
+  }
+  bool partitionExists(const layout::GroupSettings& s, const P& p) const override {
+    auto c = partitionCounts(s);
+    auto it = c.find(p.topic);
+    return it != c.end() && p.partition >= 0 && p.partition < it->second;
+  }
+  ReplicaRacks replicaRacks(const layout::GroupSettings&) const override { return {}; }
+};
+
+// Answers as they come out of an Outbox.
+struct Answers {
+  std::vector<protocol::Response> got;
+  protocol::ResponseCallback callback() {
+    return [this](protocol::Response r) { got.push_back(std::move(r)); };
+  }
+  template <class T>
+  const T& last() const {
+    EXPECT_FALSE(got.empty());
+    return std::get<T>(got.back());
+  }
+};
+
+const TimePoint kT0 = TimePoint(std::chrono::hours(1));
+constexpr int64_t kTimeoutMs = 1000;
+
+class GroupModelTest : public ::testing::Test {
+ protected:
+  GroupModelTest() { topics_.counts["t"] = 4; }
+
+  Instant at() const { return Instant{now_, 1'700'000'000'000 + millisBetween(kT0, now_)}; }
+  void advance(int64_t ms) { now_ += Millis(ms); }
+
+  // The first read of the group, as a claim makes it.
+  GroupModel::Loaded load(int32_t version = 0, std::vector<std::string> members = {},
+                          protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER, bool ephemeral = false,
+                          std::optional<std::string> handover = std::nullopt, int32_t cversion = 2) {
+    layout::GroupSettings s;
+    s.sessionTimeoutMs = kTimeoutMs;
+    s.topics = {"t"};
+    s.mode = mode;
+    s.ephemeral = ephemeral;
+    GroupModel::Read r;
+    r.settingsData = layout::encodeSettings(s);
+    r.version = version;
+    r.cversion = cversion;
+    r.members = std::move(members);
+    r.handover = std::move(handover);
+    Outbox out;
+    auto loaded = model_.applyRead(std::move(r), /*first=*/true, at(), out);
+    model_.offsetsLoaded(OffsetsRead{});
+    return loaded;
+  }
+
+  protocol::RequestHeader header(int16_t version = 1) {
+    protocol::RequestHeader h;
+    h.version = version;
+    h.clientId = "client";
+    return h;
+  }
+  GroupModel::Registration registerAs(const std::string& id, Answers& a, Serving s = {},
+                                      std::vector<P> owned = {}, int16_t version = 1) {
+    protocol::RegisterConsumerRequest r{"g", id, std::move(owned)};
+    auto done = a.callback();
+    Outbox out;
+    return model_.registerMember(header(version), r, id, protocol::Caller{"10.0.0.1", 4000, ""}, at(), s, done,
+                                 out);
+  }
+  // Writes what waits, as a transaction applied at the next generation.
+  GroupModel::Launched write() {
+    GroupModel::Launched l = model_.launchBatch(1000, at());
+    Outbox out;
+    model_.applyBatch(model_.generation() + 1, at(), std::nullopt, out);
+    return l;
+  }
+  // A new member registered and written.
+  protocol::RegisterConsumerResponse join(const std::string& id) {
+    Answers a;
+    EXPECT_EQ(registerAs(id, a), GroupModel::Registration::Joining);
+    write();
+    return a.last<protocol::RegisterConsumerResponse>();
+  }
+  protocol::HeartbeatResponse beat(const std::string& id, int64_t generation, bool* moved = nullptr) {
+    return model_.heartbeat(protocol::HeartbeatView{0, 0, "g", id, generation}, protocol::Caller{}, now_, nullptr,
+                            moved);
+  }
+  MemberState stateOf(const std::string& id) const {
+    const auto* m = model_.member(id);
+    EXPECT_NE(m, nullptr) << id;
+    return m ? m->state : MemberState::Unregistered;
+  }
+  bool historyHas(RebalanceReason reason) const {
+    for (auto& e : model_.history().all()) {
+      if (e.reason == reason) return true;
+    }
+    return false;
+  }
+
+  FakeTopics topics_;
+  TimePoint now_ = kT0;
+  GroupModel model_{"g", 1, topics_, kT0};
+};
+
+// ---- Loading ----
+
+TEST_F(GroupModelTest, AFirstReadGivesSettingsGenerationAndMembersNotRegisteredYet) {
+  auto loaded = load(3, {"m-1", "m-2"});
+  ASSERT_TRUE(loaded.ok);
+  EXPECT_EQ(loaded.topics, std::vector<std::string>{"t"});
+  EXPECT_EQ(model_.generation(), 3);
+  EXPECT_EQ(model_.settings().sessionTimeoutMs, kTimeoutMs);
+  EXPECT_EQ(model_.members().size(), 2u);
+  EXPECT_EQ(stateOf("m-1"), MemberState::Unregistered);
+  // Taken over without a record: what nobody reports waits one session timeout.
+  EXPECT_TRUE(model_.ownership().inGrace(now_));
+  EXPECT_TRUE(historyHas(RebalanceReason::CONTROLLER_TAKEOVER));
+}
+
+TEST_F(GroupModelTest, SettingsItCannotReadAreNotServed) {
+  GroupModel::Read r;
+  r.settingsData = "not settings";
+  r.version = 4;
+  Outbox out;
+  EXPECT_FALSE(model_.applyRead(std::move(r), true, at(), out).ok);
+  EXPECT_EQ(model_.generation(), -1);
+}
+
+TEST_F(GroupModelTest, AReReadDropsMembersGoneFromZooKeeperAndAnswersTheirRemoval) {
+  load(0);
+  join("a");
+  join("b");
+  Answers left;
+  {
+    auto done = left.callback();
+    Outbox out;
+    ASSERT_TRUE(model_.leave(protocol::LeaveGroupRequest{"g", "b"}, true, done, out));
+  }
+  EXPECT_EQ(stateOf("b"), MemberState::Leaving);
+  // The leave's transaction was applied, its answer lost: the re-read tells.
+  GroupModel::Read r;
+  r.settingsData = model_.settingsData();
+  r.version = model_.generation() + 1;
+  r.members = {"a"};
+  {
+    Outbox out;
+    ASSERT_TRUE(model_.applyRead(std::move(r), false, at(), out).ok);
+  }
+  EXPECT_EQ(model_.member("b"), nullptr);
+  EXPECT_EQ(left.last<protocol::LeaveGroupResponse>().error, ErrorCode::NONE);
+  EXPECT_EQ(stateOf("a"), MemberState::Unregistered) << "the generation moved under it";
+}
+
+// ---- Registration and the batch ----
+
+TEST_F(GroupModelTest, ANewMemberIsAnsweredOnceItsTransactionIsApplied) {
+  load(0);
+  Answers a;
+  ASSERT_EQ(registerAs("a", a), GroupModel::Registration::Joining);
+  EXPECT_TRUE(a.got.empty()) << "nothing is durable yet";
+  EXPECT_TRUE(model_.batch().joins.hasPending());
+  EXPECT_FALSE(model_.quiet());
+
+  GroupModel::Launched l = model_.launchBatch(1000, at());
+  ASSERT_EQ(l.joined.size(), 1u);
+  EXPECT_EQ(l.joined[0], (std::pair<std::string, std::string>{"a", "client"}));
+  EXPECT_EQ(l.changes, 1u);
+  EXPECT_TRUE(l.createsHistory);
+  ASSERT_FALSE(l.history.events.empty());
+  EXPECT_EQ(l.history.events.back().reason, RebalanceReason::MEMBER_JOINED);
+  EXPECT_EQ(l.history.events.back().generation, 1);
+  {
+    Outbox out;
+    auto applied = model_.applyBatch(1, at(), std::nullopt, out);
+    EXPECT_EQ(applied.from, 0);
+    EXPECT_EQ(applied.joined, 1u);
+  }
+  const auto& r = a.last<protocol::RegisterConsumerResponse>();
+  EXPECT_EQ(r.error, ErrorCode::NONE);
+  EXPECT_EQ(r.generation, 1);
+  EXPECT_EQ(r.members, std::vector<std::string>{"a"});
+  EXPECT_EQ(r.partitions.size(), 4u) << "alone, it gets every partition";
+  EXPECT_EQ(stateOf("a"), MemberState::Registered);
+  EXPECT_TRUE(model_.settled());
+  EXPECT_TRUE(model_.historyExists());
+  EXPECT_TRUE(model_.quiet());
+}
+
+TEST_F(GroupModelTest, AMemberAlreadyInIsAnsweredAtOnceWhenNothingWaitsAndAfterTheWriteOtherwise) {
+  load(0);
+  join("a");
+  Answers now;
+  EXPECT_EQ(registerAs("a", now), GroupModel::Registration::Answered);
+  EXPECT_EQ(now.last<protocol::RegisterConsumerResponse>().generation, 1);
+
+  Answers later;
+  EXPECT_EQ(registerAs("a", later, Serving{/*idle=*/false, true}), GroupModel::Registration::Rejoined);
+  EXPECT_TRUE(later.got.empty());
+  {
+    Outbox out;
+    model_.answerRejoins(now_, out);
+  }
+  EXPECT_EQ(later.last<protocol::RegisterConsumerResponse>().generation, 1);
+}
+
+TEST_F(GroupModelTest, RegistrationsTheModelRefuse) {
+  protocol::RegisterConsumerRequest big{"g", "a", {}};
+  big.metadata.assign(5000, 'x');
+  EXPECT_EQ(model_.checkRegistration(big, 4096), ErrorCode::INVALID_REQUEST);
+  protocol::RegisterConsumerRequest rack{"g", "a", {}};
+  rack.rack = "bad rack\n";
+  EXPECT_EQ(model_.checkRegistration(rack, 4096), ErrorCode::INVALID_REQUEST);
+  rack.rack = "rack-1";
+  EXPECT_EQ(model_.checkRegistration(rack, 4096), ErrorCode::NONE);
+
+  load(0);
+  Answers a;
+  EXPECT_EQ(registerAs("a", a, Serving{true, /*connected=*/false}), GroupModel::Registration::Refused);
+  EXPECT_EQ(a.last<protocol::RegisterConsumerResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+}
+
+TEST_F(GroupModelTest, ABatchThatFailsAnswersItsWaitersAndOneRequeuedGoesOutAgain) {
+  load(0);
+  Answers a, b;
+  registerAs("a", a);
+  model_.launchBatch(1000, at());
+  EXPECT_TRUE(model_.batch().hasInFlight());
+  model_.requeueBatch();
+  EXPECT_FALSE(model_.batch().hasInFlight());
+  EXPECT_TRUE(model_.batch().joins.hasPending()) << "it waits for the next transaction";
+  EXPECT_TRUE(a.got.empty());
+
+  registerAs("b", b);
+  GroupModel::Launched l = model_.launchBatch(1000, at());
+  EXPECT_EQ(l.joined.size(), 2u) << "the requeued join goes with the new one";
+  {
+    Outbox out;
+    model_.failBatch(ErrorCode::CONTROLLER_NOT_AVAILABLE, out, /*retryMove=*/true);
+  }
+  EXPECT_EQ(a.last<protocol::RegisterConsumerResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(b.last<protocol::RegisterConsumerResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_FALSE(model_.batch().hasInFlight());
+  EXPECT_TRUE(model_.members().empty());
+  EXPECT_EQ(model_.generation(), 0);
+}
+
+TEST_F(GroupModelTest, TheBatchCarriesAtMostItsBudgetOfChanges) {
+  load(0);
+  Answers a;
+  for (int i = 0; i < 5; ++i) registerAs("m-" + std::to_string(i), a);
+  GroupModel::Launched l = model_.launchBatch(3, at());
+  EXPECT_EQ(l.changes, 3u);
+  EXPECT_EQ(model_.batch().joins.pending().size(), 2u);
+}
+
+// ---- Heartbeats ----
+
+TEST_F(GroupModelTest, HeartbeatAnswers) {
+  load(0);
+  join("a");
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::NONE);
+  EXPECT_EQ(beat("a", 1).generation, 1);
+  EXPECT_EQ(beat("a", 0).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(beat("nobody", 1).error, ErrorCode::UNKNOWN_CONSUMER);
+}
+
+TEST_F(GroupModelTest, AfterATakeoverAnUnknownMemberIsToldToRegisterAgain) {
+  load(5, {"a"});
+  EXPECT_EQ(beat("b", 5).error, ErrorCode::REBALANCE_NEEDED) << "it may hold partitions of the old controller";
+  advance(kTimeoutMs + 1);
+  EXPECT_EQ(beat("b", 5).error, ErrorCode::UNKNOWN_CONSUMER);
+}
+
+TEST_F(GroupModelTest, APartitionMovesWhenItsHolderHeartbeatsAndTheGroupSettles) {
+  load(0);
+  join("a");
+  Answers b;
+  registerAs("b", b);
+  write();
+  EXPECT_EQ(b.last<protocol::RegisterConsumerResponse>().partitions.size(), 0u) << "a still holds them";
+  EXPECT_FALSE(model_.settled());
+  EXPECT_EQ(stateOf("b"), MemberState::Registered);
+
+  bool moved = false;
+  EXPECT_EQ(beat("a", 2, &moved).error, ErrorCode::NONE);
+  EXPECT_TRUE(moved) << "a released what generation 2 gives b";
+  EXPECT_FALSE(model_.settled()) << "released, not granted yet";
+  EXPECT_EQ(beat("b", 2).error, ErrorCode::REBALANCE_NEEDED) << "b's partitions are free: register again";
+
+  Answers again;
+  EXPECT_EQ(registerAs("b", again), GroupModel::Registration::Answered);
+  EXPECT_EQ(again.last<protocol::RegisterConsumerResponse>().partitions.size(), 2u);
+  EXPECT_TRUE(model_.settled());
+  moved = false;
+  EXPECT_EQ(beat("a", 2, &moved).error, ErrorCode::NONE);
+  EXPECT_FALSE(moved);
+}
+
+// ---- Leaving and liveness ----
+
+TEST_F(GroupModelTest, LeaveOfAMemberQueuesItsRemovalAndItIsUnknownFromThen) {
+  load(0);
+  join("a");
+  Answers left;
+  {
+    auto done = left.callback();
+    Outbox out;
+    EXPECT_TRUE(model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out));
+  }
+  EXPECT_EQ(stateOf("a"), MemberState::Leaving);
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::UNKNOWN_CONSUMER);
+  GroupModel::Launched l = write();
+  EXPECT_EQ(l.removed, std::vector<std::string>{"a"});
+  EXPECT_EQ(left.last<protocol::LeaveGroupResponse>().error, ErrorCode::NONE);
+  EXPECT_EQ(model_.member("a"), nullptr);
+  EXPECT_EQ(model_.generation(), 2);
+  EXPECT_TRUE(historyHas(RebalanceReason::MEMBER_LEFT));
+  EXPECT_EQ(model_.ownership().heldCount(), 0u);
+}
+
+TEST_F(GroupModelTest, LeavesThatNeedNoWrite) {
+  load(0);
+  Answers joining, left, unknown, away;
+  registerAs("a", joining);
+  {
+    auto done = left.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out));
+  }
+  EXPECT_EQ(left.last<protocol::LeaveGroupResponse>().error, ErrorCode::NONE);
+  EXPECT_EQ(joining.last<protocol::RegisterConsumerResponse>().error, ErrorCode::UNKNOWN_CONSUMER);
+  {
+    auto done = unknown.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "x"}, true, done, out));
+  }
+  EXPECT_EQ(unknown.last<protocol::LeaveGroupResponse>().error, ErrorCode::UNKNOWN_CONSUMER);
+  join("b");
+  {
+    auto done = away.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "b"}, /*connected=*/false, done, out));
+  }
+  EXPECT_EQ(away.last<protocol::LeaveGroupResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+}
+
+TEST_F(GroupModelTest, ASilentMemberIsEvictedAndOneThatRegistersAgainInTimeStays) {
+  load(0);
+  join("a");
+  join("b");
+  EXPECT_EQ(model_.scanLiveness(now_), 0u);
+  advance(kTimeoutMs / 2);
+  beat("b", 2);
+  advance(kTimeoutMs / 2 + 1);
+  EXPECT_EQ(model_.scanLiveness(now_), 1u);
+  EXPECT_EQ(stateOf("a"), MemberState::Leaving);
+  EXPECT_EQ(stateOf("b"), MemberState::Registered);
+  EXPECT_EQ(model_.nextLivenessScan(), now_) << "while a removal waits, every tick looks";
+
+  // a comes back before its eviction is written: it stays.
+  Answers back;
+  registerAs("a", back, Serving{false, true});
+  EXPECT_NE(stateOf("a"), MemberState::Leaving);
+  EXPECT_FALSE(model_.batch().removals.hasPending());
+
+  advance(kTimeoutMs + 1);
+  beat("a", 2);
+  EXPECT_EQ(model_.scanLiveness(now_), 1u) << "b fell silent";
+  write();
+  EXPECT_EQ(model_.member("b"), nullptr);
+  EXPECT_TRUE(historyHas(RebalanceReason::MEMBER_EVICTED));
+}
+
+TEST_F(GroupModelTest, AnEphemeralGroupIsAbandonedWhenItsLastMemberGoesOrNobodyCame) {
+  load(0, {}, protocol::AssignmentMode::SERVER, /*ephemeral=*/true);
+  EXPECT_FALSE(model_.abandoned(now_));
+  advance(kTimeoutMs);
+  EXPECT_TRUE(model_.abandoned(now_)) << "nobody joined within a session timeout";
+  join("a");
+  EXPECT_FALSE(model_.abandoned(now_));
+  Answers left;
+  {
+    auto done = left.callback();
+    Outbox out;
+    model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out);
+  }
+  write();
+  EXPECT_TRUE(model_.emptiedOut());
+  EXPECT_TRUE(model_.abandoned(now_));
+}
+
+// ---- Client mode ----
+
+TEST_F(GroupModelTest, ClientModeStartsOnlyOnceEveryMemberRegisteredAtTheGeneration) {
+  load(0, {}, protocol::AssignmentMode::CLIENT);
+  Answers v0;
+  EXPECT_EQ(registerAs("a", v0, {}, {}, /*version=*/0), GroupModel::Registration::Refused);
+  EXPECT_EQ(v0.last<protocol::RegisterConsumerResponse>().error, ErrorCode::UNSUPPORTED_VERSION);
+
+  join("a");
+  EXPECT_TRUE(model_.settled());
+  Answers b;
+  registerAs("b", b);
+  write();  // generation 2: b registered at it, a not yet
+  EXPECT_EQ(b.last<protocol::RegisterConsumerResponse>().memberData.size(), 2u);
+  EXPECT_FALSE(model_.settled());
+  EXPECT_EQ(stateOf("a"), MemberState::Unregistered);
+  EXPECT_EQ(beat("a", 2).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(beat("b", 2).error, ErrorCode::REBALANCE_IN_PROGRESS);
+  Answers a;
+  registerAs("a", a);
+  EXPECT_TRUE(model_.settled());
+  EXPECT_EQ(beat("b", 2).error, ErrorCode::NONE);
+}
+
+TEST_F(GroupModelTest, ClientModeEvictsAMemberThatDoesNotRegisterAtTheGenerationInTime) {
+  load(0, {}, protocol::AssignmentMode::CLIENT);
+  join("a");
+  Answers b;
+  registerAs("b", b);
+  write();
+  advance(kTimeoutMs / 2);
+  beat("a", 2);
+  beat("b", 2);
+  advance(kTimeoutMs / 2 + 1);
+  beat("a", 2);
+  beat("b", 2);
+  EXPECT_EQ(model_.scanLiveness(now_), 1u) << "a heartbeats but never registered at generation 2";
+  EXPECT_EQ(stateOf("a"), MemberState::Leaving);
+  auto l = model_.launchBatch(1000, at());
+  ASSERT_FALSE(l.history.events.empty());
+  EXPECT_NE(l.history.events.back().detail.find("did not register"), std::string::npos);
+}
+
+// ---- Offsets ----
+
+TEST_F(GroupModelTest, CommitsAreTakenFromTheHolderOnlyAndAnsweredWhenDurable) {
+  load(0);
+  join("a");
+  Answers c;
+  {
+    auto done = c.callback();
+    Outbox out;
+    protocol::CommitOffsetsRequest r{"g", "a", 1, {{"t", 0, 42}, {"t", 9, 1}, {"t", 1, -1}}};
+    EXPECT_TRUE(model_.commit(r, ErrorCode::NONE, now_, done, out));
+  }
+  EXPECT_TRUE(c.got.empty());
+  model_.commits().launch();
+  {
+    Outbox out;
+    EXPECT_EQ(model_.commitsApplied(out), 1u);
+  }
+  const auto& resp = c.last<protocol::CommitOffsetsResponse>();
+  ASSERT_EQ(resp.results.size(), 3u);
+  EXPECT_EQ(resp.results[0].error, ErrorCode::NONE);
+  EXPECT_EQ(resp.results[1].error, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+  EXPECT_EQ(resp.results[2].error, ErrorCode::INVALID_OFFSET);
+  EXPECT_EQ(model_.committed().of(P{"t", 0}), 42);
+
+  Answers stranger, refused;
+  {
+    auto done = stranger.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.commit(protocol::CommitOffsetsRequest{"g", "x", 1, {{"t", 0, 1}}}, ErrorCode::NONE, now_,
+                               done, out));
+  }
+  EXPECT_EQ(stranger.last<protocol::CommitOffsetsResponse>().error, ErrorCode::UNKNOWN_CONSUMER);
+  {
+    auto done = refused.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.commit(protocol::CommitOffsetsRequest{"g", "a", 1, {{"t", 0, 1}}},
+                               ErrorCode::CONTROLLER_NOT_AVAILABLE, now_, done, out));
+  }
+  EXPECT_EQ(refused.last<protocol::CommitOffsetsResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+}
+
+TEST_F(GroupModelTest, ARewindMovesTheGenerationAndFencesOlderCommits) {
+  load(0);
+  join("a");
+  Answers w;
+  {
+    auto done = w.callback();
+    Outbox out;
+    EXPECT_TRUE(model_.rewind(protocol::RewindConsumerRequest{"g", {{"t", 0, 7}}}, ErrorCode::NONE, "alice", done,
+                              out));
+  }
+  GroupModel::Launched l = write();
+  EXPECT_EQ(l.rewound.size(), 1u);
+  EXPECT_EQ(l.history.events.back().reason, RebalanceReason::REWIND);
+  EXPECT_EQ(w.last<protocol::RewindConsumerResponse>().error, ErrorCode::NONE);
+  EXPECT_EQ(model_.committed().of(P{"t", 0}), 7);
+  EXPECT_EQ(model_.generation(), 2);
+  Answers old;
+  {
+    auto done = old.callback();
+    Outbox out;
+    EXPECT_FALSE(model_.commit(protocol::CommitOffsetsRequest{"g", "a", 1, {{"t", 0, 50}}}, ErrorCode::NONE, now_,
+                               done, out));
+  }
+  EXPECT_EQ(old.last<protocol::CommitOffsetsResponse>().error, ErrorCode::REBALANCE_NEEDED);
+}
+
+// ---- Topics, deletion, describe, the handover ----
+
+TEST_F(GroupModelTest, ATopicChangeMovesTheGenerationOnlyWhenTheAssignmentChanges) {
+  load(0);
+  join("a");
+  EXPECT_FALSE(model_.topicChanged("other", at())) << "not subscribed";
+  EXPECT_FALSE(model_.topicChanged("t", at())) << "the same count";
+  topics_.counts["t"] = 6;
+  EXPECT_TRUE(model_.topicChanged("t", at()));
+  EXPECT_TRUE(model_.batch().hasPendingWrites());
+  GroupModel::Launched l = write();
+  EXPECT_EQ(l.changes, 0u);
+  EXPECT_EQ(l.history.events.back().reason, RebalanceReason::TOPIC_RESIZED);
+  EXPECT_EQ(model_.generation(), 2);
+  EXPECT_EQ(model_.ownership().target().at("a").size(), 6u);
+}
+
+TEST_F(GroupModelTest, OnlyAnEmptyGroupMayBeDeleted) {
+  load(0);
+  EXPECT_EQ(model_.deletable(), ErrorCode::NONE);
+  Answers d;
+  model_.queueDeletion(d.callback());
+  EXPECT_TRUE(model_.deletionWaiting());
+  {
+    Outbox out;
+    model_.answerDeletions(ErrorCode::NONE, out);
+  }
+  EXPECT_EQ(d.last<protocol::DeleteGroupResponse>().error, ErrorCode::NONE);
+  EXPECT_FALSE(model_.deletionWaiting());
+  join("a");
+  EXPECT_EQ(model_.deletable(), ErrorCode::GROUP_NOT_EMPTY);
+}
+
+TEST_F(GroupModelTest, DescribeListsMembersHoldingsAndWhatTheyWaitFor) {
+  const protocol::Broker self{1, "127.0.0.1", 7400};
+  EXPECT_TRUE(model_.describe(self, protocol::GroupState::LOADING, at()).members.empty());
+  load(0);
+  join("a");
+  Answers b;
+  registerAs("b", b);
+  write();
+  auto d = model_.describe(self, protocol::GroupState::REBALANCING, at());
+  EXPECT_EQ(d.state, protocol::GroupState::REBALANCING) << "the state is the caller's";
+  EXPECT_EQ(d.generation, 2);
+  ASSERT_EQ(d.members.size(), 2u);
+  EXPECT_EQ(d.members[0].consumerId, "a");
+  EXPECT_EQ(d.members[0].held.size(), 4u);
+  EXPECT_EQ(d.members[1].waiting.size(), 2u) << "b waits for what a still holds";
+  ASSERT_EQ(d.topics.size(), 1u);
+  EXPECT_EQ(d.topics[0].partitions, 4);
+  EXPECT_FALSE(d.history.empty());
+}
+
+TEST_F(GroupModelTest, AHandoverRecordIsTrustedByTheNextControllerWhenNothingMovedSince) {
+  load(0);
+  join("a");
+  join("b");
+  beat("a", 2);
+  Answers again;
+  registerAs("b", again);
+  ASSERT_TRUE(model_.settled());
+  layout::HandoverRecord record = model_.handoverRecord(1, 2, 1000);
+  EXPECT_TRUE(record.movedMembers);
+  EXPECT_EQ(record.generation, 2);
+  ASSERT_EQ(record.members.size(), 2u);
+  EXPECT_EQ(record.members.at("a").held.size(), 2u);
+
+  FakeTopics topics;
+  topics.counts["t"] = 4;
+  GroupModel next("g", 2, topics, now_);
+  GroupModel::Read r;
+  layout::GroupSettings s;
+  s.sessionTimeoutMs = kTimeoutMs;
+  s.topics = {"t"};
+  r.settingsData = layout::encodeSettings(s);
+  r.version = 2;
+  r.cversion = record.cversion + 1;  // this server's controller znode
+  r.handover = layout::encodeHandover(record);
+  Outbox out;
+  auto loaded = next.applyRead(std::move(r), true, at(), out);
+  ASSERT_TRUE(loaded.ok);
+  EXPECT_EQ(loaded.adopt, (std::vector<std::string>{"a", "b"})) << "their znodes move to this session";
+  EXPECT_FALSE(next.ownership().inGrace(now_)) << "nothing waits out a session timeout";
+  EXPECT_TRUE(next.settled());
+  EXPECT_EQ(next.ownership().heldBy("a").size(), 2u);
+}
+
+TEST_F(GroupModelTest, AnsweringEverythingWaitingLeavesNothingQueued) {
+  load(0);
+  join("a");
+  Answers j, c, d;
+  registerAs("b", j);
+  {
+    auto done = c.callback();
+    Outbox out;
+    model_.commit(protocol::CommitOffsetsRequest{"g", "a", 1, {{"t", 0, 1}}}, ErrorCode::NONE, now_, done, out);
+  }
+  model_.queueDeletion(d.callback());
+  {
+    Outbox out;
+    model_.answerQueued(ErrorCode::CONTROLLER_NOT_AVAILABLE, out);
+  }
+  EXPECT_EQ(j.last<protocol::RegisterConsumerResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(c.last<protocol::CommitOffsetsResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(d.last<protocol::DeleteGroupResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_TRUE(model_.quiet());
+}
+
+}  // namespace
+}  // namespace groupcoord::adapter
