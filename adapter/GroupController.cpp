@@ -53,30 +53,26 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
                                                        MemberCache* cache) {
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
+  if (isServing(phase) && phase_.handover() != HandoverStage::Verifying) {
+    bool moved = false;
+    const protocol::HeartbeatResponse resp = model_.heartbeat(r, caller, now, cache, &moved);
+    if (moved) noteState();
+    return resp;
+  }
   protocol::HeartbeatResponse resp;
   if (isLoading(phase) || phase == GroupPhase::Dropped) {
     resp.generation = -1;
     resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
     return resp;
   }
-  if (phase == GroupPhase::Deleting) {
-    resp.generation = model_.generation();
-    resp.error = ErrorCode::UNKNOWN_GROUP;
-    return resp;
-  }
-  if (phase == GroupPhase::HandingOver || phase_.handover() == HandoverStage::Verifying) {
-    // The handover transaction is in flight, or its answer was lost: the
-    // next controller may serve the group already, and it counts its
-    // members' sessions from its takeover. An answer here that renews a
-    // member's lease could outlast that (docs/design.md, "The session
-    // lease"); the member keeps its partitions until its own timeout.
-    resp.generation = model_.generation();
-    resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
-    return resp;
-  }
-  bool moved = false;
-  resp = model_.heartbeat(r, caller, now, cache, &moved);
-  if (moved) noteState();
+  resp.generation = model_.generation();
+  // Deleting: the group is going. Otherwise the handover transaction is in
+  // flight, or its answer was lost: the next controller may serve the
+  // group already, and it counts its members' sessions from its takeover.
+  // An answer here that renews a member's lease could outlast that
+  // (docs/design.md, "The session lease"); the member keeps its partitions
+  // until its own timeout.
+  resp.error = phase == GroupPhase::Deleting ? ErrorCode::UNKNOWN_GROUP : ErrorCode::CONTROLLER_NOT_AVAILABLE;
   return resp;
 }
 

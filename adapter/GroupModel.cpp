@@ -104,8 +104,9 @@ protocol::RegisterConsumerResponse GroupModel::registration(const std::string& m
   return r;
 }
 
-protocol::HeartbeatResponse GroupModel::heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
-                                                  TimePoint now, MemberCache* cache, bool* moved) {
+protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::HeartbeatView& r,
+                                                         const protocol::Caller& caller, TimePoint now,
+                                                         MemberCache* cache, bool* moved) {
   protocol::HeartbeatResponse resp;
   resp.generation = version_;
   Member* member = nullptr;

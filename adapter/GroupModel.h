@@ -107,6 +107,8 @@ class GroupModel {
   // ---- Requests (docs/protocol.md); the caller has checked the phase ----
   // A heartbeat of a group being served. `moved`: set when it changed who
   // holds what (the group's state may have changed).
+  // The common case (the connection's member, in sync at this generation,
+  // nothing about ownership changed since) is answered inline, below.
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache, bool* moved);
   // INVALID_REQUEST for metadata or a rack a registration may not carry.
@@ -257,6 +259,8 @@ class GroupModel {
   std::vector<protocol::RebalanceEvent> topicEvents(int64_t wallMs) const;
   void logAndCount(const std::vector<protocol::RebalanceEvent>& events) const;
   void recordTakeover(protocol::RebalanceReason reason, int32_t from, int64_t wallMs);
+  protocol::HeartbeatResponse heartbeatChecked(const protocol::HeartbeatView& r, const protocol::Caller& caller,
+                                               TimePoint now, MemberCache* cache, bool* moved);
   // GroupModelApply.cpp
   bool takeOver(const Read& read, Instant at, int32_t lastWriter, std::vector<std::string>& adopt);
 
@@ -291,6 +295,24 @@ class GroupModel {
   CommittedOffsets committed_;
   int32_t rewoundAt_ = -1;  // generation of the last rewind: older commits are fenced
 };
+
+// Inline because it is most of the traffic (docs/design.md, "Heartbeats"):
+// every other case, and the first heartbeat on a connection, takes
+// heartbeatChecked() (GroupModel.cpp), which gives the same answer here.
+inline protocol::HeartbeatResponse GroupModel::heartbeat(const protocol::HeartbeatView& r,
+                                                         const protocol::Caller& caller, TimePoint now,
+                                                         MemberCache* cache, bool* moved) {
+  if (cache != nullptr && cache->version == members_.version() && r.generation == version_ &&
+      cache->id == r.consumerId) {
+    Member& m = *cache->member;
+    if (m.inSyncAt == ownership_.epoch() && m.state != MemberState::Leaving && m.port != 0 && !clientMode() &&
+        !ownership_.inGrace(now)) {
+      m.lastSeen = now;
+      return protocol::HeartbeatResponse{version_, protocol::ErrorCode::NONE};
+    }
+  }
+  return heartbeatChecked(r, caller, now, cache, moved);
+}
 
 // A big group's next assignment, computed while its transaction is in
 // flight (docs/design.md, "Assignment").
