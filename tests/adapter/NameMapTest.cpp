@@ -98,7 +98,7 @@ TEST(NameMapTest, AgreesWithAnOrderedMapThroughRandomChanges) {
 
 TEST(NameMapTest, TheNameHashUsesEveryByte) {
   // Names that differ in one byte anywhere, short and long, hash apart.
-  for (const std::string base : {std::string("g"), std::string("group-7"), std::string("consumer-0123456789abcdef-x")}) {
+  for (const std::string& base : {std::string("g"), std::string("group-7"), std::string("consumer-0123456789abcdef-x")}) {
     for (size_t i = 0; i < base.size(); ++i) {
       std::string other = base;
       other[i] ^= 1;
