@@ -5,15 +5,8 @@
 //
 // JSON shapes (stable; fields are only ever added):
 //   list          {"groups":[GroupInfo...]}
-//   describe      {"group":GroupInfo,"state":STATE,"offsets":[Offset...],
-//                  "partitions":[{"topic","partition","committed_offset","owner","host","client_id","waiting"}],
-//                  "members":[{"id","client_id","host","port","joined_at","last_heard","held":[TP..],
-//                              "waiting":[TP..],"rack","metadata_hex"}],
-//                  "history":[{"time","generation","reason","count","member","client_id","host","subject",
-//                              "value","detail"}]}
-//                 (STATE: LOADING, STABLE, REBALANCING, HANDING_OVER; times in ms since the Unix epoch;
-//                  owner/host/client_id null for a partition nobody holds; "waiting": the member it is
-//                  assigned to while another still holds it, else null; the whole history, oldest first)
+//   describe      the DescribeGroup answer as JSON, the same document as the status page's
+//                 /api/groups/NAME (docs/protocol.md, "DescribeGroup as JSON")
 //   create        {"group":NAME,"controller":Broker|null}
 //   delete        {"group":NAME,"deleted":true}
 //   offsets       {"group":NAME,"offsets":[Offset...]}
@@ -25,10 +18,7 @@
 //                 ("waited": --wait was given and no group names ID as its controller any more)
 //   undrain       {"server":ID,"draining":false}
 //   servers       {"servers":[{"id","host","port","groups":[NAME...]}],"without_controller":[NAME...]}
-//   GroupInfo     {"name","members":[..],"topics":[..],"controller":Broker|null,
-//                  "session_timeout_ms","generation","ephemeral","assignment":"server"|"client"}
-//   Broker        {"id","host","port"}
-//   Offset        {"topic","partition","offset"}  (offset -1: nothing committed)
+//   GroupInfo, Broker, Offset: as in docs/protocol.md, "DescribeGroup as JSON"
 
 #include <algorithm>
 #include <cctype>
@@ -54,6 +44,8 @@
 #include "client/Admin.h"
 #include "common/Credentials.h"
 #include "common/TopicWriter.h"
+#include "protocol/DescribeJson.h"
+#include "protocol/PartitionRows.h"
 
 namespace {
 
@@ -437,28 +429,13 @@ class Command {
     }
   }
 
-  static json brokerJson(const protocol::Broker& b) {
-    if (b.isNone()) return nullptr;
-    return {{"id", b.brokerId}, {"host", b.host}, {"port", b.port}};
-  }
   static std::string brokerText(const protocol::Broker& b) {
     if (b.isNone()) return "-";
     return std::to_string(b.brokerId) + " (" + b.host + ":" + std::to_string(b.port) + ")";
   }
-  static json groupJson(const protocol::GroupInfo& g) {
-    return {{"name", g.name},
-            {"members", g.members},
-            {"topics", g.topics},
-            {"controller", brokerJson(g.controller)},
-            {"session_timeout_ms", g.sessionTimeoutMs},
-            {"generation", g.generation},
-            {"ephemeral", g.ephemeral},
-            {"assignment", std::string(protocol::assignmentModeName(g.mode))}};
-  }
+  static json brokerJson(const protocol::Broker& b) { return protocol::brokerJson(b); }
   static json offsetsJson(const std::vector<protocol::PartitionOffset>& offsets) {
-    json out = json::array();
-    for (auto& o : offsets) out.push_back({{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
-    return out;
+    return protocol::offsetsJson(offsets);
   }
 
   static void sortOffsets(std::vector<protocol::PartitionOffset>& offsets) {
@@ -511,7 +488,7 @@ class Command {
     std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.name < b.name; });
     if (json_) {
       json out = {{"groups", json::array()}};
-      for (auto& g : groups) out["groups"].push_back(groupJson(g));
+      for (auto& g : groups) out["groups"].push_back(protocol::groupInfoJson(g));
       std::cout << out.dump(2) << "\n";
       return kExitOk;
     }
@@ -525,36 +502,6 @@ class Command {
                       joinList(g.topics)});
     printTable(rows);
     return kExitOk;
-  }
-
-  // One row of `describe`'s partition table.
-  struct PartitionRow {
-    protocol::TopicPartition partition;
-    int64_t committed = -1;
-    const protocol::MemberState* owner = nullptr;
-    const protocol::MemberState* waiting = nullptr;  // assigned to it, still held by `owner`
-  };
-
-  // Every partition of the subscribed topics (and any other that is held or
-  // has an offset), with its holder and committed offset.
-  static std::vector<PartitionRow> partitionRows(const protocol::DescribeGroupResponse& d) {
-    std::map<protocol::TopicPartition, PartitionRow> rows;
-    auto row = [&](const protocol::TopicPartition& p) -> PartitionRow& {
-      auto& r = rows[p];
-      r.partition = p;
-      return r;
-    };
-    for (auto& t : d.topics)
-      for (int32_t p = 0; p < t.partitions; ++p) row({t.topic, p});
-    for (auto& o : d.offsets) row({o.topic, o.partition}).committed = o.offset;
-    for (auto& m : d.members) {
-      for (auto& p : m.held) row(p).owner = &m;
-      for (auto& p : m.waiting) row(p).waiting = &m;
-    }
-    std::vector<PartitionRow> out;
-    out.reserve(rows.size());
-    for (auto& [_, r] : rows) out.push_back(r);
-    return out;
   }
 
   // "2026-12-02T14:40:01.123Z"; "-" for -1.
@@ -571,76 +518,8 @@ class Command {
   }
 
   static std::string address(const protocol::MemberState& m) {
-    if (m.host.empty()) return "-";
-    return (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
-  }
-
-  static std::string hex(std::string_view bytes) {
-    static const char* kDigits = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-      out += kDigits[c >> 4];
-      out += kDigits[c & 15];
-    }
-    return out;
-  }
-
-  static json describeJson(const protocol::DescribeGroupResponse& d) {
-    protocol::GroupInfo info{d.group,      d.error,      {}, {}, d.controller, d.sessionTimeoutMs, d.generation,
-                             d.ephemeral, d.mode};
-    for (auto& m : d.members) info.members.push_back(m.consumerId);
-    for (auto& t : d.topics) info.topics.push_back(t.topic);
-    auto tps = [](const std::vector<protocol::TopicPartition>& ps) {
-      json out = json::array();
-      for (auto& p : ps) out.push_back({{"topic", p.topic}, {"partition", p.partition}});
-      return out;
-    };
-    json partitions = json::array();
-    for (auto& r : partitionRows(d)) {
-      partitions.push_back({{"topic", r.partition.topic},
-                            {"partition", r.partition.partition},
-                            {"committed_offset", r.committed},
-                            {"owner", r.owner ? json(r.owner->consumerId) : json(nullptr)},
-                            {"host", r.owner ? json(address(*r.owner)) : json(nullptr)},
-                            {"client_id", r.owner ? json(r.owner->clientId) : json(nullptr)},
-                            {"waiting", r.waiting ? json(r.waiting->consumerId) : json(nullptr)}});
-    }
-    json members = json::array();
-    for (auto& m : d.members) {
-      members.push_back({{"id", m.consumerId},
-                         {"client_id", m.clientId},
-                         {"host", m.host},
-                         {"port", m.port},
-                         {"joined_at", m.joinedAtMs},
-                         {"last_heard", m.lastHeardMs},
-                         {"held", tps(m.held)},
-                         {"waiting", tps(m.waiting)},
-                         {"rack", m.rack},
-                         {"metadata_hex", hex(m.metadata)}});
-    }
-    json history = json::array();
-    for (auto& e : d.history) {
-      history.push_back({{"time", e.timeMs},
-                         {"generation", e.generation},
-                         {"reason", std::string(protocol::rebalanceReasonName(e.reason))},
-                         {"count", e.count},
-                         {"member", e.consumerId},
-                         {"client_id", e.clientId},
-                         {"host", e.host},
-                         {"subject", e.subject},
-                         {"value", e.value},
-                         {"detail", e.detail}});
-    }
-    json topics = json::array();
-    for (auto& t : d.topics) topics.push_back({{"topic", t.topic}, {"partitions", t.partitions}});
-    return {{"group", groupJson(info)},
-            {"state", std::string(protocol::groupStateName(d.state))},
-            {"topics", topics},
-            {"offsets", offsetsJson(d.offsets)},
-            {"partitions", partitions},
-            {"members", members},
-            {"history", history}};
+    const std::string text = protocol::hostPort(m.host, m.port);
+    return text.empty() ? "-" : text;
   }
 
   int describe() {
@@ -656,7 +535,7 @@ class Command {
     auto& d = described.value;
     sortOffsets(d.offsets);
     if (json_) {
-      std::cout << describeJson(d).dump(2) << "\n";
+      std::cout << protocol::dumpJson(protocol::describeGroupJson(d));
       return kExitOk;
     }
     std::vector<std::string> topics;
@@ -670,7 +549,7 @@ class Command {
               << "assignment:      " << protocol::assignmentModeName(d.mode)
               << (d.mode == protocol::AssignmentMode::CLIENT ? " (the members assign)" : "") << "\n"
               << "topics:          " << (topics.empty() ? "-" : joinList(topics)) << "\n\n";
-    auto rows = partitionRows(d);
+    auto rows = protocol::partitionRows(d);
     if (rows.empty()) {
       std::cout << "(no partitions)\n";
     } else {

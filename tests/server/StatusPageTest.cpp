@@ -136,7 +136,7 @@ TEST(StatusPageTest, ErrorPageEscapesTheMessage) {
 
 TEST(StatusPageTest, JsonDocumentsCarryTheHostileStringsIntact) {
   auto group = nlohmann::json::parse(groupJson(hostileGroup()));
-  EXPECT_EQ(group["members"][0]["clientId"], kHostile);
+  EXPECT_EQ(group["members"][0]["client_id"], kHostile);
   EXPECT_EQ(group["members"][1]["waiting"][0]["partition"], 1);
   EXPECT_EQ(group["history"][1]["reason"], "TOPIC_RESIZED");
   EXPECT_EQ(group["state"], "REBALANCING");
