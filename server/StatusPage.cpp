@@ -253,17 +253,6 @@ std::string historyTimeline(const DescribeGroupResponse& g, int64_t nowMs) {
   return out + "</ol></div>";
 }
 
-nlohmann::json listedGroupJson(const protocol::GroupInfo& g) {
-  return {{"name", g.name},
-          {"error", g.error == ErrorCode::NONE ? nlohmann::json(nullptr) : nlohmann::json(protocol::errorName(g.error))},
-          {"controller", protocol::brokerJson(g.controller)},
-          {"generation", g.generation},
-          {"members", g.members.size()},
-          {"topics", g.topics},
-          {"sessionTimeoutMs", g.sessionTimeoutMs},
-          {"ephemeral", g.ephemeral}};
-}
-
 // Invalid UTF-8 (a hostile client id) is replaced, not thrown on.
 std::string dump(const nlohmann::json& j) { return protocol::dumpJson(j); }
 
@@ -379,9 +368,11 @@ std::string fleetJson(const FleetView& fleet) {
   return dump({{"server", fleet.selfId}, {"servers", servers}});
 }
 
+// GroupInfo in the encoding `groupctl list` prints too (docs/protocol.md,
+// "DescribeGroup as JSON").
 std::string groupsJson(const FleetView& fleet) {
   nlohmann::json groups = nlohmann::json::array();
-  for (const auto& g : fleet.groups) groups.push_back(listedGroupJson(g));
+  for (const auto& g : fleet.groups) groups.push_back(protocol::groupInfoJson(g));
   return dump({{"server", fleet.selfId}, {"groups", groups}});
 }
 

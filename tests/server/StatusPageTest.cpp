@@ -144,7 +144,7 @@ TEST(StatusPageTest, JsonDocumentsCarryTheHostileStringsIntact) {
   EXPECT_EQ(fleet["servers"][0]["host"], kHostile);
   EXPECT_EQ(fleet["servers"][1]["drained"], true);
   auto groups = nlohmann::json::parse(groupsJson(hostileFleet()));
-  EXPECT_EQ(groups["groups"][0]["members"], 2);
+  EXPECT_EQ(groups["groups"][0]["member_count"], 2);
   auto error = nlohmann::json::parse(errorJson(StatusError{ErrorCode::UNKNOWN_GROUP, "no such group"}));
   EXPECT_EQ(error["error"], "UNKNOWN_GROUP");
 }
