@@ -14,7 +14,7 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--partitions", "--zookeeper",  "--topics-path",
                                              "--user",      "--secret-file", "--tls-ca-file", "--tls-server-name",
                                              "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file",
-                                             "--wait"};
+                                             "--wait",      "--history",     "--assignment"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
                                             "--help",        "--tls-no-verify-hostname"};
 
