@@ -8,6 +8,7 @@
 #include <string>
 
 #include "metrics/Registry.h"
+#include "protocol/DescribeJson.h"
 #include "server/Auth.h"
 #include "server/HttpServer.h"
 #include "server/StatusPage.h"
@@ -147,6 +148,15 @@ TEST(StatusPageTest, JsonDocumentsCarryTheHostileStringsIntact) {
   EXPECT_EQ(groups["groups"][0]["member_count"], 2);
   auto error = nlohmann::json::parse(errorJson(StatusError{ErrorCode::UNKNOWN_GROUP, "no such group"}));
   EXPECT_EQ(error["error"], "UNKNOWN_GROUP");
+}
+
+// /api/groups/NAME and /api/groups speak the one encoding groupctl prints
+// (docs/protocol.md, "DescribeGroup as JSON").
+TEST(StatusPageTest, TheApiUsesTheSharedJsonEncoding) {
+  EXPECT_EQ(nlohmann::json::parse(groupJson(hostileGroup())), protocol::describeGroupJson(hostileGroup()));
+  auto groups = nlohmann::json::parse(groupsJson(hostileFleet()));
+  EXPECT_EQ(groups["groups"][0], protocol::groupInfoJson(hostileFleet().groups[0]));
+  EXPECT_EQ(groups["server"], 1);
 }
 
 TEST(StatusPageTest, InvalidUtf8FromAClientStillMakesValidJson) {
