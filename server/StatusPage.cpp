@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
+
+#include "protocol/DescribeJson.h"
+#include "protocol/PartitionRows.h"
 
 namespace groupcoord::server {
 
@@ -169,26 +170,6 @@ std::string refreshedAt(int64_t nowMs) {
 
 std::string partitionText(const TopicPartition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
 
-// One partition of the group's page.
-struct PartitionRow {
-  const MemberState* holder = nullptr;
-  const MemberState* next = nullptr;  // assigned to it, waiting for the holder to release
-  std::optional<int64_t> offset;
-};
-
-std::map<TopicPartition, PartitionRow> partitionRows(const DescribeGroupResponse& g) {
-  std::map<TopicPartition, PartitionRow> rows;
-  for (const auto& t : g.topics) {
-    for (int32_t p = 0; p < t.partitions; ++p) rows[TopicPartition{t.topic, p}];
-  }
-  for (const auto& m : g.members) {
-    for (const auto& tp : m.held) rows[tp].holder = &m;
-    for (const auto& tp : m.waiting) rows[tp].next = &m;
-  }
-  for (const auto& o : g.offsets) rows[TopicPartition{o.topic, o.partition}].offset = o.offset;
-  return rows;
-}
-
 std::string memberCell(const MemberState& m) { return "<code>" + esc(m.consumerId) + "</code>"; }
 
 std::string hostText(const std::string& host, uint16_t port) {
@@ -197,30 +178,31 @@ std::string hostText(const std::string& host, uint16_t port) {
 }
 
 std::string partitionsTable(const DescribeGroupResponse& g) {
-  const auto rows = partitionRows(g);
+  const auto rows = protocol::partitionRows(g);
   std::string out = "<div class=\"panel\"><h2>Partitions</h2>";
   if (rows.empty()) return out + "<p class=\"muted\">The group's topics have no partitions yet.</p></div>";
   out += "<table><thead><tr><th>Topic</th><th class=\"num\">Partition</th><th>Owner</th><th>Host</th>"
          "<th>Client id</th><th>State</th><th class=\"num\">Committed offset</th></tr></thead><tbody>";
-  for (const auto& [tp, row] : rows) {
-    const MemberState* shown = row.holder ? row.holder : row.next;
+  for (const auto& row : rows) {
+    const TopicPartition& tp = row.partition;
+    const MemberState* shown = row.owner ? row.owner : row.waiting;
     out += "<tr><td>" + esc(tp.topic) + "</td><td class=\"num\">" + std::to_string(tp.partition) + "</td><td>";
     out += shown ? memberCell(*shown) : "<span class=\"muted\">—</span>";
     out += "</td><td>" + (shown ? hostText(shown->host, shown->port) : std::string()) + "</td><td>";
     out += shown ? esc(shown->clientId) : std::string();
     out += "</td><td>";
-    if (row.holder && row.next) {
-      out += badge("moving", "amber") + " <span class=\"muted\">to</span> " + memberCell(*row.next) +
+    if (row.owner && row.waiting) {
+      out += badge("moving", "amber") + " <span class=\"muted\">to</span> " + memberCell(*row.waiting) +
              " <span class=\"muted\">once released</span>";
-    } else if (row.holder) {
+    } else if (row.owner) {
       out += badge("owned", "green");
-    } else if (row.next) {
+    } else if (row.waiting) {
       out += badge("waiting", "amber") + " <span class=\"muted\">for its previous holder to release it</span>";
     } else {
       out += badge("unassigned", "gray");
     }
     out += "</td><td class=\"num\">";
-    out += row.offset ? std::to_string(*row.offset) : "<span class=\"muted\">none</span>";
+    out += row.committed >= 0 ? std::to_string(row.committed) : "<span class=\"muted\">none</span>";
     out += "</td></tr>";
   }
   return out + "</tbody></table></div>";
@@ -271,32 +253,8 @@ std::string historyTimeline(const DescribeGroupResponse& g, int64_t nowMs) {
   return out + "</ol></div>";
 }
 
-nlohmann::json brokerJson(const protocol::Broker& b) {
-  if (b.isNone()) return nullptr;
-  return {{"id", b.brokerId}, {"host", b.host}, {"port", b.port}};
-}
-
-nlohmann::json partitionsJson(const std::vector<TopicPartition>& tps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& tp : tps) out.push_back({{"topic", tp.topic}, {"partition", tp.partition}});
-  return out;
-}
-
-nlohmann::json groupInfoJson(const protocol::GroupInfo& g) {
-  return {{"name", g.name},
-          {"error", g.error == ErrorCode::NONE ? nlohmann::json(nullptr) : nlohmann::json(protocol::errorName(g.error))},
-          {"controller", brokerJson(g.controller)},
-          {"generation", g.generation},
-          {"members", g.members.size()},
-          {"topics", g.topics},
-          {"sessionTimeoutMs", g.sessionTimeoutMs},
-          {"ephemeral", g.ephemeral}};
-}
-
 // Invalid UTF-8 (a hostile client id) is replaced, not thrown on.
-std::string dump(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
+std::string dump(const nlohmann::json& j) { return protocol::dumpJson(j); }
 
 }  // namespace
 
@@ -410,52 +368,17 @@ std::string fleetJson(const FleetView& fleet) {
   return dump({{"server", fleet.selfId}, {"servers", servers}});
 }
 
+// GroupInfo in the encoding `groupctl list` prints too (docs/protocol.md,
+// "DescribeGroup as JSON").
 std::string groupsJson(const FleetView& fleet) {
   nlohmann::json groups = nlohmann::json::array();
-  for (const auto& g : fleet.groups) groups.push_back(groupInfoJson(g));
+  for (const auto& g : fleet.groups) groups.push_back(protocol::groupInfoJson(g));
   return dump({{"server", fleet.selfId}, {"groups", groups}});
 }
 
-std::string groupJson(const DescribeGroupResponse& g) {
-  nlohmann::json topics = nlohmann::json::array();
-  for (const auto& t : g.topics) topics.push_back({{"topic", t.topic}, {"partitions", t.partitions}});
-  nlohmann::json members = nlohmann::json::array();
-  for (const auto& m : g.members) {
-    members.push_back({{"id", m.consumerId},
-                       {"clientId", m.clientId},
-                       {"host", m.host},
-                       {"port", m.port},
-                       {"joinedAtMs", m.joinedAtMs},
-                       {"lastHeardMs", m.lastHeardMs},
-                       {"held", partitionsJson(m.held)},
-                       {"waiting", partitionsJson(m.waiting)}});
-  }
-  nlohmann::json offsets = nlohmann::json::array();
-  for (const auto& o : g.offsets) offsets.push_back({{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
-  nlohmann::json history = nlohmann::json::array();
-  for (const auto& e : g.history) {
-    history.push_back({{"timeMs", e.timeMs},
-                       {"generation", e.generation},
-                       {"reason", protocol::rebalanceReasonName(e.reason)},
-                       {"count", e.count},
-                       {"consumerId", e.consumerId},
-                       {"clientId", e.clientId},
-                       {"host", e.host},
-                       {"subject", e.subject},
-                       {"value", e.value},
-                       {"detail", e.detail}});
-  }
-  return dump({{"group", g.group},
-               {"state", protocol::groupStateName(g.state)},
-               {"controller", brokerJson(g.controller)},
-               {"generation", g.generation},
-               {"sessionTimeoutMs", g.sessionTimeoutMs},
-               {"ephemeral", g.ephemeral},
-               {"topics", topics},
-               {"members", members},
-               {"offsets", offsets},
-               {"history", history}});
-}
+// The DescribeGroup answer in the one JSON encoding groupctl prints too
+// (docs/protocol.md, "DescribeGroup as JSON").
+std::string groupJson(const DescribeGroupResponse& g) { return dump(protocol::describeGroupJson(g)); }
 
 std::string errorJson(const StatusError& error) {
   return dump({{"error", protocol::errorName(error.code)}, {"message", error.message}});

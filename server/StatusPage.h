@@ -30,7 +30,9 @@ std::string renderGroupPage(const protocol::DescribeGroupResponse& group, int64_
 // An error page: the HTTP status line's text, the error's name and sentence.
 std::string renderErrorPage(int httpStatus, const StatusError& error);
 
-// GET /api/fleet, /api/groups, /api/groups/<name>.
+// GET /api/fleet, /api/groups, /api/groups/<name>. The groups and the
+// group are in the JSON encoding groupctl prints too (protocol/DescribeJson.h,
+// docs/protocol.md "DescribeGroup as JSON").
 std::string fleetJson(const FleetView& fleet);
 std::string groupsJson(const FleetView& fleet);
 std::string groupJson(const protocol::DescribeGroupResponse& group);

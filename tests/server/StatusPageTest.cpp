@@ -8,6 +8,7 @@
 #include <string>
 
 #include "metrics/Registry.h"
+#include "protocol/DescribeJson.h"
 #include "server/Auth.h"
 #include "server/HttpServer.h"
 #include "server/StatusPage.h"
@@ -136,7 +137,7 @@ TEST(StatusPageTest, ErrorPageEscapesTheMessage) {
 
 TEST(StatusPageTest, JsonDocumentsCarryTheHostileStringsIntact) {
   auto group = nlohmann::json::parse(groupJson(hostileGroup()));
-  EXPECT_EQ(group["members"][0]["clientId"], kHostile);
+  EXPECT_EQ(group["members"][0]["client_id"], kHostile);
   EXPECT_EQ(group["members"][1]["waiting"][0]["partition"], 1);
   EXPECT_EQ(group["history"][1]["reason"], "TOPIC_RESIZED");
   EXPECT_EQ(group["state"], "REBALANCING");
@@ -144,9 +145,18 @@ TEST(StatusPageTest, JsonDocumentsCarryTheHostileStringsIntact) {
   EXPECT_EQ(fleet["servers"][0]["host"], kHostile);
   EXPECT_EQ(fleet["servers"][1]["drained"], true);
   auto groups = nlohmann::json::parse(groupsJson(hostileFleet()));
-  EXPECT_EQ(groups["groups"][0]["members"], 2);
+  EXPECT_EQ(groups["groups"][0]["member_count"], 2);
   auto error = nlohmann::json::parse(errorJson(StatusError{ErrorCode::UNKNOWN_GROUP, "no such group"}));
   EXPECT_EQ(error["error"], "UNKNOWN_GROUP");
+}
+
+// /api/groups/NAME and /api/groups speak the one encoding groupctl prints
+// (docs/protocol.md, "DescribeGroup as JSON").
+TEST(StatusPageTest, TheApiUsesTheSharedJsonEncoding) {
+  EXPECT_EQ(nlohmann::json::parse(groupJson(hostileGroup())), protocol::describeGroupJson(hostileGroup()));
+  auto groups = nlohmann::json::parse(groupsJson(hostileFleet()));
+  EXPECT_EQ(groups["groups"][0], protocol::groupInfoJson(hostileFleet().groups[0]));
+  EXPECT_EQ(groups["server"], 1);
 }
 
 TEST(StatusPageTest, InvalidUtf8FromAClientStillMakesValidJson) {

@@ -99,6 +99,36 @@ TEST_F(GroupctlTest, TopicCreateRefusesAnExistingTopic) {
   EXPECT_TRUE(again.out.empty());
 }
 
+// `create --assignment M` and `describe --history N`, as their --help
+// texts give them, are accepted and do what they say.
+TEST_F(GroupctlTest, CreateTakesAnAssignmentModeAndDescribeAHistoryLength) {
+  CtlRun created = ctl({"create", "shards", "--assignment", "client", "--session-timeout", "4s"});
+  ASSERT_EQ(created.exit, 0) << created.err;
+  CtlRun listed = ctl({"list"});
+  ASSERT_EQ(listed.exit, 0) << listed.err;
+  EXPECT_EQ(json::parse(listed.out)["groups"][0]["assignment"], "client");
+
+  CtlRun weird = ctl({"create", "other", "--assignment", "weird", "--session-timeout", "4s"});
+  EXPECT_EQ(weird.exit, 2);
+  EXPECT_NE(weird.err.find("--assignment must be server or client"), std::string::npos) << weird.err;
+
+  // The group's controller may still be loading it: ask until it answers.
+  CtlRun described;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(200ms)) {
+    described = groupctl({"--bootstrap", bootstrap_, "describe", "shards", "--history", "0"});
+    if (described.exit == 0) break;
+  }
+  ASSERT_EQ(described.exit, 0) << described.err;
+  EXPECT_NE(described.out.find("assignment:      client"), std::string::npos) << described.out;
+  EXPECT_EQ(described.out.find("history ("), std::string::npos) << described.out;
+  EXPECT_EQ(described.out.find("no rebalance recorded"), std::string::npos) << described.out;
+
+  CtlRun negative = groupctl({"--bootstrap", bootstrap_, "describe", "shards", "--history", "-1"});
+  EXPECT_EQ(negative.exit, 2);
+  EXPECT_NE(negative.err.find("--history must be 0 or more"), std::string::npos) << negative.err;
+}
+
 TEST_F(GroupctlTest, GroupLifeAndRewind) {
   const std::string group = "orders";
   CtlRun created = ctl({"create", group, "--topics", "alpha", "--session-timeout", "4s"});

@@ -1,0 +1,130 @@
+#pragma once
+
+// groupctl's subcommands, one class each. A command checks its own
+// arguments (a UsageError for a mistake), makes its calls through the
+// Context's Admin, prints a table or --output json, and answers the exit
+// code (Context.h). The JSON shapes are listed in main.cpp; DescribeGroup's
+// and GroupInfo's are docs/protocol.md, "DescribeGroup as JSON".
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "client/groupctl/Args.h"
+#include "client/groupctl/Context.h"
+
+namespace groupcoord::groupctl {
+
+class Command {
+ public:
+  explicit Command(Context& context) : context_(context), args_(context.args()), json_(context.json()) {}
+  virtual ~Command() = default;
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
+
+  virtual int run() = 0;
+
+ protected:
+  client::Admin& admin() { return context_.admin(); }
+  int fail(const client::Status& status, const std::string& group) { return context_.fail(status, group); }
+  int failWith(const client::Status& status, const std::string& hint) { return context_.failWith(status, hint); }
+  // The one positional after the command's name.
+  const std::string& groupArg(const std::string& command) {
+    expectPositionals(args_, 2, "GROUP (`groupctl " + command + " GROUP`)");
+    return args_.positional[1];
+  }
+
+  Context& context_;
+  Args& args_;
+  const bool json_;
+};
+
+// `list`: every group with its controller, generation and member count.
+class ListCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `describe GROUP [--history N]`: everything the group's controller knows.
+class DescribeCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+
+ private:
+  static std::string isoTime(int64_t ms);
+  static std::string address(const protocol::MemberState& m);
+};
+
+// `create GROUP --topics a,b --session-timeout D [--ephemeral] [--assignment M]`.
+class CreateCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `delete GROUP`: a group without members.
+class DeleteCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `offsets GROUP`: the committed offsets.
+class OffsetsCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+
+ private:
+  static void printOffsetsTable(const std::vector<protocol::PartitionOffset>& offsets);
+};
+
+// `rewind GROUP --topic T ...`: a plan of moved offsets, applied with --execute.
+class RewindCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `servers`: the servers controlling groups, and the groups without a controller.
+class ServersCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `drain SERVER_ID [--wait D]` (mark true) and `undrain SERVER_ID`.
+class DrainCommand final : public Command {
+ public:
+  DrainCommand(Context& context, bool mark);
+  int run() override;
+
+ private:
+  int32_t serverIdArg(const std::string& command);
+  // Polls ListGroups every 500 ms until no group names `id` as its
+  // controller. Progress goes to standard error, so that standard output
+  // holds only the result.
+  int awaitDrained(int32_t id, std::chrono::milliseconds wait, const std::string& waitText);
+
+  bool mark_;
+};
+
+// `topic create T --partitions N --zookeeper CONNECT [--topics-path P]`.
+class TopicCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+// `auth hash --user U --role R [--iterations N]`: a credentials-file line.
+class AuthCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+};
+
+}  // namespace groupcoord::groupctl

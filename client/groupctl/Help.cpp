@@ -1,0 +1,96 @@
+#include "client/groupctl/Help.h"
+
+namespace groupcoord::groupctl {
+
+const char* const kOverallHelp =
+    "usage: groupctl [--bootstrap HOST:PORT[,HOST:PORT]] [--output table|json] COMMAND ...\n"
+    "\n"
+    "commands:\n"
+    "  list                          all groups\n"
+    "  describe GROUP [--history N]  who owns which partition, the members, and why the group rebalanced\n"
+    "  create GROUP --topics a,b --session-timeout 10s [--ephemeral]\n"
+    "  delete GROUP\n"
+    "  offsets GROUP                 committed offsets\n"
+    "  rewind GROUP --topic T [--partition P] (--to-offset N | --shift-by N | --to-earliest)\n"
+    "         [--dry-run | --execute]\n"
+    "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "  servers                       the servers controlling groups, and how many each controls\n"
+    "  drain SERVER_ID [--wait DURATION]   move every group off a server before maintenance\n"
+    "  undrain SERVER_ID             let a drained server take groups again\n"
+    "  auth hash --user U --role member|admin [--iterations N]   (secret on standard input)\n"
+    "\n"
+    "global options:\n"
+    "  --bootstrap LIST   groupcoordd servers (default $GROUPCTL_BOOTSTRAP, else 127.0.0.1:7400)\n"
+    "  --output FORMAT    table (default) or json\n"
+    "  --user U           authenticate as U (servers with auth.credentials.file set)\n"
+    "  --secret-file F    U's secret: the first line of F (never on the command line)\n"
+    "  --tls-ca-file F    speak TLS; trust servers whose certificate chains to the CAs in F (PEM)\n"
+    "  --tls-server-name N  the name the server certificate must carry (default: the bootstrap host)\n"
+    "  --tls-no-verify-hostname  accept any certificate of a trusted CA, whatever name it carries\n"
+    "  --tls-certificate-file F, --tls-key-file K  a client certificate, for servers that ask for one\n"
+    "  --help             this text; `groupctl COMMAND --help` for one command\n"
+    "\n"
+    "exit codes: 0 success, 1 the server refused, 2 usage error, 3 no server reachable\n";
+
+const std::map<std::string, std::string> kCommandHelp = {
+    {"list", "usage: groupctl list\n  Lists every group with its controller, generation and member count.\n"},
+    {"describe",
+     "usage: groupctl describe GROUP [--history N]\n"
+     "  Asks the group's controller everything it knows (DescribeGroup) and shows:\n"
+     "  the group (generation, state, controller, session timeout, topics); one row\n"
+     "  per partition with its committed offset, the member holding it, that\n"
+     "  member's address and client id, and the member it is waiting to move to;\n"
+     "  one row per member with its counts; and the last N rebalance reasons\n"
+     "  (default 10, 0 for none), newest last. --output json carries all of it,\n"
+     "  the whole history included.\n"},
+    {"create",
+     "usage: groupctl create GROUP --topics a,b --session-timeout DURATION [--ephemeral]\n"
+     "                      [--assignment server|client]\n"
+     "  DURATION: 500ms, 10s, 2m, or plain milliseconds.\n"
+     "  --ephemeral: the group goes away when its last member leaves.\n"
+     "  --assignment: server (the default) assigns the topics' partitions; client makes a\n"
+     "  membership-only group whose members share out work themselves from the member\n"
+     "  list (--topics is then optional: offsets may still be committed for them).\n"},
+    {"delete", "usage: groupctl delete GROUP\n  Deletes a group that has no members.\n"},
+    {"offsets", "usage: groupctl offsets GROUP\n  Shows the group's committed offsets.\n"},
+    {"rewind",
+     "usage: groupctl rewind GROUP --topic T [--partition P]\n"
+     "                      (--to-offset N | --shift-by N | --to-earliest) [--dry-run | --execute]\n"
+     "  Moves committed offsets. Without --execute only the plan (current -> new per\n"
+     "  partition) is printed and nothing changes. Without --partition every partition\n"
+     "  of T with a committed offset is moved. --shift-by takes a signed count; results\n"
+     "  below 0 become 0. --to-earliest means offset 0.\n"},
+    {"topic",
+     "usage: groupctl topic create T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
+     "  Writes topic metadata (Kafka's JSON layout) under PATH (default /brokers/topics),\n"
+     "  creating missing parents. Fails if the topic already exists.\n"},
+    {"servers",
+     "usage: groupctl servers\n"
+     "  One row per server that controls groups (as ListGroups names them): its id,\n"
+     "  address and the number of groups it controls, and a row \"-\" for the groups\n"
+     "  that have no controller at the moment. A server that controls no group does\n"
+     "  not appear.\n"},
+    {"drain",
+     "usage: groupctl drain SERVER_ID [--wait DURATION]\n"
+     "  Marks server SERVER_ID drained: it hands every group it controls over to the\n"
+     "  other servers and takes no new group until `groupctl undrain SERVER_ID`.\n"
+     "  Without --wait it returns once the mark is written; the groups move over the\n"
+     "  next seconds. With --wait (DURATION: 500ms, 60s, 2m, or plain milliseconds)\n"
+     "  it asks every 500 ms which groups still name SERVER_ID as their controller,\n"
+     "  printing them on standard error as they change, until none does; exit code 1\n"
+     "  if some still do when DURATION ends (the drain stays in effect). Draining a\n"
+     "  drained server succeeds. Needs an admin on servers that authenticate.\n"},
+    {"undrain",
+     "usage: groupctl undrain SERVER_ID\n"
+     "  Removes the drain mark of server SERVER_ID: it takes groups again.\n"
+     "  Undraining a server that is not drained succeeds. Needs an admin on servers\n"
+     "  that authenticate.\n"},
+    {"auth",
+     "usage: groupctl auth hash --user U --role member|admin [--iterations N] < secret\n"
+     "  Reads U's secret from the first line of standard input and prints a line for\n"
+     "  groupcoordd's credentials file (auth.credentials.file): user, role, a random salt\n"
+     "  and the PBKDF2-HMAC-SHA256 hash (N iterations, default 200000). Contacts no server.\n"
+     "  Example: printf '%s\\n' \"$SECRET\" | groupctl auth hash --user ops --role admin >> credentials\n"},
+};
+
+}  // namespace groupcoord::groupctl
