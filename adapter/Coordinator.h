@@ -89,6 +89,10 @@ struct CoordinatorConfig {
   Millis claimFallback{3000};
   // Upper bound of membership changes in one ZooKeeper transaction.
   size_t maxChangesPerTransaction = 1000;
+  // Joins coalesce (GroupConfig, docs/design.md "Coalesced joins"); 0:
+  // no wait.
+  Millis joinWindow{0};
+  Millis joinWindowMax{0};
   // A server is preferred for groups (and receives them by handover) only
   // once it has been live this long.
   Millis handoverSettleDelay{10000};

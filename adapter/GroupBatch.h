@@ -13,10 +13,12 @@
 //
 // Pure bookkeeping: no ZooKeeper, no lock (the group's lock guards it).
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "adapter/Clock.h"
 #include "adapter/GroupOps.h"
 #include "adapter/OpQueue.h"
 #include "adapter/Outbox.h"
@@ -38,6 +40,29 @@ class MembershipBatch {
   // it creates the history znode.
   std::vector<protocol::RebalanceEvent> eventsInFlight;
   bool createsHistory = false;
+  // When the first and the latest of the joins waiting arrived.
+  TimePoint firstJoinAt{};
+  TimePoint lastJoinAt{};
+
+  // A join arrives at `now` (before it is queued), with `window` the wait
+  // after the latest join. One that arrives after the window closed rides
+  // with the joins already due and does not open it again.
+  void noteJoin(TimePoint now, Millis window) {
+    if (!joins.hasPending()) {
+      firstJoinAt = lastJoinAt = now;
+    } else if (now < lastJoinAt + window) {
+      lastJoinAt = now;
+    }
+  }
+  // Joins coalesce (docs/design.md, "Coalesced joins"): the joins waiting
+  // go out `window` after the latest of them, so that a storm moves the
+  // generation once, but no later than `cap` after the first, so that a
+  // steady trickle cannot hold them forever. The earliest time point when
+  // no join waits.
+  TimePoint joinsDueAt(Millis window, Millis cap) const {
+    if (!joins.hasPending()) return TimePoint{};
+    return std::min(lastJoinAt + window, firstJoinAt + cap);
+  }
 
   // Something for the next transaction to write (re-registrations alone
   // need none: they are answered at the current generation).

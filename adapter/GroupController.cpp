@@ -19,7 +19,9 @@ GroupController::GroupController(GroupContext& ctx, std::string name)
       name_(std::move(name)),
       phase_(name_),
       state_(name_),
-      model_(name_, ctx.serverId, ctx.topics, ctx.time.now()) {}
+      model_(name_, ctx.serverId, ctx.topics, ctx.time.now()) {
+  model_.coalesceJoins(ctx.config.joinWindow, ctx.config.joinWindowMax);
+}
 
 void GroupController::load() {
   LockedOutbox lk(mu_, &quietUntil_);

@@ -52,6 +52,12 @@ struct GroupConfig {
   Millis batchInterval{10};
   // Upper bound of membership changes in one ZooKeeper transaction.
   size_t maxChangesPerTransaction = 1000;
+  // Joins coalesce (docs/design.md, "Coalesced joins"): new members wait
+  // this long after the latest join for more, and at most joinWindowMax
+  // after the first, before they go out and move the generation. 0 (here):
+  // no wait; groupcoordd's defaults are 100 ms and 3 s (server/Config.h).
+  Millis joinWindow{0};
+  Millis joinWindowMax{0};
   // Largest member metadata a registration may carry; larger is INVALID_REQUEST.
   size_t maxMetadataBytes = 4096;
 };

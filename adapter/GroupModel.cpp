@@ -219,6 +219,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     return Registration::Rejoined;
   }
   if (!s.connected) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  batch_.noteJoin(at.now, joinWindow_);
   auto& j = batch_.joins.pending()[id];
   j.memberId = id;
   j.clientId = h.clientId.value_or("");

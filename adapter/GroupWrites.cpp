@@ -135,6 +135,8 @@ void GroupController::flush(Outbox& out) {
   // (a join storm) wait for the tick and go out as one.
   const TimePoint now = ctx_.time.now();
   if (now - lastBatchAt_ < ctx_.config.batchInterval) return;
+  // Joins coalesce: a storm of them moves the generation once.
+  if (now < model_.joinsDueAt()) return;
   lastBatchAt_ = now;
   writeBatch();
 }

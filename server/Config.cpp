@@ -111,6 +111,14 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::minSessionTimeoutMs));
   s.push_back(numberOption("group.max.session.timeout.ms", "MS", "largest session timeout a group may ask for",
                            &ServerConfig::maxSessionTimeoutMs));
+  s.push_back(numberOption("group.join.window.ms", "MS",
+                           "new members of a group wait this long after the latest join for more, so that joins "
+                           "arriving together move the generation once; 0: no wait",
+                           &ServerConfig::joinWindowMs));
+  s.push_back(numberOption("group.join.window.max.ms", "MS",
+                           "the longest a join waits for others (group.join.window.ms restarts with every join: "
+                           "this caps it, so a steady trickle of joins still moves the generation)",
+                           &ServerConfig::joinWindowMaxMs));
   s.push_back(numberOption("handover.settle.ms", "MS",
                            "a server is given groups (it becomes their preferred controller, and their current "
                            "controllers hand them over) only once it has been live this long, so a server that comes "
@@ -320,6 +328,13 @@ std::string validateConfig(const ServerConfig& c) {
   if (c.maxSessionTimeoutMs < c.minSessionTimeoutMs) {
     return badValue("group.max.session.timeout.ms", num(c.maxSessionTimeoutMs),
                     "must be >= group.min.session.timeout.ms (" + num(c.minSessionTimeoutMs) + ")");
+  }
+  if (c.joinWindowMs < 0 || c.joinWindowMs > 60'000) {
+    return badValue("group.join.window.ms", num(c.joinWindowMs), "must be 0..60000");
+  }
+  if (c.joinWindowMaxMs < c.joinWindowMs || c.joinWindowMaxMs > 300'000) {
+    return badValue("group.join.window.max.ms", num(c.joinWindowMaxMs),
+                    "must be group.join.window.ms (" + num(c.joinWindowMs) + ") .. 300000");
   }
   if (c.handoverSettleMs < 0 || c.handoverSettleMs > 3'600'000) {
     return badValue("handover.settle.ms", num(c.handoverSettleMs), "must be 0..3600000");

@@ -52,6 +52,9 @@ struct ServerConfig {
   // Groups.
   int64_t minSessionTimeoutMs = 1000;
   int64_t maxSessionTimeoutMs = 300000;
+  // Joins coalesce (docs/design.md, "Coalesced joins").
+  int64_t joinWindowMs = 100;
+  int64_t joinWindowMaxMs = 3000;
 
   // Placement of groups across servers.
   int64_t handoverSettleMs = 10000;

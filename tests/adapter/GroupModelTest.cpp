@@ -219,6 +219,27 @@ TEST_F(GroupModelTest, ANewMemberIsAnsweredOnceItsTransactionIsApplied) {
   EXPECT_TRUE(model_.quiet());
 }
 
+TEST_F(GroupModelTest, JoinsCoalesceForTheWindowAfterTheLatestUpToTheCap) {
+  load(0);
+  EXPECT_LE(model_.joinsDueAt(), now_) << "no window set: joins go out at once";
+  model_.coalesceJoins(Millis(100), Millis(300));
+  Answers a;
+  ASSERT_EQ(registerAs("a", a), GroupModel::Registration::Joining);
+  EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100));
+  advance(60);
+  ASSERT_EQ(registerAs("b", a), GroupModel::Registration::Joining);
+  EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100)) << "each join restarts the window";
+  for (int i = 0; i < 5; ++i) {
+    advance(60);
+    registerAs("c" + std::to_string(i), a);
+  }
+  EXPECT_EQ(model_.joinsDueAt(), kT0 + Millis(300)) << "capped at 300 ms after the first";
+  const GroupModel::Launched l = write();
+  EXPECT_EQ(l.joined.size(), 7u) << "one transaction, one generation move, for all of them";
+  EXPECT_EQ(model_.generation(), 1);
+  EXPECT_LE(model_.joinsDueAt(), now_) << "nothing waits";
+}
+
 TEST_F(GroupModelTest, AMemberAlreadyInIsAnsweredAtOnceWhenNothingWaitsAndAfterTheWriteOtherwise) {
   load(0);
   join("a");
