@@ -40,28 +40,32 @@ class MembershipBatch {
   // it creates the history znode.
   std::vector<protocol::RebalanceEvent> eventsInFlight;
   bool createsHistory = false;
-  // When the first and the latest of the joins waiting arrived.
+  // When the first and the latest of the joins waiting arrived, and how
+  // long they wait after the latest (0: they do not wait).
   TimePoint firstJoinAt{};
   TimePoint lastJoinAt{};
+  Millis joinWindow{0};
 
-  // A join arrives at `now` (before it is queued), with `window` the wait
-  // after the latest join. One that arrives after the window closed rides
-  // with the joins already due and does not open it again.
+  // A join arrives at `now` (before it is queued). The first of those
+  // waiting sets the window they wait, `window`. One that arrives after
+  // the window closed rides with the joins already due and does not open
+  // it again.
   void noteJoin(TimePoint now, Millis window) {
     if (!joins.hasPending()) {
       firstJoinAt = lastJoinAt = now;
-    } else if (now < lastJoinAt + window) {
+      joinWindow = window;
+    } else if (now < lastJoinAt + joinWindow) {
       lastJoinAt = now;
     }
   }
   // Joins coalesce (docs/design.md, "Coalesced joins"): the joins waiting
-  // go out `window` after the latest of them, so that a storm moves the
+  // go out the window after the latest of them, so that a storm moves the
   // generation once, but no later than `cap` after the first, so that a
-  // steady trickle cannot hold them forever. The earliest time point when
+  // steady trickle cannot hold them forever. A time point in the past when
   // no join waits.
-  TimePoint joinsDueAt(Millis window, Millis cap) const {
+  TimePoint joinsDueAt(Millis cap) const {
     if (!joins.hasPending()) return TimePoint{};
-    return std::min(lastJoinAt + window, firstJoinAt + cap);
+    return std::min(lastJoinAt + joinWindow, firstJoinAt + cap);
   }
 
   // Something for the next transaction to write (re-registrations alone

@@ -219,7 +219,9 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     return Registration::Rejoined;
   }
   if (!s.connected) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
-  batch_.noteJoin(at.now, joinWindow_);
+  const bool moving = batch_.changesInFlight() > 0 ||
+                      (membershipMovedAt_ && at.now - *membershipMovedAt_ < joinWindowMax_);
+  batch_.noteJoin(at.now, moving ? joinWindow_ : Millis(0));
   auto& j = batch_.joins.pending()[id];
   j.memberId = id;
   j.clientId = h.clientId.value_or("");

@@ -100,14 +100,16 @@ class GroupModel {
   const RebalanceHistory& history() const { return history_; }
   MembershipBatch& batch() { return batch_; }
   const MembershipBatch& batch() const { return batch_; }
-  // Joins coalesce (docs/design.md, "Coalesced joins"): new members wait
-  // `window` after the latest join, at most `cap` after the first. 0: no wait.
+  // Joins coalesce (docs/design.md, "Coalesced joins"): while the group's
+  // membership is moving (a change in flight, or one applied within `cap`),
+  // new members wait `window` after the latest join, at most `cap` after
+  // the first. A join into a group at rest goes out at once. 0: no wait.
   void coalesceJoins(Millis window, Millis cap) {
     joinWindow_ = window;
     joinWindowMax_ = cap;
   }
   // When the joins waiting may go out (a time point in the past when none waits).
-  TimePoint joinsDueAt() const { return batch_.joinsDueAt(joinWindow_, joinWindowMax_); }
+  TimePoint joinsDueAt() const { return batch_.joinsDueAt(joinWindowMax_); }
   // The members have what this generation gives them: in server mode each
   // holds its whole target, in client mode all registered at it.
   bool settled() const;
@@ -293,6 +295,7 @@ class GroupModel {
   MembershipBatch batch_;
   Millis joinWindow_{0};
   Millis joinWindowMax_{0};
+  std::optional<TimePoint> membershipMovedAt_;  // the last transaction with a join or a removal applied
   std::vector<Deletion> deletions_;
   OpQueue<std::vector<OffsetWrite>> commits_;  // their own transactions, one in flight at a time
 

@@ -237,6 +237,7 @@ GroupModel::Applied GroupModel::applyBatch(int32_t version, Instant at, std::opt
     members_[id] = Member{j.clientId, now, j.host, j.port, at.wallMs, j.metadata, j.rack};
   }
   generationMoved(now);
+  if (a.joined + a.left + a.evicted > 0) membershipMovedAt_ = now;
   auto rewound = batch_.rewinds.takeInFlight();
   a.rewinds = rewound.size();
   for (auto& w : rewound) {

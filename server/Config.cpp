@@ -112,8 +112,8 @@ std::vector<OptionSpec> makeSpecs() {
   s.push_back(numberOption("group.max.session.timeout.ms", "MS", "largest session timeout a group may ask for",
                            &ServerConfig::maxSessionTimeoutMs));
   s.push_back(numberOption("group.join.window.ms", "MS",
-                           "new members of a group wait this long after the latest join for more, so that joins "
-                           "arriving together move the generation once; 0: no wait",
+                           "while a group's membership is moving, its new members wait this long after the latest "
+                           "join for more, so that joins arriving together move the generation once; 0: no wait",
                            &ServerConfig::joinWindowMs));
   s.push_back(numberOption("group.join.window.max.ms", "MS",
                            "the longest a join waits for others (group.join.window.ms restarts with every join: "

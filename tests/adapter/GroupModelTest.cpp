@@ -219,13 +219,16 @@ TEST_F(GroupModelTest, ANewMemberIsAnsweredOnceItsTransactionIsApplied) {
   EXPECT_TRUE(model_.quiet());
 }
 
-TEST_F(GroupModelTest, JoinsCoalesceForTheWindowAfterTheLatestUpToTheCap) {
+TEST_F(GroupModelTest, WhileMembershipMovesJoinsCoalesceForTheWindowAfterTheLatestUpToTheCap) {
   load(0);
-  EXPECT_LE(model_.joinsDueAt(), now_) << "no window set: joins go out at once";
   model_.coalesceJoins(Millis(100), Millis(300));
   Answers a;
+  ASSERT_EQ(registerAs("first", a), GroupModel::Registration::Joining);
+  EXPECT_LE(model_.joinsDueAt(), now_) << "a join into a group at rest goes out at once";
+  write();
+  const TimePoint moved = now_;
   ASSERT_EQ(registerAs("a", a), GroupModel::Registration::Joining);
-  EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100));
+  EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100)) << "the membership just moved: the join waits for others";
   advance(60);
   ASSERT_EQ(registerAs("b", a), GroupModel::Registration::Joining);
   EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100)) << "each join restarts the window";
@@ -233,11 +236,15 @@ TEST_F(GroupModelTest, JoinsCoalesceForTheWindowAfterTheLatestUpToTheCap) {
     advance(60);
     registerAs("c" + std::to_string(i), a);
   }
-  EXPECT_EQ(model_.joinsDueAt(), kT0 + Millis(300)) << "capped at 300 ms after the first";
+  EXPECT_EQ(model_.joinsDueAt(), moved + Millis(300)) << "capped at 300 ms after the first";
   const GroupModel::Launched l = write();
   EXPECT_EQ(l.joined.size(), 7u) << "one transaction, one generation move, for all of them";
-  EXPECT_EQ(model_.generation(), 1);
+  EXPECT_EQ(model_.generation(), 2);
   EXPECT_LE(model_.joinsDueAt(), now_) << "nothing waits";
+
+  advance(301);
+  ASSERT_EQ(registerAs("late", a), GroupModel::Registration::Joining);
+  EXPECT_LE(model_.joinsDueAt(), now_) << "at rest again: a lone join does not wait";
 }
 
 TEST_F(GroupModelTest, AMemberAlreadyInIsAnsweredAtOnceWhenNothingWaitsAndAfterTheWriteOtherwise) {
