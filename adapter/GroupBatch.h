@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ class MembershipBatch {
   // it creates the history znode.
   std::vector<protocol::RebalanceEvent> eventsInFlight;
   bool createsHistory = false;
+  // More changes than one transaction may carry: the member znodes of the
+  // joins go out first, in slices that do not move the generation, and the
+  // last transaction moves it once for all of them. `written`: joins whose
+  // znodes a slice wrote, waiting for that move; `writtenInFlight`: those
+  // of them in the transaction in flight (it does not create them again);
+  // `sliceInFlight`: the transaction in flight is a slice.
+  std::map<std::string, Join> written;
+  std::set<std::string> writtenInFlight;
+  bool sliceInFlight = false;
+
   // When the first and the latest of the joins waiting arrived, and how
   // long they wait after the latest (0: they do not wait).
   TimePoint firstJoinAt{};
@@ -71,7 +82,8 @@ class MembershipBatch {
   // Something for the next transaction to write (re-registrations alone
   // need none: they are answered at the current generation).
   bool hasPendingWrites() const {
-    return joins.hasPending() || removals.hasPending() || rewinds.hasPending() || move.pending();
+    return joins.hasPending() || removals.hasPending() || rewinds.hasPending() || move.pending() ||
+           !written.empty();
   }
   bool hasInFlight() const {
     return joins.hasInFlight() || removals.hasInFlight() || rejoins.hasInFlight() || rewinds.hasInFlight() ||
@@ -83,6 +95,14 @@ class MembershipBatch {
     return removals.pending().count(member) > 0 || removals.inFlight().count(member) > 0;
   }
 
+  // Into flight as a slice: at most `budget` joins, whose member znodes
+  // are written without moving the generation.
+  void launchSlice(size_t budget) {
+    joins.launch(budget);
+    sliceInFlight = true;
+  }
+  // The slice was applied: its joins wait for the move.
+  void sliceWritten();
   // Into flight: removals, then joins, at most `budget` of them together;
   // every re-registration and rewind; the move and its events. Returns
   // the number of joins and removals launched.
@@ -103,6 +123,9 @@ class MembershipBatch {
   // The transaction was applied: the move is done; the queues' ops are
   // taken by the caller.
   void applied();
+
+ private:
+  void answerWritten(protocol::ErrorCode e, const std::string& group, Outbox& out);
 };
 
 }  // namespace groupcoord::adapter

@@ -219,7 +219,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     return Registration::Rejoined;
   }
   if (!s.connected) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
-  const bool moving = batch_.changesInFlight() > 0 ||
+  const bool moving = batch_.changesInFlight() > 0 || !batch_.written.empty() ||
                       (membershipMovedAt_ && at.now - *membershipMovedAt_ < joinWindowMax_);
   batch_.noteJoin(at.now, moving ? joinWindow_ : Millis(0));
   auto& j = batch_.joins.pending()[id];

@@ -177,8 +177,13 @@ class GroupModel {
     layout::HistoryRecord history;  // the history znode as it will read
     bool createsHistory = false;
     size_t changes = 0;
+    // false: a slice, the member znodes of joins only, written without
+    // moving the generation (GroupBatch.h); the last transaction moves it.
+    bool moves = true;
   };
   Launched launchBatch(size_t maxChanges, Instant at);
+  // The slice in flight was applied.
+  void sliceWritten() { batch_.sliceWritten(); }
   // Nothing to write: re-registrations waiting are answered at the
   // current generation.
   void answerRejoins(TimePoint now, Outbox& out);

@@ -195,9 +195,20 @@ layout::HandoverRecord GroupModel::handoverRecord(int32_t from, int32_t to, size
 
 GroupModel::Launched GroupModel::launchBatch(size_t maxChanges, Instant at) {
   Launched l;
+  if (batch_.joins.hasPending() && batch_.joins.pending().size() + batch_.removals.pending().size() > maxChanges) {
+    // More than one transaction carries: the joins' znodes first, in
+    // slices, and one generation move for all of them at the end.
+    batch_.launchSlice(maxChanges);
+    for (auto& [id, j] : batch_.joins.inFlight()) l.joined.emplace_back(id, j.clientId);
+    l.changes = l.joined.size();
+    l.moves = false;
+    return l;
+  }
   l.changes = batch_.launch(maxChanges);
   for (auto& [id, _] : batch_.removals.inFlight()) l.removed.push_back(id);
-  for (auto& [id, j] : batch_.joins.inFlight()) l.joined.emplace_back(id, j.clientId);
+  for (auto& [id, j] : batch_.joins.inFlight()) {
+    if (!batch_.writtenInFlight.count(id)) l.joined.emplace_back(id, j.clientId);
+  }
   for (auto& w : batch_.rewinds.inFlight()) l.rewound.insert(l.rewound.end(), w.accepted.begin(), w.accepted.end());
   // Why this transaction moves the generation, written with it.
   batch_.eventsInFlight = batchEvents(version_ + 1, at.wallMs);

@@ -143,6 +143,15 @@ void GroupController::flush(Outbox& out) {
 
 void GroupController::writeBatch() {
   GroupModel::Launched l = model_.launchBatch(ctx_.config.maxChangesPerTransaction, at());
+  if (!l.moves) {
+    // A slice: member znodes only, checked against the generation.
+    std::vector<zk::Op> ops = zkops::adoptOps(paths(), model_.generation(), l.joined);
+    phase_.to(GroupPhase::Writing);
+    metrics::coordination().transactionChanges.observe(l.changes);
+    const size_t count = ops.size();
+    ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onBatchDone, count));
+    return;
+  }
   std::vector<zk::Op> ops =
       zkops::batchOps(paths(), ctx_.offsets,
                       zkops::BatchWrite{l.removed, l.joined, l.rewound, model_.committed(), std::move(l.history),
@@ -159,8 +168,15 @@ void GroupController::writeBatch() {
 
 const char* GroupController::onBatchDone(zk::MultiResult r, size_t opCount, Outbox& out) {
   const size_t changes = model_.batch().changesInFlight();
-  switch (zkops::classify(r, opCount, static_cast<int>(opCount) - 1)) {
+  // A slice checks the group znode first; a move sets it last.
+  const bool slice = model_.batch().sliceInFlight;
+  switch (zkops::classify(r, opCount, slice ? 0 : static_cast<int>(opCount) - 1)) {
     case TxnOutcome::Applied: {
+      if (slice) {
+        phase_.to(GroupPhase::Idle);
+        model_.sliceWritten();
+        break;
+      }
       phase_.to(GroupPhase::Idle);
       failedBatches_ = 0;
       // The group znode's setData is the last op: its result gives the generation.

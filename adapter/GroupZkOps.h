@@ -61,8 +61,9 @@ struct HandoverWrite {
 HandoverWrite handoverOps(GroupPaths g, layout::HandoverRecord record, int32_t version,
                           std::optional<layout::HistoryRecord> history);
 
-// Member znodes created again in this server's session after a handover,
-// checked against the group's version first.
+// Member znodes created in this server's session, checked against the
+// group's version first: again after a handover, and as a slice of joins
+// too many for one transaction (the generation moves after the last).
 std::vector<zk::Op> adoptOps(GroupPaths g, int32_t version,
                              const std::vector<std::pair<std::string, std::string>>& members);  // id, client id
 

@@ -314,6 +314,73 @@ TEST_F(GroupModelTest, TheBatchCarriesAtMostItsBudgetOfChanges) {
   EXPECT_EQ(model_.batch().joins.pending().size(), 2u);
 }
 
+TEST_F(GroupModelTest, JoinsTooManyForOneTransactionGoInSlicesAndMoveTheGenerationOnce) {
+  load(0);
+  Answers a;
+  for (int i = 0; i < 2500; ++i) registerAs("m-" + std::to_string(10000 + i), a);
+  size_t created = 0;
+  for (int slice = 0; slice < 2; ++slice) {
+    GroupModel::Launched l = model_.launchBatch(1000, at());
+    EXPECT_FALSE(l.moves) << "slice " << slice;
+    EXPECT_EQ(l.joined.size(), 1000u);
+    EXPECT_TRUE(l.removed.empty());
+    created += l.joined.size();
+    model_.sliceWritten();
+    EXPECT_EQ(model_.generation(), 0) << "a slice moves nothing";
+    EXPECT_TRUE(a.got.empty()) << "nobody is answered before the move";
+    EXPECT_FALSE(model_.quiet());
+  }
+  GroupModel::Launched last = model_.launchBatch(1000, at());
+  EXPECT_TRUE(last.moves);
+  EXPECT_EQ(last.joined.size(), 500u) << "the slices' members are not created again";
+  created += last.joined.size();
+  EXPECT_EQ(created, 2500u);
+  GroupModel::Applied applied;
+  {
+    Outbox out;
+    applied = model_.applyBatch(1, at(), std::nullopt, out);
+  }
+  EXPECT_EQ(applied.joined, 2500u);
+  EXPECT_EQ(model_.generation(), 1);
+  EXPECT_EQ(model_.members().size(), 2500u);
+  ASSERT_EQ(a.got.size(), 2500u);
+  for (auto& r : a.got) EXPECT_EQ(std::get<protocol::RegisterConsumerResponse>(r).generation, 1);
+  EXPECT_TRUE(model_.quiet());
+}
+
+TEST_F(GroupModelTest, ASliceWhoseOutcomeIsUnknownAnswersEveryJoinItAndEarlierSlicesCarried) {
+  load(0);
+  Answers a;
+  for (int i = 0; i < 2500; ++i) registerAs("m-" + std::to_string(10000 + i), a);
+  model_.launchBatch(1000, at());
+  model_.sliceWritten();
+  model_.launchBatch(1000, at());
+  {
+    Outbox out;
+    model_.failBatch(ErrorCode::CONTROLLER_NOT_AVAILABLE, out, /*retryMove=*/true);
+  }
+  ASSERT_EQ(a.got.size(), 2000u) << "the two slices' members are told to register again";
+  for (auto& r : a.got) {
+    EXPECT_EQ(std::get<protocol::RegisterConsumerResponse>(r).error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  }
+  EXPECT_EQ(model_.batch().joins.pending().size(), 500u) << "the rest still waits";
+  EXPECT_TRUE(model_.batch().written.empty());
+}
+
+TEST_F(GroupModelTest, ARefusedSliceRequeuesItsJoinsAndTheEarlierSlicesForTheReRead) {
+  load(0);
+  Answers a;
+  for (int i = 0; i < 2500; ++i) registerAs("m-" + std::to_string(10000 + i), a);
+  model_.launchBatch(1000, at());
+  model_.sliceWritten();
+  model_.launchBatch(1000, at());
+  model_.requeueBatch();
+  EXPECT_TRUE(a.got.empty());
+  EXPECT_EQ(model_.batch().joins.pending().size(), 2500u);
+  EXPECT_TRUE(model_.batch().written.empty());
+  EXPECT_FALSE(model_.batch().sliceInFlight);
+}
+
 // ---- Heartbeats ----
 
 TEST_F(GroupModelTest, HeartbeatAnswers) {
