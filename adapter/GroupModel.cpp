@@ -219,9 +219,12 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     return Registration::Rejoined;
   }
   if (!s.connected) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  // Joins coalesce while the group forms (nobody in it yet) or its
+  // membership moves; a join into a group at rest goes out at once.
+  const bool forming = members_.empty();
   const bool moving = batch_.changesInFlight() > 0 || !batch_.written.empty() ||
                       (membershipMovedAt_ && at.now - *membershipMovedAt_ < joinWindowMax_);
-  batch_.noteJoin(at.now, moving ? joinWindow_ : Millis(0));
+  batch_.noteJoin(at.now, forming || moving ? joinWindow_ : Millis(0));
   auto& j = batch_.joins.pending()[id];
   j.memberId = id;
   j.clientId = h.clientId.value_or("");

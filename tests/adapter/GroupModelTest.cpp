@@ -224,7 +224,7 @@ TEST_F(GroupModelTest, WhileMembershipMovesJoinsCoalesceForTheWindowAfterTheLate
   model_.coalesceJoins(Millis(100), Millis(300));
   Answers a;
   ASSERT_EQ(registerAs("first", a), GroupModel::Registration::Joining);
-  EXPECT_LE(model_.joinsDueAt(), now_) << "a join into a group at rest goes out at once";
+  EXPECT_EQ(model_.joinsDueAt(), now_ + Millis(100)) << "the group forms: its first join waits for others";
   write();
   const TimePoint moved = now_;
   ASSERT_EQ(registerAs("a", a), GroupModel::Registration::Joining);
@@ -244,7 +244,7 @@ TEST_F(GroupModelTest, WhileMembershipMovesJoinsCoalesceForTheWindowAfterTheLate
 
   advance(301);
   ASSERT_EQ(registerAs("late", a), GroupModel::Registration::Joining);
-  EXPECT_LE(model_.joinsDueAt(), now_) << "at rest again: a lone join does not wait";
+  EXPECT_LE(model_.joinsDueAt(), now_) << "at rest again: a lone join into it does not wait";
 }
 
 TEST_F(GroupModelTest, AMemberAlreadyInIsAnsweredAtOnceWhenNothingWaitsAndAfterTheWriteOtherwise) {

@@ -377,3 +377,61 @@ TEST_F(MembershipIntegration, ZooKeeperHoldsTheDesignedLayoutAndTheGenerationCli
 
 }  // namespace
 }  // namespace groupcoord::testing
+
+namespace groupcoord::testing {
+namespace {
+
+// A join storm into a new group (docs/design.md, "Coalesced joins"): 2,000
+// registrations sent at once over 50 connections form the group in one
+// generation move, written in slices of 1,000 member znodes.
+TEST_F(MembershipIntegration, AStormOfTwoThousandJoinsFormsTheGroupInOneGenerationMove) {
+  auto& s = startServer(4);
+  const uint16_t port = s.port();
+  ASSERT_EQ(createGroup(port, "storm", 30000, false, {}).error, ErrorCode::NONE);
+  constexpr int kConnections = 50;
+  constexpr int kPerConnection = 40;
+  std::vector<client::Connection> conns(kConnections);
+  for (auto& c : conns) ASSERT_TRUE(c.connect("127.0.0.1", port, 5s));
+  // Until the controller has read the group: then every registration is
+  // taken, none answered CONTROLLER_NOT_AVAILABLE.
+  for (auto deadline = Clock::now() + 10s;; std::this_thread::sleep_for(50ms)) {
+    auto d = conns[0].call(protocol::DescribeGroupRequest{"storm"}, 5s);
+    ASSERT_TRUE(d.ok) << conns[0].lastError();
+    const auto& resp = std::get<protocol::DescribeGroupResponse>(d.response);
+    if (resp.error == ErrorCode::NONE && resp.state != protocol::GroupState::LOADING) break;
+    ASSERT_LT(Clock::now(), deadline) << "the group was not served in time";
+  }
+  const auto start = Clock::now();
+  for (auto& c : conns) {
+    for (int i = 0; i < kPerConnection; ++i) ASSERT_GE(c.send(protocol::RegisterConsumerRequest{"storm", "", {}}), 0);
+  }
+  std::set<int64_t> generations;
+  std::set<std::string> ids;
+  size_t members = 0;
+  for (auto& c : conns) {
+    for (int i = 0; i < kPerConnection; ++i) {
+      auto d = c.receive(protocol::ApiKey::RegisterConsumer, 30s);
+      ASSERT_TRUE(d.ok) << c.lastError();
+      const auto& r = std::get<protocol::RegisterConsumerResponse>(d.response);
+      ASSERT_EQ(r.error, ErrorCode::NONE);
+      generations.insert(r.generation);
+      ids.insert(r.consumerId);
+      members = std::max(members, r.members.size());
+    }
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  std::cout << "[figure] 2,000 joins sent at once: all answered in " << took << " ms, generations "
+            << generations.size() << std::endl;
+  EXPECT_EQ(generations, std::set<int64_t>{1}) << "one generation move for the whole storm";
+  EXPECT_EQ(ids.size(), size_t{kConnections * kPerConnection});
+  EXPECT_EQ(members, size_t{kConnections * kPerConnection});
+  auto group = zk_->getSync(root_ + "/groups/storm");
+  ASSERT_EQ(group.error, zk::Error::Ok);
+  EXPECT_EQ(group.stat.version, 1);
+  auto znodes = zk_->getChildrenSync(root_ + "/groups/storm/members");
+  ASSERT_EQ(znodes.error, zk::Error::Ok);
+  EXPECT_EQ(znodes.children.size(), size_t{kConnections * kPerConnection});
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
