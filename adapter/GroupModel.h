@@ -102,9 +102,9 @@ class GroupModel {
   const MembershipBatch& batch() const { return batch_; }
   // Joins coalesce (docs/design.md, "Coalesced joins"): while the group
   // forms (nobody in it yet) or its membership is moving (a change in
-  // flight, or one applied within `cap`),
-  // new members wait `window` after the latest join, at most `cap` after
-  // the first. A join into a group at rest goes out at once. 0: no wait.
+  // flight, or one applied within `cap`), new members wait `window` after
+  // the latest join, at most `cap` after the first. A join into a group at
+  // rest goes out at once. 0: no wait.
   void coalesceJoins(Millis window, Millis cap) {
     joinWindow_ = window;
     joinWindowMax_ = cap;
