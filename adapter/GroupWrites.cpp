@@ -143,25 +143,20 @@ void GroupController::flush(Outbox& out) {
 
 void GroupController::writeBatch() {
   GroupModel::Launched l = model_.launchBatch(ctx_.config.maxChangesPerTransaction, at());
-  if (!l.moves) {
-    // A slice: member znodes only, checked against the generation.
-    std::vector<zk::Op> ops = zkops::adoptOps(paths(), model_.generation(), l.joined);
-    phase_.to(GroupPhase::Writing);
-    metrics::coordination().transactionChanges.observe(l.changes);
-    const size_t count = ops.size();
-    ctx_.zk.multi(std::move(ops), completion<zk::MultiResult>(&GroupController::onBatchDone, count));
-    return;
-  }
+  // A slice writes member znodes only, checked against the generation; the
+  // transaction that moves the generation carries everything else.
   std::vector<zk::Op> ops =
-      zkops::batchOps(paths(), ctx_.offsets,
-                      zkops::BatchWrite{l.removed, l.joined, l.rewound, model_.committed(), std::move(l.history),
-                                        model_.historyExists(), model_.settingsData(), model_.generation()});
+      l.moves ? zkops::batchOps(paths(), ctx_.offsets,
+                                zkops::BatchWrite{l.removed, l.joined, l.rewound, model_.committed(),
+                                                  std::move(l.history), model_.historyExists(), model_.settingsData(),
+                                                  model_.generation()})
+              : zkops::adoptOps(paths(), model_.generation(), l.joined);
   phase_.to(GroupPhase::Writing);
   metrics::coordination().transactionChanges.observe(l.changes);
   ahead_.reset();
   auto done = completion<zk::MultiResult>(&GroupController::onBatchDone, ops.size());
-  ctx_.zk.multi(std::move(ops), [self = shared_from_this(), done = std::move(done)](zk::MultiResult r) {
-    if (r.error == zk::Error::Ok) self->assignAhead();
+  ctx_.zk.multi(std::move(ops), [self = shared_from_this(), done = std::move(done), moves = l.moves](zk::MultiResult r) {
+    if (moves && r.error == zk::Error::Ok) self->assignAhead();
     done(std::move(r));
   });
 }
@@ -172,12 +167,11 @@ const char* GroupController::onBatchDone(zk::MultiResult r, size_t opCount, Outb
   const bool slice = model_.batch().sliceInFlight;
   switch (zkops::classify(r, opCount, slice ? 0 : static_cast<int>(opCount) - 1)) {
     case TxnOutcome::Applied: {
+      phase_.to(GroupPhase::Idle);
       if (slice) {
-        phase_.to(GroupPhase::Idle);
         model_.sliceWritten();
         break;
       }
-      phase_.to(GroupPhase::Idle);
       failedBatches_ = 0;
       // The group znode's setData is the last op: its result gives the generation.
       const int32_t version = r.results.empty() ? model_.generation() + 1 : r.results.back().stat.version;

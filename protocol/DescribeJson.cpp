@@ -16,12 +16,6 @@ json errorJson(ErrorCode error) {
   return std::string(errorName(error));
 }
 
-// The member's address for the partition rows: "-" while it is not known.
-json ownerAddress(const MemberState& m) {
-  const std::string address = hostPort(m.host, m.port);
-  return address.empty() ? std::string("-") : address;
-}
-
 json memberJson(const MemberState& m) {
   return {{"id", m.consumerId},
           {"client_id", m.clientId},
@@ -53,7 +47,7 @@ json partitionRowJson(const PartitionRow& r) {
           {"partition", r.partition.partition},
           {"committed_offset", r.committed},
           {"owner", r.owner ? json(r.owner->consumerId) : json(nullptr)},
-          {"host", r.owner ? ownerAddress(*r.owner) : json(nullptr)},
+          {"host", r.owner ? json(memberAddress(*r.owner)) : json(nullptr)},
           {"client_id", r.owner ? json(r.owner->clientId) : json(nullptr)},
           {"waiting", r.waiting ? json(r.waiting->consumerId) : json(nullptr)}};
 }

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "protocol/Handler.h"
+
 namespace groupcoord::protocol {
 
 std::vector<PartitionRow> partitionRows(const DescribeGroupResponse& group) {
@@ -26,7 +28,12 @@ std::vector<PartitionRow> partitionRows(const DescribeGroupResponse& group) {
 
 std::string hostPort(const std::string& host, uint16_t port) {
   if (host.empty()) return "";
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return Caller{host, port, ""}.address();
+}
+
+std::string memberAddress(const MemberState& m) {
+  std::string address = hostPort(m.host, m.port);
+  return address.empty() ? "-" : address;
 }
 
 }  // namespace groupcoord::protocol

@@ -29,5 +29,7 @@ std::vector<PartitionRow> partitionRows(const DescribeGroupResponse& group);
 // "host:port", "[v6-host]:port" for a host with a ':', "" when the host is
 // not known yet.
 std::string hostPort(const std::string& host, uint16_t port);
+// A member's hostPort(), "-" while it is not known.
+std::string memberAddress(const MemberState& m);
 
 }  // namespace groupcoord::protocol

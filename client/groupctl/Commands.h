@@ -56,7 +56,6 @@ class DescribeCommand final : public Command {
 
  private:
   static std::string isoTime(int64_t ms);
-  static std::string address(const protocol::MemberState& m);
 };
 
 // `create GROUP --topics a,b --session-timeout D [--ephemeral] [--assignment M]`.

@@ -23,11 +23,6 @@ std::string DescribeCommand::isoTime(int64_t ms) {
   return out;
 }
 
-std::string DescribeCommand::address(const protocol::MemberState& m) {
-  const std::string text = protocol::hostPort(m.host, m.port);
-  return text.empty() ? "-" : text;
-}
-
 int DescribeCommand::run() {
   allowOnly(args_, "describe", {"--history"});
   const std::string group = groupArg("describe");
@@ -64,7 +59,7 @@ int DescribeCommand::run() {
     for (auto& r : rows) {
       table.push_back({r.partition.topic, std::to_string(r.partition.partition),
                        r.committed < 0 ? "-" : std::to_string(r.committed), r.owner ? r.owner->consumerId : "-",
-                       r.owner ? address(*r.owner) : "-", r.owner ? r.owner->clientId : "-",
+                       r.owner ? protocol::memberAddress(*r.owner) : "-", r.owner ? r.owner->clientId : "-",
                        r.waiting ? r.waiting->consumerId : ""});
     }
     printTable(table);
@@ -76,7 +71,7 @@ int DescribeCommand::run() {
     std::vector<std::vector<std::string>> table{
         {"MEMBER", "CLIENT-ID", "HOST", "PARTITIONS", "WAITING", "JOINED", "LAST-HEARD"}};
     for (auto& m : d.members) {
-      table.push_back({m.consumerId, m.clientId.empty() ? "-" : m.clientId, address(m),
+      table.push_back({m.consumerId, m.clientId.empty() ? "-" : m.clientId, protocol::memberAddress(m),
                        std::to_string(m.held.size()), std::to_string(m.waiting.size()), isoTime(m.joinedAtMs),
                        isoTime(m.lastHeardMs)});
     }

@@ -100,6 +100,12 @@ class GroupModelTest : public ::testing::Test {
     return model_.registerMember(header(version), r, id, protocol::Caller{"10.0.0.1", 4000, ""}, at(), s, done,
                                  out);
   }
+  // A LeaveGroup of `id`; true when a removal was queued.
+  bool leave(const std::string& id, Answers& a, bool connected = true) {
+    auto done = a.callback();
+    Outbox out;
+    return model_.leave(protocol::LeaveGroupRequest{"g", id}, connected, done, out);
+  }
   // Writes what waits, as a transaction applied at the next generation.
   GroupModel::Launched write() {
     GroupModel::Launched l = model_.launchBatch(1000, at());
@@ -164,11 +170,7 @@ TEST_F(GroupModelTest, AReReadDropsMembersGoneFromZooKeeperAndAnswersTheirRemova
   join("a");
   join("b");
   Answers left;
-  {
-    auto done = left.callback();
-    Outbox out;
-    ASSERT_TRUE(model_.leave(protocol::LeaveGroupRequest{"g", "b"}, true, done, out));
-  }
+  ASSERT_TRUE(leave("b", left));
   EXPECT_EQ(stateOf("b"), MemberState::Leaving);
   // The leave's transaction was applied, its answer lost: the re-read tells.
   GroupModel::Read r;
@@ -430,11 +432,7 @@ TEST_F(GroupModelTest, LeaveOfAMemberQueuesItsRemovalAndItIsUnknownFromThen) {
   load(0);
   join("a");
   Answers left;
-  {
-    auto done = left.callback();
-    Outbox out;
-    EXPECT_TRUE(model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out));
-  }
+  EXPECT_TRUE(leave("a", left));
   EXPECT_EQ(stateOf("a"), MemberState::Leaving);
   EXPECT_EQ(beat("a", 1).error, ErrorCode::UNKNOWN_CONSUMER);
   GroupModel::Launched l = write();
@@ -450,25 +448,13 @@ TEST_F(GroupModelTest, LeavesThatNeedNoWrite) {
   load(0);
   Answers joining, left, unknown, away;
   registerAs("a", joining);
-  {
-    auto done = left.callback();
-    Outbox out;
-    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out));
-  }
+  EXPECT_FALSE(leave("a", left));
   EXPECT_EQ(left.last<protocol::LeaveGroupResponse>().error, ErrorCode::NONE);
   EXPECT_EQ(joining.last<protocol::RegisterConsumerResponse>().error, ErrorCode::UNKNOWN_CONSUMER);
-  {
-    auto done = unknown.callback();
-    Outbox out;
-    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "x"}, true, done, out));
-  }
+  EXPECT_FALSE(leave("x", unknown));
   EXPECT_EQ(unknown.last<protocol::LeaveGroupResponse>().error, ErrorCode::UNKNOWN_CONSUMER);
   join("b");
-  {
-    auto done = away.callback();
-    Outbox out;
-    EXPECT_FALSE(model_.leave(protocol::LeaveGroupRequest{"g", "b"}, /*connected=*/false, done, out));
-  }
+  EXPECT_FALSE(leave("b", away, /*connected=*/false));
   EXPECT_EQ(away.last<protocol::LeaveGroupResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
 }
 
@@ -507,11 +493,7 @@ TEST_F(GroupModelTest, AnEphemeralGroupIsAbandonedWhenItsLastMemberGoesOrNobodyC
   join("a");
   EXPECT_FALSE(model_.abandoned(now_));
   Answers left;
-  {
-    auto done = left.callback();
-    Outbox out;
-    model_.leave(protocol::LeaveGroupRequest{"g", "a"}, true, done, out);
-  }
+  leave("a", left);
   write();
   EXPECT_TRUE(model_.emptiedOut());
   EXPECT_TRUE(model_.abandoned(now_));
