@@ -74,6 +74,27 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
+# The failed tests' own words, last: a long run's output is often read from
+# its end, where ctest's summary names a failed suite but not what failed
+# in it. Each failed GoogleTest case with the assertion lines before it.
+failure_digest() {
+  local log=$1
+  [ -f "$log" ] || return 0
+  log "what failed, from $log:"
+  awk '
+    /^\[ RUN +\]/ { n = 0; after = 0; delete keep; next }
+    /Failure$/ { after = 4 }
+    after > 0 || /^\[figure\]/ {
+      if (n < 16) keep[n++] = $0
+      if (after > 0) after--
+      next
+    }
+    /^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_0-9]+ \(/ {
+      print; for (i = 0; i < n; i++) print "    " substr(keep[i], 1, 400); n = 0; delete keep
+    }
+  ' "$log" | tail -n 80 >&2
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 
@@ -132,6 +153,7 @@ case "$cmd" in
       rc=1
     fi
     if [ $rc -ne 0 ]; then
+      failure_digest "$build_dir/Testing/Temporary/LastTest.log"
       log "tests FAILED (ctest exit code $rc); ZooKeeper logs: /tmp/groupcoord-zk-$GROUPCOORD_ZK_BASE_PORT/node*/logs"
     else
       log "all tests passed"
