@@ -79,29 +79,58 @@ void GroupModel::queueRemoval(const std::string& id, Removal rm) {
 // ---------------------------------------------------------------------------
 // Requests
 
-// The answer to a registration at the current generation: the members,
-// and the member's assignment as far as it can be granted now (partitions
-// another member still holds are left out until released).
-protocol::RegisterConsumerResponse GroupModel::registration(const std::string& member, TimePoint now) {
+// The answer to a registration at the current generation, in the form the
+// registrant asked for: the member's assignment as far as it can be
+// granted now (partitions another member still holds are left out until
+// released), and the members. Versions 0 and 1 list every member; from
+// version 2 (docs/protocol.md §16) a server-mode answer lists none, and a
+// client-mode one the list shared by every answer at this generation, or
+// only what changed since the generation the member holds.
+protocol::RegisterConsumerResponse GroupModel::registration(const std::string& member, TimePoint now,
+                                                            const Registrant& form) {
   protocol::RegisterConsumerResponse r;
   r.group = name_;
   r.consumerId = member;
   r.generation = version_;
-  r.members.reserve(members_.size());
-  for (auto& [id, _] : members_) r.members.push_back(id);
   r.mode = settings_.mode;
-  if (clientMode()) {
-    // The member list is the answer, in one order for everybody (by id),
-    // each with its metadata.
-    r.memberData.reserve(members_.size());
-    for (auto& [id, m] : members_) r.memberData.push_back(protocol::MemberMetadata{id, m.metadata, m.rack});
+  if (form.version < 2) {
+    r.members.reserve(members_.size());
+    for (auto& [id, _] : members_) r.members.push_back(id);
+    if (clientMode()) {
+      // The member list is the answer, in one order for everybody (by id),
+      // each with its metadata.
+      r.memberData = *memberList();
+    }
   } else {
+    r.memberCount = static_cast<int32_t>(members_.size());
+    if (clientMode()) {
+      auto list = memberList();
+      auto delta = form.knownGeneration >= 0 ? lists_.since(form.knownGeneration) : nullptr;
+      if (delta) {
+        r.listBase = form.knownGeneration;
+        r.memberData = delta->added;
+        r.removedMembers = delta->removed;
+      } else {
+        r.memberData = *list;
+      }
+    }
+  }
+  if (!clientMode()) {
     for (auto& p : ownership_.grant(member, now))
       r.partitions.push_back(PartitionOffset{p.topic, p.partition, committed_.of(p)});
   }
   if (auto it = members_.find(member); it != members_.end()) markRegistered(it->second);
   r.error = ErrorCode::NONE;
   return r;
+}
+
+std::shared_ptr<const MemberLists::List> GroupModel::memberList() {
+  return lists_.current(version_, members_.version() * 0x100000001ull + metadataChanges_, [this] {
+    MemberLists::List l;
+    l.reserve(members_.size());
+    for (auto& [id, m] : members_) l.push_back(protocol::MemberMetadata{id, m.metadata, m.rack});
+    return l;
+  });
 }
 
 protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::HeartbeatView& r,
@@ -174,7 +203,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
                                                     const protocol::Caller& caller, Instant at, Serving s,
                                                     protocol::ResponseCallback& done, Outbox& out) {
   auto refuse = [&](ErrorCode e) {
-    Rejoin{r.consumerId, std::move(done)}.answer(e, name_, out);
+    Rejoin{r.consumerId, Registrant{std::move(done), h.version}}.answer(e, name_, out);
     return Registration::Refused;
   };
   // What the member says it holds: releases what it no longer reports and,
@@ -195,6 +224,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     if (m.metadata != r.metadata || m.rack != r.rack) {
       m.metadata = r.metadata;
       m.rack = r.rack;
+      ++metadataChanges_;
       if (clientMode()) {
         // Everybody must see the new metadata: a new generation.
         RebalanceEvent e = event(RebalanceReason::OTHER, "member " + id + " registered with new metadata", at.wallMs);
@@ -212,10 +242,13 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
       spdlog::info("group {}: member {} registered again before its removal was written; it stays", name_, id);
     }
     if (s.idle && !batch_.hasPendingWrites() && committed_.loaded) {
-      out.push([done = std::move(done), resp = registration(id, at.now)]() mutable { done(std::move(resp)); });
+      out.push([done = std::move(done), resp = registration(id, at.now, Registrant{nullptr, h.version,
+                                                                                    r.knownGeneration})]() mutable {
+        done(std::move(resp));
+      });
       return Registration::Answered;
     }
-    batch_.rejoins.pending().push_back(Rejoin{id, std::move(done)});
+    batch_.rejoins.pending().push_back(Rejoin{id, Registrant{std::move(done), h.version, r.knownGeneration}});
     return Registration::Rejoined;
   }
   if (!s.connected) return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
@@ -242,7 +275,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
       removedFrom_.erase(was);
     }
   }
-  j.waiters.push_back(std::move(done));
+  j.waiters.push_back(Registrant{std::move(done), h.version, r.knownGeneration});
   return Registration::Joining;
 }
 

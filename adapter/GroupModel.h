@@ -16,6 +16,7 @@
 // a takeover) and the assignment; GroupEvents.cpp the history.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include "adapter/GroupBatch.h"
 #include "adapter/GroupOps.h"
 #include "adapter/History.h"
+#include "adapter/MemberLists.h"
 #include "adapter/NameMap.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/OpQueue.h"
@@ -256,7 +258,9 @@ class GroupModel {
     std::string clientId;
     TimePoint at;
   };
-  protocol::RegisterConsumerResponse registration(const std::string& member, TimePoint now);
+  protocol::RegisterConsumerResponse registration(const std::string& member, TimePoint now, const Registrant& form);
+  // The client-mode member list at the current generation, shared.
+  std::shared_ptr<const MemberLists::List> memberList();
   OffsetWrite checkOffsets(const std::vector<protocol::PartitionOffset>& offsets, const std::string* owner) const;
   void markRegistered(Member& m);
   // Members' states (and the client-mode count) made true again after a
@@ -297,6 +301,8 @@ class GroupModel {
   bool hadMembers_ = false;  // a member joined since this server took the group
   size_t registeredAtCurrent_ = 0;  // members registered at the current generation
   TimePoint movedAt_;               // when it was reached
+  uint64_t metadataChanges_ = 0;    // a member's metadata or rack changed (lists_)
+  MemberLists lists_;               // client mode, version-2 answers
 
   MembershipBatch batch_;
   Millis joinWindow_{0};

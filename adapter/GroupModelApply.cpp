@@ -265,16 +265,20 @@ GroupModel::Applied GroupModel::applyBatch(int32_t version, Instant at, std::opt
   retarget(std::move(ahead));
   for (auto& [id, j] : joined)
     for (auto& w : j.waiters)
-      out.push([w = std::move(w), resp = registration(id, now)]() mutable { w(std::move(resp)); });
+      out.push([resp = registration(id, now, w), w = std::move(w)]() mutable { w(std::move(resp)); });
   for (auto& rj : batch_.rejoins.takeInFlight())
-    out.push([done = std::move(rj.done), resp = registration(rj.memberId, now)]() mutable { done(std::move(resp)); });
+    out.push([resp = registration(rj.memberId, now, rj.done), done = std::move(rj.done)]() mutable {
+      done(std::move(resp));
+    });
   if (members_.empty()) emptySince_ = now;
   return a;
 }
 
 void GroupModel::answerRejoins(TimePoint now, Outbox& out) {
   for (auto& rj : batch_.rejoins.takePending())
-    out.push([done = std::move(rj.done), resp = registration(rj.memberId, now)]() mutable { done(std::move(resp)); });
+    out.push([resp = registration(rj.memberId, now, rj.done), done = std::move(rj.done)]() mutable {
+      done(std::move(resp));
+    });
 }
 
 bool GroupModel::emptiedOut() const {

@@ -6,7 +6,7 @@ using protocol::ErrorCode;
 
 namespace {
 
-void answerRegistration(protocol::ResponseCallback done, const std::string& group, const std::string& member,
+void answerRegistration(Registrant done, const std::string& group, const std::string& member,
                         ErrorCode e, Outbox& out) {
   protocol::RegisterConsumerResponse resp;
   resp.group = group;

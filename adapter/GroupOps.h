@@ -13,6 +13,20 @@
 
 namespace groupcoord::adapter {
 
+// Who waits for a registration's answer, and the form it takes: the
+// request's version and, from version 2, the generation whose member list
+// the member holds (docs/protocol.md §16).
+struct Registrant {
+  protocol::ResponseCallback done;
+  int16_t version = 1;
+  int64_t knownGeneration = -1;
+
+  Registrant() = default;
+  Registrant(protocol::ResponseCallback d, int16_t v = 1, int64_t known = -1)  // NOLINT: a callback is one
+      : done(std::move(d)), version(v), knownGeneration(known) {}
+  void operator()(protocol::Response r) { done(std::move(r)); }
+};
+
 // A RegisterConsumer of a member not in the group yet: its member znode is
 // to be created.
 struct Join {
@@ -23,7 +37,7 @@ struct Join {
   std::string replaces;  // the id it had before, when it registers again under a new one
   std::string metadata;  // RegisterConsumer v1
   std::string rack;
-  std::vector<protocol::ResponseCallback> waiters;
+  std::vector<Registrant> waiters;
 
   void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
   void absorb(Join&& older) {
@@ -55,7 +69,7 @@ struct Removal {
 // nothing is pending (with the generation that write produces).
 struct Rejoin {
   std::string memberId;
-  protocol::ResponseCallback done;
+  Registrant done;
 
   void answer(protocol::ErrorCode e, const std::string& group, Outbox& out);
 };

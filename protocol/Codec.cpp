@@ -161,7 +161,9 @@ bool readBody(Reader& r, RegisterConsumerRequest& m, int16_t version) {
   readBody(r, m);
   if (version < 1) return r.ok();
   r.readBytes(m.metadata, "Metadata");
-  return r.readString(m.rack, "Rack");
+  r.readString(m.rack, "Rack");
+  if (version < 2) return r.ok();
+  return r.readInt64(m.knownGeneration, "KnownGeneration");
 }
 
 bool readBody(Reader& r, ListGroupsRequest& m) { return readNames(r, m.groups, "ConsumerGroups"); }
@@ -233,7 +235,11 @@ bool readBody(Reader& r, RegisterConsumerResponse& m, int16_t version) {
   readBody(r, m);
   if (version < 1) return r.ok();
   readMode(r, m.mode);
-  return wire::readArray(r, m.memberData, wire::kMinMemberMetadataBytes, "MemberData", readMemberMetadata);
+  wire::readArray(r, m.memberData, wire::kMinMemberMetadataBytes, "MemberData", readMemberMetadata);
+  if (version < 2) return r.ok();
+  r.readInt32(m.memberCount, "MemberCount");
+  r.readInt64(m.listBase, "ListBase");
+  return readNames(r, m.removedMembers, "RemovedMembers");
 }
 
 // Version 1: each GroupInfo ends with AssignmentMode.
@@ -477,6 +483,7 @@ void writeBody(Writer& w, const RegisterConsumerRequest& m, int16_t version) {
   if (version < 1) return;
   w.writeBytes(m.metadata);
   w.writeString(m.rack);
+  if (version >= 2) w.writeInt64(m.knownGeneration);
 }
 
 void writeBody(Writer& w, const ListGroupsRequest& m) { writeNames(w, m.groups); }
@@ -545,6 +552,10 @@ void writeBody(Writer& w, const RegisterConsumerResponse& m, int16_t version) {
   if (version < 1) return;
   writeMode(w, m.mode);
   wire::writeArray(w, m.memberData, writeMemberMetadata);
+  if (version < 2) return;
+  w.writeInt32(m.memberCount);
+  w.writeInt64(m.listBase);
+  writeNames(w, m.removedMembers);
 }
 
 void writeBody(Writer& w, const ListGroupsResponse& m, int16_t version) {

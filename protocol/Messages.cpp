@@ -113,8 +113,9 @@ std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name) {
 
 int16_t maxVersion(ApiKey k) {
   switch (k) {
-    case ApiKey::CreateGroup:
     case ApiKey::RegisterConsumer:
+      return 2;
+    case ApiKey::CreateGroup:
     case ApiKey::ListGroups:
     case ApiKey::DescribeGroup:
       return 1;

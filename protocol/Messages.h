@@ -70,9 +70,9 @@ bool isKnownApi(int16_t key);
 bool isControllerOnly(ApiKey k);
 
 inline constexpr int16_t kProtocolVersion = 0;
-// The newest version of an API this codec speaks: 1 for CreateGroup,
-// RegisterConsumer, ListGroups and DescribeGroup, 0 for the others. A
-// version-0 message is byte for byte what it always was.
+// The newest version of an API this codec speaks: 2 for RegisterConsumer,
+// 1 for CreateGroup, ListGroups and DescribeGroup, 0 for the others. A
+// message of an older version is byte for byte what it always was.
 int16_t maxVersion(ApiKey k);
 
 // How a group's partitions are assigned (CreateGroup v1): by the server
@@ -187,6 +187,9 @@ struct RegisterConsumerRequest {
   std::vector<TopicPartition> owned;
   std::string metadata;  // v1: opaque, bounded by the server
   std::string rack;      // v1: "" for none
+  // v2: the generation whose member list this member holds (client mode),
+  // so that the answer carries only what changed since; -1: none.
+  int64_t knownGeneration = -1;
   bool operator==(const RegisterConsumerRequest&) const = default;
 };
 // One member as a v1 registration lists it, in the agreed order.
@@ -206,6 +209,14 @@ struct RegisterConsumerResponse {
   ErrorCode error = ErrorCode::NONE;
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
   std::vector<MemberMetadata> memberData;        // v1: every member, in the order of `members`
+  // v2 (docs/protocol.md §16): the answer is sized by the member's share.
+  // `members` is empty; in server mode so is `memberData`. In client mode
+  // `memberData` is the whole list when `listBase` is -1, or else the
+  // members added (or whose metadata changed) since generation `listBase`,
+  // and `removedMembers` those gone since.
+  int32_t memberCount = -1;
+  int64_t listBase = -1;
+  std::vector<std::string> removedMembers;
   bool operator==(const RegisterConsumerResponse&) const = default;
 };
 

@@ -93,8 +93,10 @@ class GroupModelTest : public ::testing::Test {
     return h;
   }
   GroupModel::Registration registerAs(const std::string& id, Answers& a, Serving s = {},
-                                      std::vector<P> owned = {}, int16_t version = 1) {
-    protocol::RegisterConsumerRequest r{"g", id, std::move(owned)};
+                                      std::vector<P> owned = {}, int16_t version = 1, int64_t known = -1,
+                                      std::string metadata = "") {
+    protocol::RegisterConsumerRequest r{"g", id, std::move(owned), std::move(metadata)};
+    r.knownGeneration = known;
     auto done = a.callback();
     Outbox out;
     return model_.registerMember(header(version), r, id, protocol::Caller{"10.0.0.1", 4000, ""}, at(), s, done,
@@ -521,6 +523,64 @@ TEST_F(GroupModelTest, ClientModeStartsOnlyOnceEveryMemberRegisteredAtTheGenerat
   registerAs("a", a);
   EXPECT_TRUE(model_.settled());
   EXPECT_EQ(beat("b", 2).error, ErrorCode::NONE);
+}
+
+// Version 2 (docs/protocol.md §16): answers sized by the member's share.
+TEST_F(GroupModelTest, AVersionTwoAnswerInServerModeCarriesTheShareAndTheCountNotTheMembers) {
+  load();
+  join("a");
+  join("b");
+  Answers v2, v1;
+  EXPECT_EQ(registerAs("a", v2, {}, {}, /*version=*/2), GroupModel::Registration::Answered);
+  EXPECT_EQ(registerAs("b", v1, {}, {}, /*version=*/1), GroupModel::Registration::Answered);
+  const auto& r2 = v2.last<protocol::RegisterConsumerResponse>();
+  EXPECT_TRUE(r2.members.empty());
+  EXPECT_TRUE(r2.memberData.empty());
+  EXPECT_EQ(r2.memberCount, 2);
+  EXPECT_EQ(r2.listBase, -1);
+  EXPECT_EQ(r2.partitions.size(), 2u);  // half of t's 4
+  const auto& r1 = v1.last<protocol::RegisterConsumerResponse>();
+  EXPECT_EQ(r1.members, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(GroupModelTest, AVersionTwoAnswerInClientModeCarriesOnlyTheChangeSinceTheGenerationTheMemberHolds) {
+  load(0, {}, protocol::AssignmentMode::CLIENT);
+  Answers a, b, c;
+  registerAs("a", a, {}, {}, 2, -1, "wa");
+  registerAs("b", b, {}, {}, 2, -1, "wb");
+  write();  // generation 1: a and b, each given the whole list
+  const auto& first = a.last<protocol::RegisterConsumerResponse>();
+  EXPECT_EQ(first.generation, 1);
+  EXPECT_EQ(first.listBase, -1);
+  EXPECT_EQ(first.memberData,
+            (std::vector<protocol::MemberMetadata>{{"a", "wa", ""}, {"b", "wb", ""}}));
+  EXPECT_EQ(first.memberCount, 2);
+  EXPECT_EQ(b.last<protocol::RegisterConsumerResponse>().memberData, first.memberData);
+
+  registerAs("c", c, {}, {}, 2, -1, "wc");
+  write();  // generation 2: c joined
+  Answers a2;
+  EXPECT_EQ(registerAs("a", a2, {}, {}, 2, /*known=*/1, "wa"), GroupModel::Registration::Answered);
+  const auto& delta = a2.last<protocol::RegisterConsumerResponse>();
+  EXPECT_EQ(delta.generation, 2);
+  EXPECT_EQ(delta.listBase, 1);
+  EXPECT_EQ(delta.memberData, (std::vector<protocol::MemberMetadata>{{"c", "wc", ""}}));
+  EXPECT_TRUE(delta.removedMembers.empty());
+  EXPECT_EQ(delta.memberCount, 3);
+
+  // b leaves; a holds generation 2's list, c a generation never given out.
+  Answers left;
+  leave("b", left);
+  write();  // generation 3
+  Answers a3, c3;
+  registerAs("a", a3, {}, {}, 2, /*known=*/2, "wa");
+  registerAs("c", c3, {}, {}, 2, /*known=*/0, "wc");
+  EXPECT_EQ(a3.last<protocol::RegisterConsumerResponse>().removedMembers, std::vector<std::string>{"b"});
+  EXPECT_TRUE(a3.last<protocol::RegisterConsumerResponse>().memberData.empty());
+  const auto& whole = c3.last<protocol::RegisterConsumerResponse>();
+  EXPECT_EQ(whole.listBase, -1);
+  EXPECT_EQ(whole.memberData, (std::vector<protocol::MemberMetadata>{{"a", "wa", ""}, {"c", "wc", ""}}));
+  EXPECT_TRUE(model_.settled());
 }
 
 TEST_F(GroupModelTest, ClientModeEvictsAMemberThatDoesNotRegisterAtTheGenerationInTime) {

@@ -474,5 +474,87 @@ TEST(HandBytesV1, AVersionZeroEncodingLeavesTheNewFieldsOut) {
   EXPECT_EQ(v0, v0WithMode);
 }
 
+// ---- Version 2 (docs/protocol.md, "Version 2") ---------------------------------
+
+TEST(HandBytesV2, RegisterConsumerAddsTheKnownGeneration) {
+  RegisterConsumerRequest want{"shards", "m-2", {}, "w=3", "r1"};
+  want.knownGeneration = 4;
+  expectRequest(Bytes()
+                    .requestHeader(3, 2, 34, "svc")
+                    .str("shards")
+                    .str("m-2")
+                    .count(0)
+                    .int32(3)
+                    .raw(std::vector<uint8_t>{'w', '=', '3'})
+                    .str("r1")
+                    .int64(4)
+                    .frame(),
+                headerFor(ApiKey::RegisterConsumer, 34, "svc", 2), want);
+  // Version 1 ends before it: a v1 request reads as holding no list.
+  want.knownGeneration = -1;
+  expectRequest(Bytes()
+                    .requestHeader(3, 1, 35, "svc")
+                    .str("shards")
+                    .str("m-2")
+                    .count(0)
+                    .int32(3)
+                    .raw(std::vector<uint8_t>{'w', '=', '3'})
+                    .str("r1")
+                    .frame(),
+                headerFor(ApiKey::RegisterConsumer, 35, "svc", 1), want);
+  // A version-2 request without it is malformed.
+  const DecodedRequest d = decodeRequest(
+      Bytes().requestHeader(3, 2, 36, "svc").str("g").str("m").count(0).int32(0).str("").body());
+  EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
+}
+
+TEST(HandBytesV2, RegisterConsumerResponseInServerModeListsNoMember) {
+  auto frame = Bytes()
+                   .responseHeader(2, 35)
+                   .str("orders")
+                   .str("m-1")
+                   .int64(7)
+                   .count(0)
+                   .count(1).str("clicks").int32(0).int64(42)
+                   .int16(0)
+                   .int8(0)
+                   .count(0)
+                   .int32(3)
+                   .int64(-1)
+                   .count(0)
+                   .frame();
+  RegisterConsumerResponse want{"orders", "m-1", 7, {}, {{"clicks", 0, 42}}, ErrorCode::NONE,
+                                AssignmentMode::SERVER, {}};
+  want.memberCount = 3;
+  expectResponse(ApiKey::RegisterConsumer, frame, {2, 35}, want);
+}
+
+TEST(HandBytesV2, RegisterConsumerResponseInClientModeCarriesTheChangeSinceAGeneration) {
+  auto frame = Bytes()
+                   .responseHeader(2, 34)
+                   .str("shards")
+                   .str("m-2")
+                   .int64(5)
+                   .count(0)
+                   .count(0)
+                   .int16(0)
+                   .int8(1)
+                   .count(1).str("m-3").int32(3).raw(std::vector<uint8_t>{'w', '=', '1'}).str("")
+                   .int32(2)
+                   .int64(4)
+                   .count(1).str("m-1")
+                   .frame();
+  RegisterConsumerResponse want{"shards", "m-2", 5, {}, {}, ErrorCode::NONE, AssignmentMode::CLIENT,
+                                {{"m-3", "w=1", ""}}};
+  want.memberCount = 2;
+  want.listBase = 4;
+  want.removedMembers = {"m-1"};
+  expectResponse(ApiKey::RegisterConsumer, frame, {2, 34}, want);
+  // The same answer at version 1 ends after MemberData.
+  std::vector<uint8_t> v1;
+  encodeResponse(ResponseHeader{1, 34}, Response(want), v1);
+  EXPECT_EQ(v1.size() + 4 + 8 + 4 + 2 + 3, frame.size());
+}
+
 }  // namespace
 }  // namespace groupcoord::protocol::testing
