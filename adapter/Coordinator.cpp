@@ -326,6 +326,7 @@ void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, pr
 
 void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                         ResponseCallback& done) {
+  if (h.version > config_.registerMaxVersion) return done(protocol::ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});
   toController(r, done, [&](GroupController& g) { g.registerMember(h, std::move(r), std::move(done), caller); });
 }
 

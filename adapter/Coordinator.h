@@ -93,6 +93,9 @@ struct CoordinatorConfig {
   // no wait.
   Millis joinWindow{0};
   Millis joinWindowMax{0};
+  // The newest RegisterConsumer version answered; a newer one gets the
+  // error-only UNSUPPORTED_VERSION a server of an older release gives.
+  int16_t registerMaxVersion = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
   // A server is preferred for groups (and receives them by handover) only
   // once it has been live this long.
   Millis handoverSettleDelay{10000};

@@ -130,7 +130,7 @@ std::shared_ptr<const MemberLists::List> GroupModel::memberList() {
     l.reserve(members_.size());
     for (auto& [id, m] : members_) l.push_back(protocol::MemberMetadata{id, m.metadata, m.rack});
     return l;
-  });
+  }, movedHere_);
 }
 
 protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::HeartbeatView& r,

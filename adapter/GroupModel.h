@@ -303,6 +303,7 @@ class GroupModel {
   TimePoint movedAt_;               // when it was reached
   uint64_t metadataChanges_ = 0;    // a member's metadata or rack changed (lists_)
   MemberLists lists_;               // client mode, version-2 answers
+  bool movedHere_ = false;          // this model's own transaction reached the current generation
 
   MembershipBatch batch_;
   Millis joinWindow_{0};

@@ -93,6 +93,7 @@ GroupModel::Loaded GroupModel::applyRead(Read read, bool first, Instant at, Outb
     spdlog::info("group {}: generation {} -> {} found in ZooKeeper", name_, before, version_);
   }
   if (first || before != version_) {
+    movedHere_ = false;
     generationMoved(now);
   } else {
     restate();  // members may have gone
@@ -247,6 +248,7 @@ GroupModel::Applied GroupModel::applyBatch(int32_t version, Instant at, std::opt
   for (auto& [id, j] : joined) {
     members_[id] = Member{j.clientId, now, j.host, j.port, at.wallMs, j.metadata, j.rack};
   }
+  movedHere_ = true;
   generationMoved(now);
   if (a.joined + a.left + a.evicted > 0) membershipMovedAt_ = now;
   auto rewound = batch_.rewinds.takeInFlight();

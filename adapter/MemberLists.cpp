@@ -3,7 +3,7 @@
 namespace groupcoord::adapter {
 
 std::shared_ptr<const MemberLists::List> MemberLists::current(int64_t generation, uint64_t stamp,
-                                                             const std::function<List()>& build) {
+                                                             const std::function<List()>& build, bool base) {
   if (!kept_.empty() && kept_.back().generation == generation && kept_.back().stamp == stamp) {
     return kept_.back().list;
   }
@@ -14,7 +14,7 @@ std::shared_ptr<const MemberLists::List> MemberLists::current(int64_t generation
     twice = true;
     kept_.pop_back();
   }
-  kept_.push_back(Kept{generation, stamp, std::make_shared<const List>(build()), !twice});
+  kept_.push_back(Kept{generation, stamp, std::make_shared<const List>(build()), base && !twice});
   while (kept_.size() > kKept) kept_.pop_front();
   deltas_.clear();
   return kept_.back().list;

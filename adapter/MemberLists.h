@@ -34,8 +34,11 @@ class MemberLists {
   // their metadata do: the list kept for this generation is used while it
   // is the same, or else `build` makes it again (and a list of the same
   // generation with another stamp is replaced, and neither serves as a
-  // base any more: members may hold either).
-  std::shared_ptr<const List> current(int64_t generation, uint64_t stamp, const std::function<List()>& build);
+  // base any more: members may hold either). `base`: false for a
+  // generation this controller did not move to itself (read from
+  // ZooKeeper: another server may have answered at it with another list).
+  std::shared_ptr<const List> current(int64_t generation, uint64_t stamp, const std::function<List()>& build,
+                                      bool base = true);
   // What changed from the list kept for `base` to the current one; null
   // when that list is not kept (or its generation had two lists).
   std::shared_ptr<const Delta> since(int64_t base);

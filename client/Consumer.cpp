@@ -73,7 +73,12 @@ Status Consumer::loadGroup() {
       controller_.reset();
       return Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, "group " + config_.group + " has no controller yet");
     }
-    controller_ = Endpoint{info.controller.host.empty() ? "127.0.0.1" : info.controller.host, info.controller.port};
+    Endpoint found{info.controller.host.empty() ? "127.0.0.1" : info.controller.host, info.controller.port};
+    if (versionSpokenTo_ != found) {
+      registerVersion_ = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
+      versionSpokenTo_ = found;
+    }
+    controller_ = std::move(found);
     return Status::success();
   }
   return last;
@@ -150,21 +155,43 @@ void Consumer::fenceIfOverdue() {
   needRegister_ = true;
 }
 
+bool Consumer::takeMemberList(protocol::RegisterConsumerResponse& reg) {
+  if (registerVersion_ < 2 || reg.listBase < 0) {
+    memberList_ = std::move(reg.memberData);
+  } else {
+    // Version 2: what changed since the generation this member holds
+    // (docs/protocol.md §16), applied to it; both lists are sorted by id.
+    if (reg.listBase != memberListGeneration_) return false;
+    std::map<std::string, protocol::MemberMetadata> merged;
+    for (auto& m : memberList_) merged.emplace(m.consumerId, std::move(m));
+    for (auto& id : reg.removedMembers) merged.erase(id);
+    for (auto& m : reg.memberData) merged[m.consumerId] = std::move(m);
+    memberList_.clear();
+    for (auto& [_, m] : merged) memberList_.push_back(std::move(m));
+  }
+  if (registerVersion_ >= 2 && reg.memberCount != static_cast<int32_t>(memberList_.size())) {
+    memberList_.clear();
+    return false;
+  }
+  memberListGeneration_ = registerVersion_ >= 2 ? reg.generation : -1;
+  return true;
+}
+
 Consumer::Step Consumer::registerNow(Status& why) {
   // Client mode: what was derived from the previous generation stops before
   // this registration (the server's barrier counts on it).
   stopStarted();
   auto sent = Clock::now();
-  auto resp = call(protocol::RegisterConsumerRequest{config_.group, memberId_, assignment(), config_.metadata,
-                                                     config_.rack},
-                   why, registerVersion_);
+  protocol::RegisterConsumerRequest request{config_.group, memberId_, assignment(), config_.metadata, config_.rack};
+  request.knownGeneration = memberListGeneration_;
+  auto resp = call(request, why, registerVersion_);
   if (!resp) return retriable(why.code) ? Step::Retry : Step::Fatal;
   auto* reg = std::get_if<protocol::RegisterConsumerResponse>(&*resp);
   if (!reg) {
-    // A server that speaks only version 0 answers with an error-only
-    // UNSUPPORTED_VERSION: speak version 0 to it from now on.
+    // A server of an older release answers a version it does not speak
+    // with an error-only UNSUPPORTED_VERSION: speak the one before to it.
     if (why.code == ErrorCode::UNSUPPORTED_VERSION && registerVersion_ > 0) {
-      registerVersion_ = 0;
+      --registerVersion_;
       return Step::Retry;
     }
     return why.code == ErrorCode::UNSUPPORTED_VERSION ? Step::Fatal : Step::Retry;
@@ -184,7 +211,12 @@ Consumer::Step Consumer::registerNow(Status& why) {
   if (mode_ == protocol::AssignmentMode::CLIENT) {
     // Nothing to hold: the member list is the answer; start once the
     // heartbeats say everybody has registered at this generation.
-    memberList_ = std::move(reg->memberData);
+    if (!takeMemberList(*reg)) {
+      // A change from a list this member does not hold, or one that does
+      // not add up: ask for the whole list.
+      memberListGeneration_ = -1;
+      return Step::Retry;
+    }
     nextHeartbeat_ = sent + std::min<std::chrono::milliseconds>(heartbeatInterval_, 100ms);
     return Step::Done;
   }

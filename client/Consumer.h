@@ -101,6 +101,9 @@ class Consumer {
   int64_t startedGeneration() const { return started_; }
   // Client mode: the member list of the last registration.
   const std::vector<protocol::MemberMetadata>& members() const { return memberList_; }
+  // The RegisterConsumer version spoken to the current controller (the
+  // newest, or an older one that controller said it speaks).
+  int16_t registerVersion() const { return registerVersion_; }
   // The instant by which this member stops using its partitions unless a
   // heartbeat succeeds first (last successful send + session timeout).
   Clock::time_point leaseExpiry() const { return lastSuccessSent_ + sessionTimeout_; }
@@ -119,6 +122,9 @@ class Consumer {
   void loseAll();
   // Client mode: onStop for the generation started on, if any.
   void stopStarted();
+  // Client mode: the member list of a registration's answer, whole or as a
+  // change to the one held; false when it cannot be trusted.
+  bool takeMemberList(protocol::RegisterConsumerResponse& reg);
   void scheduleBackoff();
   Clock::time_point nextWake() const;
 
@@ -135,10 +141,16 @@ class Consumer {
   std::map<protocol::TopicPartition, int64_t> held_;  // partition -> offset granted with it
 
   bool groupLoaded_ = false;
-  // Version 1 of RegisterConsumer until a server answers that it does not speak it.
-  int16_t registerVersion_ = 1;
+  // The newest RegisterConsumer version until the controller answers that
+  // it does not speak it (then one older); a new controller is asked the
+  // newest again, so a group moved to an upgraded server speaks it again.
+  int16_t registerVersion_ = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
+  std::optional<Endpoint> versionSpokenTo_;  // the controller registerVersion_ is for
   protocol::AssignmentMode mode_ = protocol::AssignmentMode::SERVER;
   std::vector<protocol::MemberMetadata> memberList_;
+  // The generation memberList_ is of (version 2 sends it, and is answered
+  // with what changed since); -1 when it holds none it can vouch for.
+  int64_t memberListGeneration_ = -1;
   int64_t started_ = -1;
   std::chrono::milliseconds sessionTimeout_{0};
   std::chrono::milliseconds heartbeatInterval_{0};

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "protocol/Messages.h"
+
 extern char** environ;
 
 namespace groupcoord::server {
@@ -119,6 +121,11 @@ std::vector<OptionSpec> makeSpecs() {
                            "the longest a join waits for others (group.join.window.ms restarts with every join: "
                            "this caps it, so a steady trickle of joins still moves the generation)",
                            &ServerConfig::joinWindowMaxMs));
+  s.push_back(numberOption("protocol.register.max.version", "V",
+                           "the newest RegisterConsumer version this server answers (1 or 2); a newer one is "
+                           "answered UNSUPPORTED_VERSION, as a server of an older release answers it, and clients "
+                           "speak the one before: for a fleet rolled back, or to try clients against an older server",
+                           &ServerConfig::registerMaxVersion));
   s.push_back(numberOption("handover.settle.ms", "MS",
                            "a server is given groups (it becomes their preferred controller, and their current "
                            "controllers hand them over) only once it has been live this long, so a server that comes "
@@ -335,6 +342,10 @@ std::string validateConfig(const ServerConfig& c) {
   if (c.joinWindowMaxMs < c.joinWindowMs || c.joinWindowMaxMs > 300'000) {
     return badValue("group.join.window.max.ms", num(c.joinWindowMaxMs),
                     "must be group.join.window.ms (" + num(c.joinWindowMs) + ") .. 300000");
+  }
+  if (c.registerMaxVersion < 1 || c.registerMaxVersion > protocol::maxVersion(protocol::ApiKey::RegisterConsumer)) {
+    return badValue("protocol.register.max.version", num(c.registerMaxVersion),
+                    "must be 1.." + num(protocol::maxVersion(protocol::ApiKey::RegisterConsumer)));
   }
   if (c.handoverSettleMs < 0 || c.handoverSettleMs > 3'600'000) {
     return badValue("handover.settle.ms", num(c.handoverSettleMs), "must be 0..3600000");

@@ -55,6 +55,8 @@ struct ServerConfig {
   // Joins coalesce (docs/design.md, "Coalesced joins").
   int64_t joinWindowMs = 100;
   int64_t joinWindowMaxMs = 3000;
+  // The newest RegisterConsumer version answered (docs/protocol.md §16).
+  int64_t registerMaxVersion = 2;
 
   // Placement of groups across servers.
   int64_t handoverSettleMs = 10000;

@@ -77,6 +77,14 @@ TEST(MemberListsTest, AGenerationWithTwoListsIsNoBase) {
   EXPECT_FALSE(lists.since(5));
 }
 
+TEST(MemberListsTest, AGenerationReadFromZooKeeperIsNoBase) {
+  MemberLists lists;
+  lists.current(7, 1, [] { return listOf({{"a", ""}}); }, /*base=*/false);
+  lists.current(8, 2, [] { return listOf({{"a", "x"}}); });
+  EXPECT_FALSE(lists.since(7));
+  EXPECT_TRUE(lists.since(8));
+}
+
 TEST(MemberListsTest, OnlyTheLatestGenerationsAreKept) {
   MemberLists lists;
   for (int g = 1; g <= 20; ++g) lists.current(g, static_cast<uint64_t>(g), [] { return List{}; });

@@ -97,12 +97,12 @@ struct Cast {
   size_t stops = 0;
 };
 
-std::unique_ptr<Cast::Member> newMember(Cast& cast, uint16_t port, const std::string& name) {
+std::unique_ptr<Cast::Member> newMember(Cast& cast, std::vector<uint16_t> ports, const std::string& name) {
   auto m = std::make_unique<Cast::Member>();
   m->name = name;
   Cast::Member* self = m.get();
   client::ConsumerConfig cc;
-  cc.bootstrap = {{"127.0.0.1", port}};
+  for (uint16_t port : ports) cc.bootstrap.push_back({"127.0.0.1", port});
   cc.group = "shards";
   cc.clientId = name;
   cc.metadata = "name=" + name;
@@ -180,12 +180,12 @@ TEST_F(ClientModeTest, TenMembersWithChurnAgreeOnTheListAndNeverShareAKey) {
   Cast cast;
   for (int k = 0; k < 200; ++k) cast.keys.push_back("key-" + std::to_string(k));
   int next = 0;
-  for (; next < 10; ++next) cast.members.push_back(newMember(cast, server_->port(), "m" + std::to_string(next)));
+  for (; next < 10; ++next) cast.members.push_back(newMember(cast, {server_->port()}, "m" + std::to_string(next)));
   ASSERT_TRUE(settle(cast)) << "ten members never agreed";
 
   for (int round = 0; round < 2; ++round) {
     // A join.
-    cast.members.push_back(newMember(cast, server_->port(), "m" + std::to_string(next++)));
+    cast.members.push_back(newMember(cast, {server_->port()}, "m" + std::to_string(next++)));
     ASSERT_TRUE(settle(cast)) << "round " << round << ": after a join";
     // A leave.
     ASSERT_TRUE(cast.members.front()->consumer->close().ok());
@@ -247,6 +247,124 @@ TEST_F(ClientModeTest, TenMembersWithChurnAgreeOnTheListAndNeverShareAKey) {
   EXPECT_EQ(d.value.state, protocol::GroupState::STABLE);
   for (auto& m : d.value.members) EXPECT_EQ(m.metadata.rfind("name=m", 0), 0u);
   for (auto& m : cast.members) m->consumer->close();
+}
+
+// A rolling upgrade (docs/protocol.md §16): server 1 answers RegisterConsumer
+// up to version 1, as the release before version 2 did, server 2 up to
+// version 2. A client-mode group and a server-mode group move between them
+// (a drain hands each over) and back; their members step down to version 1
+// and up to version 2 with the controller, and every time the client-mode
+// members agree on one list and the server-mode members share out every
+// partition, none twice.
+TEST_F(ClientModeTest, AFleetOfMixedVersionsKeepsBothModesInSyncAsGroupsMoveBetweenServers) {
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  std::vector<uint16_t> ports;
+  for (int id = 1; id <= 2; ++id) {
+    std::vector<std::string> args{"--server-id=" + std::to_string(id), "--zk-root=" + root_,
+                                  "--zk-topics-path=" + topicsPath_, "--zk-brokers-path=" + brokersPath_,
+                                  "--zk-session-timeout-ms=4000", "--handover-settle-ms=500"};
+    if (id == 1) args.push_back("--protocol-register-max-version=1");
+    servers.push_back(std::make_unique<ServerProcess>(args));
+    ASSERT_TRUE(servers.back()->start());
+    ports.push_back(servers.back()->port());
+  }
+  ASSERT_EQ(zk_->createSync(topicsPath_ + "/alpha", layout::encodeTopic(12), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  client::Admin admin({{"127.0.0.1", ports[0]}, {"127.0.0.1", ports[1]}});
+  ASSERT_TRUE(admin.createGroup("shards", 2000ms, {}, false, AssignmentMode::CLIENT).ok());
+  ASSERT_TRUE(admin.createGroup("orders", 2000ms, {"alpha"}, false).ok());
+
+  Cast cast;
+  for (int k = 0; k < 50; ++k) cast.keys.push_back("key-" + std::to_string(k));
+  for (int i = 0; i < 4; ++i) cast.members.push_back(newMember(cast, ports, "m" + std::to_string(i)));
+  std::vector<std::unique_ptr<Consumer>> workers;
+  auto addWorker = [&] {
+    client::ConsumerConfig cc;
+    for (uint16_t port : ports) cc.bootstrap.push_back({"127.0.0.1", port});
+    cc.group = "orders";
+    cc.clientId = "w" + std::to_string(workers.size());
+    workers.push_back(std::make_unique<Consumer>(cc, client::ConsumerCallbacks{}));
+  };
+  for (int i = 0; i < 3; ++i) addWorker();
+  // Both groups in sync, their members speaking `version` to the controller.
+  auto inSync = [&](int16_t version) {
+    if (!agreed(cast)) return false;
+    for (auto& m : cast.members)
+      if (m->consumer->registerVersion() != version) return false;
+    auto d = admin.describeGroup("orders");
+    if (!d.ok() || d.value.state != protocol::GroupState::STABLE) return false;
+    std::set<TopicPartition> owned;
+    size_t held = 0;
+    for (auto& w : workers) {
+      if (w->generation() != d.value.generation || w->registerVersion() != version) return false;
+      for (auto& p : w->assignment()) owned.insert(p);
+      held += w->assignment().size();
+    }
+    return owned.size() == 12 && held == 12;
+  };
+  auto settleBoth = [&](int16_t version) {
+    const auto deadline = Clock::now() + 40s;
+    while (Clock::now() < deadline) {
+      pollRound(cast);
+      for (auto& w : workers) w->poll(5ms);
+      if (inSync(version)) return true;
+    }
+    return false;
+  };
+  // What each member is at, for a failure's message.
+  auto state = [&] {
+    std::string out;
+    for (auto& m : cast.members)
+      out += "\n  client mode " + m->name + ": version " + std::to_string(m->consumer->registerVersion()) +
+             ", generation " + std::to_string(m->consumer->generation()) + ", started " +
+             std::to_string(m->consumer->startedGeneration()) + ", " +
+             std::to_string(m->consumer->members().size()) + " listed";
+    auto d = admin.describeGroup("orders");
+    out += "\n  orders: " + (d.ok() ? "generation " + std::to_string(d.value.generation) + ", state " +
+                                          std::string(protocol::groupStateName(d.value.state))
+                                    : d.status.toString());
+    for (auto& w : workers)
+      out += "\n  server mode: version " + std::to_string(w->registerVersion()) + ", generation " +
+             std::to_string(w->generation()) + ", " + std::to_string(w->assignment().size()) + " partitions";
+    return out;
+  };
+  // Where the groups are now, by server id.
+  auto controllers = [&] {
+    std::set<int32_t> at;
+    for (const char* g : {"shards", "orders"}) {
+      auto d = admin.describeGroup(g);
+      at.insert(d.ok() ? d.value.controller.brokerId : -1);
+    }
+    return at;
+  };
+
+  // Everything on server 1 (server 2 drained), then on server 2, then back.
+  int moves = 0;
+  for (int32_t to : {1, 2, 1}) {
+    const int32_t away = 3 - to;
+    const bool moving = controllers() != std::set<int32_t>{to};
+    ASSERT_TRUE(admin.drainServer(away, true).ok());
+    ASSERT_TRUE(admin.drainServer(to, false).ok());
+    const int16_t version = to == 1 ? 1 : 2;
+    // A server-mode member registers again only when the generation moves
+    // (a handover alone does not move it): one more member makes everybody
+    // register with the new controller.
+    addWorker();
+    ASSERT_TRUE(settleBoth(version)) << "the groups did not settle on server " << to << " speaking version "
+                                     << version << "; controllers now: " << *controllers().begin() << state();
+    EXPECT_EQ(controllers(), std::set<int32_t>{to});
+    moves += moving ? 1 : 0;
+  }
+  const auto overlaps = cast.record.overlaps();
+  EXPECT_TRUE(overlaps.empty()) << overlaps.size() << " overlaps, the first: " << overlaps.front();
+  std::set<int64_t> generations;
+  for (auto& st : cast.starts) generations.insert(st.generation);
+  EXPECT_GE(moves, 2) << "the groups moved from one server to the other and back";
+  std::printf("[figure] mixed versions: %d moves between a version-1 and a version-2 server; client mode: %zu "
+              "starts over %zu generations, %zu overlaps\n",
+              moves, cast.starts.size(), generations.size(), overlaps.size());
+  for (auto& m : cast.members) m->consumer->close();
+  for (auto& w : workers) w->close();
 }
 
 TEST_F(ClientModeTest, AVersionZeroRegistrationOfAClientModeGroupIsRefusedAndServerModeIsUnchanged) {
