@@ -63,14 +63,14 @@ class AsyncConnection:
             self._writer.close()
         self._reader = self._writer = None
 
-    async def call(self, request: Request, timeout: float) -> Response:
+    async def call(self, request: Request, timeout: float, version: int = 0) -> Response:
         """Sends ``request`` and returns its decoded answer; TransportError otherwise."""
         if self._writer is None or self._reader is None:
             raise TransportError("not connected")
         cid = self._next_id
         self._next_id += 1
         try:
-            self._writer.write(encode_request(request, cid, self.client_id))
+            self._writer.write(encode_request(request, cid, self.client_id, version))
             body = await asyncio.wait_for(self._read_frame(self._reader), timeout)
             decoded = decode_response(int(request.API), body)
         except asyncio.TimeoutError:
@@ -200,7 +200,7 @@ class AsyncConsumer(MemberFrontEnd):
         self._drop_controller()
         self.member.forget_controller()
 
-    async def _call_controller(self, request: Request) -> Response:
+    async def _call_controller(self, request: Request, version: int = 0) -> Response:
         if self.member.controller is None:
             send = self.member.list_request()
             sent_at = time.monotonic()
@@ -212,7 +212,7 @@ class AsyncConsumer(MemberFrontEnd):
         if not self._conn.is_open or self._conn_to != target:
             await self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target
-        return await self._conn.call(request, self.member.request_timeout())
+        return await self._conn.call(request, self.member.request_timeout(), version)
 
     async def _exchange(self, send: Send) -> None:
         sent_at = time.monotonic()
@@ -220,7 +220,7 @@ class AsyncConsumer(MemberFrontEnd):
             if send.target is Target.BOOTSTRAP:
                 response = await self._list_on_bootstrap(send)
             else:
-                response = await self._call_controller(send.request)
+                response = await self._call_controller(send.request, send.version)
         except GroupcoordError as e:
             self.member.on_refused(send, e)
             return

@@ -143,11 +143,11 @@ class Connection:
         self._sock = None
         self._buf.clear()
 
-    def send(self, request: Request) -> int:
-        """Sends a request; returns its correlation id."""
+    def send(self, request: Request, version: int = 0) -> int:
+        """Sends a request at ``version``; returns its correlation id."""
         cid = self._next_id
         self._next_id += 1
-        self.send_bytes(encode_request(request, cid, self.client_id))
+        self.send_bytes(encode_request(request, cid, self.client_id, version))
         return cid
 
     def send_bytes(self, frame: bytes) -> None:
@@ -192,9 +192,9 @@ class Connection:
                 raise TransportError(f"the server at {self.where} closed the connection")
             self._buf += chunk
 
-    def call(self, request: Request, timeout: float) -> Response:
-        """Sends ``request`` and returns its decoded answer."""
-        cid = self.send(request)
+    def call(self, request: Request, timeout: float, version: int = 0) -> Response:
+        """Sends ``request`` at ``version`` and returns its decoded answer."""
+        cid = self.send(request, version)
         body = self.receive_frame(timeout)
         try:
             decoded = decode_response(int(request.API), body)

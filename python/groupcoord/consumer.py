@@ -219,7 +219,7 @@ class Consumer(MemberFrontEnd):
         self._drop_controller()
         self.member.forget_controller()
 
-    def _call_controller(self, request: Request) -> Response:
+    def _call_controller(self, request: Request, version: int = 0) -> Response:
         """One call on the controller's connection; finds it with ListGroups when unknown."""
         if self.member.controller is None:
             send = self.member.list_request()
@@ -232,7 +232,7 @@ class Consumer(MemberFrontEnd):
         if not self._conn.is_open or self._conn_to != target:
             self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target
-        return self._conn.call(request, self.member.request_timeout())
+        return self._conn.call(request, self.member.request_timeout(), version)
 
     def _exchange(self, send: Send) -> None:
         sent_at = self._clock()
@@ -240,7 +240,7 @@ class Consumer(MemberFrontEnd):
             if send.target is Target.BOOTSTRAP:
                 response = self._list_on_bootstrap(send)
             else:
-                response = self._call_controller(send.request)
+                response = self._call_controller(send.request, send.version)
         except GroupcoordError as e:  # credentials refused
             self.member.on_refused(send, e)
             return

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from .errors import ErrorCode, GroupcoordError, is_retriable
-from .protocol import (CommitOffsetsRequest, CommitOffsetsResponse, GroupInfo, HeartbeatRequest,
+from .protocol import (ApiKey, CommitOffsetsRequest, CommitOffsetsResponse, GroupInfo, HeartbeatRequest,
                        HeartbeatResponse, LeaveGroupRequest, ListGroupsRequest, ListGroupsResponse,
                        PartitionOffset, RegisterConsumerRequest, RegisterConsumerResponse, Request, Response,
-                       TopicPartition, response_error)
+                       TopicPartition, max_version, response_error)
 
 BACKOFF_FIRST = 0.05
 BACKOFF_CAP = 1.0
@@ -49,6 +49,8 @@ class Send:
 
     target: Target
     request: Request
+    #: The version to send it at (RegisterConsumer: the newest the controller speaks).
+    version: int = 0
 
 
 @dataclass
@@ -102,6 +104,11 @@ class _State:
     backoff_until: float = 0.0
     backoff_step: float = 0.0
     controller: tuple[str, int] | None = None
+    # The newest RegisterConsumer version, until the controller answers that
+    # it does not speak it (then one older); a new controller is asked the
+    # newest again.
+    register_version: int = max_version(ApiKey.REGISTER_CONSUMER)
+    version_for: tuple[str, int] | None = None
     closed: bool = False
     left: bool = False
 
@@ -190,7 +197,8 @@ class Member:
         if not s.group_loaded or s.controller is None:
             send = Send(Target.BOOTSTRAP, ListGroupsRequest([self.config.group]))
         elif s.need_register:
-            send = Send(Target.CONTROLLER, RegisterConsumerRequest(self.config.group, s.member_id, self.assignment()))
+            send = Send(Target.CONTROLLER, RegisterConsumerRequest(self.config.group, s.member_id, self.assignment()),
+                        s.register_version)
         elif now >= s.next_heartbeat and not self._events:
             # A heartbeat acknowledges releases: never before the application
             # has been told of them (take_events).
@@ -227,6 +235,11 @@ class Member:
             return
         if isinstance(send.request, RegisterConsumerRequest) and isinstance(response, RegisterConsumerResponse):
             self._on_register(response, sent_at, now)
+        elif (isinstance(send.request, RegisterConsumerRequest) and code == ErrorCode.UNSUPPORTED_VERSION
+              and self._s.register_version > 0):
+            # A server of an older release: speak the version before to it.
+            self._s.register_version -= 1
+            self._done()
         elif isinstance(send.request, HeartbeatRequest) and isinstance(response, HeartbeatResponse):
             self._on_heartbeat(response, sent_at, now)
         elif code != ErrorCode.NONE:
@@ -355,6 +368,9 @@ class Member:
             self._retry(now, ErrorCode.CONTROLLER_NOT_AVAILABLE, f"group {group} has no controller yet")
             return
         s.controller = (info.controller.host or "127.0.0.1", info.controller.port)
+        if s.version_for != s.controller:
+            s.register_version = max_version(ApiKey.REGISTER_CONSUMER)
+            s.version_for = s.controller
         self._done()
 
     def _on_register(self, r: RegisterConsumerResponse, sent_at: float, now: float) -> None:
@@ -370,6 +386,13 @@ class Member:
         self.check_lease(now)
         s.member_id = r.consumer_id
         s.generation = r.generation
+        if r.mode != 0:
+            # From version 1 a client-mode group answers with its member list
+            # and no partition: this client takes server-mode groups only.
+            self._fail(ErrorCode.UNSUPPORTED_VERSION,
+                       f"group {self.config.group} assigns in client mode (its members share the work out "
+                       f"themselves); this client takes server-mode groups only: close() leaves it")
+            return
         s.last_success_sent = sent_at
         s.need_register = False
         granted = {p.tp: p.offset for p in r.partitions}

@@ -1,6 +1,8 @@
-"""The groupcoord wire codec, version 0 (docs/protocol.md), sans I/O.
+"""The groupcoord wire codec (docs/protocol.md), sans I/O: version 0 of every
+call, and versions 1 and 2 of RegisterConsumer (sections 14 and 16).
 
-Every message is a dataclass whose ``FIELDS`` list its wire layout in order.
+Every message is a dataclass whose ``FIELDS`` list its wire layout in order;
+``SINCE`` lists the fields a later version adds at the end, by version.
 Decoding is bounded: every length and count is checked against the bytes
 that remain before anything is built from it, so a sender cannot make the
 decoder allocate more than the frame it sent. Malformed input raises
@@ -100,7 +102,25 @@ def _known(enum_type: type[enum.IntEnum], value: int) -> int:
 # structure) or ("array", element type).
 
 _INTS = {"i8": ">b", "i16": ">h", "i32": ">i", "i64": ">q", "u16": ">H"}
-_SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2}
+_SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2, "bytes": 4}
+
+# The newest version of each call this codec speaks (0 for those not listed).
+MAX_VERSIONS = {3: 2}  # RegisterConsumer
+
+
+def max_version(api: int) -> int:
+    """The newest version of ``api`` this codec reads and writes."""
+    return MAX_VERSIONS.get(int(api), 0)
+
+
+def fields_of(cls: type, version: int = 0) -> list:
+    """The wire layout of ``cls`` at ``version``: its FIELDS, then what each
+    later version up to ``version`` adds."""
+    fields = list(cls.FIELDS)
+    for v, added in sorted(getattr(cls, "SINCE", {}).items()):
+        if v <= version:
+            fields += added
+    return fields
 
 FieldType = Any
 
@@ -180,15 +200,20 @@ class _Reader:
             return self.string(name)
         if ftype == "bool":
             return self.bool(name)
+        if ftype == "bytes":
+            n = self.int("i32", name)
+            if n < 0:
+                return b""  # -1: empty, as a count of -1 is
+            return self.take(n, name)
         if ftype == "error":
             return to_error_code(self.int("i16", name))
         if isinstance(ftype, str):
             return self.int(ftype, name)
         return self.message(ftype, name)
 
-    def message(self, cls: type, prefix: str = "") -> Any:
+    def message(self, cls: type, prefix: str = "", version: int = 0) -> Any:
         values = {}
-        for fname, ftype in cls.FIELDS:
+        for fname, ftype in fields_of(cls, version):
             values[fname] = self.value(ftype, f"{prefix}.{fname}" if prefix else fname)
         return cls(**values)
 
@@ -212,6 +237,10 @@ def _put(out: bytearray, ftype: FieldType, value: Any) -> None:
         _put_string(out, value)
     elif ftype == "bool":
         out.append(1 if value else 0)
+    elif ftype == "bytes":
+        raw = bytes(value)
+        out += struct.pack(">i", len(raw))
+        out += raw
     elif ftype == "error":
         out += struct.pack(">h", int(value))
     elif isinstance(ftype, str):
@@ -220,8 +249,8 @@ def _put(out: bytearray, ftype: FieldType, value: Any) -> None:
         _put_message(out, value)
 
 
-def _put_message(out: bytearray, message: Any) -> None:
-    for fname, ftype in message.FIELDS:
+def _put_message(out: bytearray, message: Any, version: int = 0) -> None:
+    for fname, ftype in fields_of(type(message), version):
         _put(out, ftype, getattr(message, fname))
 
 
@@ -253,6 +282,16 @@ class PartitionOffset:
     def tp(self) -> TopicPartition:
         """The partition alone."""
         return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class MemberMetadata:
+    """One member as a RegisterConsumer answer of version 1 or 2 lists it."""
+
+    consumer_id: str
+    metadata: bytes = b""
+    rack: str = ""
+    FIELDS: ClassVar = [("consumer_id", "str"), ("metadata", "bytes"), ("rack", "str")]
 
 
 @dataclass(frozen=True)
@@ -381,13 +420,19 @@ class DeleteGroupRequest:
 
 @dataclass
 class RegisterConsumerRequest:
-    """ApiKey 3; an empty consumer id asks for a new member."""
+    """ApiKey 3; an empty consumer id asks for a new member. Version 1 adds
+    the member's metadata and rack, version 2 the generation whose member
+    list it holds (-1: none)."""
 
     group: str
     consumer_id: str = ""
     owned: list[TopicPartition] = field(default_factory=list)
+    metadata: bytes = b""
+    rack: str = ""
+    known_generation: int = -1
     API: ClassVar = ApiKey.REGISTER_CONSUMER
     FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("owned", _arr(TopicPartition))]
+    SINCE: ClassVar = {1: [("metadata", "bytes"), ("rack", "str")], 2: [("known_generation", "i64")]}
 
 
 @dataclass
@@ -517,7 +562,14 @@ class DeleteGroupResponse:
 
 @dataclass
 class RegisterConsumerResponse:
-    """ApiKey 3; partitions carry their committed offset (-1: none)."""
+    """ApiKey 3; partitions carry their committed offset (-1: none).
+
+    Version 1 adds the assignment mode and every member's metadata. Version
+    2 sizes the answer by the member's share: ``members`` is empty, and in
+    server mode so is ``member_data``; ``member_count`` counts the members;
+    in client mode ``member_data`` is the whole list when ``list_base`` is
+    -1, or else what was added or changed since generation ``list_base``,
+    with ``removed_members`` those gone since."""
 
     group: str = ""
     consumer_id: str = ""
@@ -525,9 +577,16 @@ class RegisterConsumerResponse:
     members: list[str] = field(default_factory=list)
     partitions: list[PartitionOffset] = field(default_factory=list)
     error: int = ErrorCode.NONE
+    mode: int = 0
+    member_data: list[MemberMetadata] = field(default_factory=list)
+    member_count: int = -1
+    list_base: int = -1
+    removed_members: list[str] = field(default_factory=list)
     API: ClassVar = ApiKey.REGISTER_CONSUMER
     FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64"),
                         ("members", _arr("str")), ("partitions", _arr(PartitionOffset)), ("error", "error")]
+    SINCE: ClassVar = {1: [("mode", "i8"), ("member_data", _arr(MemberMetadata))],
+                       2: [("member_count", "i32"), ("list_base", "i64"), ("removed_members", _arr("str"))]}
 
 
 @dataclass
@@ -699,14 +758,14 @@ def encode_request(request: Request, correlation_id: int, client_id: str | None 
     the request type's, so header and body cannot disagree."""
     out = bytearray(struct.pack(">hhq", int(request.API), version, correlation_id))
     _put_string(out, client_id)
-    _put_message(out, request)
+    _put_message(out, request, version)
     return _frame(out)
 
 
 def encode_response(response: Response, correlation_id: int, version: int = PROTOCOL_VERSION) -> bytes:
     """The whole frame (Size included) of ``response``."""
     out = bytearray(struct.pack(">hq", version, correlation_id))
-    _put_message(out, response)
+    _put_message(out, response, version)
     return _frame(out)
 
 
@@ -743,11 +802,11 @@ def decode_response(api: int, body: bytes | bytearray | memoryview) -> DecodedRe
     if not 0 <= api < API_COUNT:
         raise ProtocolError(f"response to unknown ApiKey {api} with {r.remaining()} bytes after the header, "
                             f"not an error-only answer")
-    if header.version != PROTOCOL_VERSION:
+    if not 0 <= header.version <= max_version(api):
         raise ProtocolError(f"{api_name(api)} response of version {header.version}, "
-                            f"this codec reads only version {PROTOCOL_VERSION}")
+                            f"this codec reads versions 0 to {max_version(api)}")
     try:
-        response = r.message(RESPONSE_TYPES[api])
+        response = r.message(RESPONSE_TYPES[api], version=header.version)
     except ProtocolError as e:
         raise ProtocolError(f"{api_name(api)} response: {e.detail}") from None
     if r.remaining():
@@ -805,13 +864,13 @@ def decode_request(body: bytes | bytearray | memoryview) -> DecodedRequest:
             header.client_id = client_id
     if not 0 <= header.api_key < API_COUNT:
         return DecodedRequest(DecodeStatus.UNKNOWN_API, header, detail=f"unknown ApiKey {header.api_key}")
-    if header.version != PROTOCOL_VERSION:
+    if not 0 <= header.version <= max_version(header.api_key):
         return DecodedRequest(DecodeStatus.UNSUPPORTED_VERSION, header,
                               detail=f"{api_name(header.api_key)} version {header.version}")
     if not client_id_ok:
         return DecodedRequest(DecodeStatus.INVALID_REQUEST, header, detail=client_detail)
     try:
-        request = r.message(REQUEST_TYPES[header.api_key])
+        request = r.message(REQUEST_TYPES[header.api_key], version=header.version)
         if r.remaining():
             raise ProtocolError(f"{r.remaining()} bytes left after the last field at offset {r.pos}")
     except ProtocolError as e:

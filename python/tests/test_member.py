@@ -67,6 +67,43 @@ class MemberTest(unittest.TestCase):
         s = self.d.answer(p.HeartbeatResponse(1))
         self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1))
 
+    def test_registers_at_version_two_and_steps_down_one_version_per_refusal(self) -> None:
+        self.d.answer(listed())
+        s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        self.assertEqual(s.version, 2)
+        s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        self.assertEqual(s.version, 1)
+        s = self.d.answer(registered(1, TP0))
+        self.assertEqual(s.version, 0)
+        self.assertTrue(self.m.is_member())
+        self.assertIsNone(self.m.fatal)
+        # The group moves to another server: the newest version again.
+        self.m.take_events()
+        self.d.now += 1.0
+        self.d.answer(p.HeartbeatResponse(-1, ErrorCode.NOT_CONTROLLER))
+        self.d.now += 1.0
+        self.d.answer(listed(controller=p.Broker(2, "127.0.0.1", 7401)))
+        self.d.answer(p.HeartbeatResponse(2, ErrorCode.REBALANCE_NEEDED))
+        s = self.d.answer(registered(2, TP0))
+        self.assertIsInstance(s.request, p.RegisterConsumerRequest)
+        self.assertEqual(s.version, 2)
+
+    def test_a_server_that_refuses_version_zero_too_is_fatal(self) -> None:
+        self.d.answer(listed())
+        for _ in range(3):
+            self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        self.assertIsNotNone(self.m.fatal)
+        self.assertEqual(self.m.fatal.code, ErrorCode.UNSUPPORTED_VERSION)
+
+    def test_a_client_mode_group_is_refused_with_a_reason_and_left_on_close(self) -> None:
+        self.d.answer(listed())
+        answer = p.RegisterConsumerResponse("g", "m-1", 3, [], [], ErrorCode.NONE, 1,
+                                            [p.MemberMetadata("m-1")], 1, -1, [])
+        self.d.answer(answer)
+        self.assertIsNotNone(self.m.fatal)
+        self.assertIn("client mode", str(self.m.fatal))
+        self.assertEqual(self.m.close(), p.LeaveGroupRequest("g", "m-1"))
+
     def test_one_request_at_a_time(self) -> None:
         self.assertIsNotNone(self.m.next_send(self.d.now))
         self.assertIsNone(self.m.next_send(self.d.now))
