@@ -34,8 +34,8 @@ def write(name, data):
         f.write(data)
 
 
-# The version-1 examples sit beside the version-0 file.
-for path in (vectors, os.path.join(os.path.dirname(vectors), "protocol-v1.json")):
+# The examples of later versions sit beside the version-0 file.
+for path in (vectors, *(os.path.join(os.path.dirname(vectors), f"protocol-v{n}.json") for n in (1, 2))):
     if not os.path.exists(path):
         continue
     with open(path) as f:

@@ -90,6 +90,9 @@ inline std::vector<RequestSample> requestSamples() {
                RegisterConsumerRequest{"shards", "", {{"clicks", 1}}, std::string("w=3\0\xff", 5), "eu-west-1a"}});
   s.push_back({"RegisterConsumer v1 big metadata", headerFor(ApiKey::RegisterConsumer, 20, "svc-1", 1),
                RegisterConsumerRequest{"shards", "m-1", {}, std::string(70000, 'x'), ""}});
+  RegisterConsumerRequest v2{"shards", "m-1", {}, "w=1", "r1"};
+  v2.knownGeneration = kInt64Max;
+  s.push_back({"RegisterConsumer v2 known generation", headerFor(ApiKey::RegisterConsumer, 23, "svc-1", 2), v2});
   s.push_back({"ListGroups v1", headerFor(ApiKey::ListGroups, 21, "groupctl", 1), ListGroupsRequest{{"shards"}}});
   s.push_back({"DescribeGroup v1", headerFor(ApiKey::DescribeGroup, 22, "groupctl", 1), DescribeGroupRequest{"s"}});
   return s;
@@ -186,6 +189,16 @@ inline std::vector<ResponseSample> responseSamples() {
   s.push_back({"RegisterConsumer v1 server mode", ApiKey::RegisterConsumer, {1, 24},
                RegisterConsumerResponse{"orders", "m", 2, {"m"}, {{"clicks", 0, 5}}, ErrorCode::NONE,
                                         AssignmentMode::SERVER, {{"m", "meta", "r2"}}}});
+  // Version 2.
+  RegisterConsumerResponse share{"orders", "m", 2, {}, {{"clicks", 0, 5}}, ErrorCode::NONE, AssignmentMode::SERVER, {}};
+  share.memberCount = 10000;
+  s.push_back({"RegisterConsumer v2 server mode", ApiKey::RegisterConsumer, {2, 27}, share});
+  RegisterConsumerResponse delta{"shards", "m-2", 9, {}, {}, ErrorCode::NONE, AssignmentMode::CLIENT,
+                                 {{"m-3", std::string("\0\1", 2), "r1"}}};
+  delta.memberCount = 2;
+  delta.listBase = 8;
+  delta.removedMembers = {"m-1", "m-4"};
+  s.push_back({"RegisterConsumer v2 client mode change", ApiKey::RegisterConsumer, {2, 28}, delta});
   GroupInfo clientGroup = full;
   clientGroup.mode = AssignmentMode::CLIENT;
   s.push_back({"ListGroups v1", ApiKey::ListGroups, {1, 25}, ListGroupsResponse{{clientGroup, missing}, ErrorCode::NONE}});
