@@ -51,7 +51,9 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
   Member& m = members_[i];
   const int conn = connFor(i);
   ++stats_.registrations;
-  loop_.send(conn, protocol::RegisterConsumerRequest{m.group, m.id, m.owned},
+  protocol::RegisterConsumerRequest request{m.group, m.id, m.owned};
+  request.knownGeneration = m.listGeneration;
+  loop_.send(conn, request,
              [this, i, done = std::move(done)](const protocol::Response* r, uint64_t) {
                Member& mm = members_[i];
                const auto* resp = r ? std::get_if<protocol::RegisterConsumerResponse>(r) : nullptr;
@@ -76,13 +78,25 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
                }
                mm.id = resp->consumerId;
                mm.generation = resp->generation;
-               mm.owned.clear();
-               for (const auto& p : resp->partitions) mm.owned.push_back({p.topic, p.partition});
+               // Client mode: the list at this generation, whole or as a change.
+               mm.listGeneration = registerVersion >= 2 && resp->mode == protocol::AssignmentMode::CLIENT
+                                       ? resp->generation
+                                       : -1;
+               std::set<protocol::TopicPartition> granted;
+               for (const auto& p : resp->partitions) granted.insert({p.topic, p.partition});
+               // What it held and was not granted again is released by its next
+               // heartbeat: as the clients do, that one goes at once (while the
+               // members beat), so the member waiting for it is not kept a beat.
+               const bool revoked = std::any_of(mm.owned.begin(), mm.owned.end(),
+                                                [&](const protocol::TopicPartition& tp) { return !granted.count(tp); });
+               if (revoked && mm.deferred.size() < 64) mm.deferred.push_front(nowNs());
+               mm.owned.assign(granted.begin(), granted.end());
                mm.inSync = false;
                encodeHeartbeat(mm);
                if (onRegistered) onRegistered(i, mm.generation);
                done(true);
-             });
+             },
+             registerVersion);
 }
 
 void Fleet::heartbeat(size_t i, std::function<void(ErrorCode, uint64_t)> done) { heartbeatTry(i, 0, std::move(done)); }
@@ -290,15 +304,18 @@ bool Fleet::assignmentExact(const std::vector<protocol::TopicPartition>& partiti
 }
 
 std::optional<protocol::Response> call(Loop& loop, uint16_t port, const protocol::Request& request,
-                                       uint64_t timeoutNs) {
+                                       uint64_t timeoutNs, int16_t version) {
   const int conn = loop.connect(port);
   if (conn < 0) return std::nullopt;
   std::optional<protocol::Response> out;
   bool answered = false;
-  loop.send(conn, request, [&](const protocol::Response* r, uint64_t) {
-    answered = true;
-    if (r) out = *r;
-  });
+  loop.send(
+      conn, request,
+      [&](const protocol::Response* r, uint64_t) {
+        answered = true;
+        if (r) out = *r;
+      },
+      version);
   loop.runUntil([&] { return answered; }, timeoutNs);
   loop.close(conn);
   if (!answered) loop.runUntil([&] { return answered; }, 1'000'000'000ull);
@@ -306,8 +323,11 @@ std::optional<protocol::Response> call(Loop& loop, uint16_t port, const protocol
 }
 
 ErrorCode createGroup(Loop& loop, uint16_t port, const std::string& group, int64_t sessionTimeoutMs,
-                      std::vector<std::string> topics, protocol::Broker* controller) {
-  auto r = call(loop, port, protocol::CreateGroupRequest{group, sessionTimeoutMs, std::move(topics), false});
+                      std::vector<std::string> topics, protocol::Broker* controller, protocol::AssignmentMode mode) {
+  // Version 1 says the mode; version 0 is enough for a server-mode group.
+  const bool client = mode == protocol::AssignmentMode::CLIENT;
+  auto r = call(loop, port, protocol::CreateGroupRequest{group, sessionTimeoutMs, std::move(topics), false, mode},
+                10'000'000'000ull, client ? 1 : 0);
   if (!r) return ErrorCode::UNKNOWN_SERVER_ERROR;
   const auto* resp = std::get_if<protocol::CreateGroupResponse>(&*r);
   if (!resp) return protocol::responseError(*r);

@@ -33,6 +33,7 @@ struct Member {
   bool crashed = false;
   uint64_t lastAckedHeartbeatSentNs = 0;
   std::vector<uint8_t> heartbeatFrame;  // pre-encoded for `generation`
+  int64_t listGeneration = -1;          // client mode, version 2: the generation whose member list it was sent
   // Due times of beats that fell due while the previous was still out:
   // sent one after another as answers come, each measured from its due time.
   std::deque<uint64_t> deferred;
@@ -106,6 +107,8 @@ class Fleet {
 
   // Called after each successful registration: (member, generation).
   std::function<void(size_t, int64_t)> onRegistered;
+  // The RegisterConsumer version the members speak (docs/protocol.md §16).
+  int16_t registerVersion = 2;
   // Called with every heartbeat's answer (retries included): the member,
   // the server it was sent to, and the answer (UNKNOWN_SERVER_ERROR with
   // connectionFailed when the connection failed).
@@ -139,9 +142,10 @@ class Fleet {
 
 // Blocking helpers over a Loop (they run it until the answer arrives).
 std::optional<protocol::Response> call(Loop& loop, uint16_t port, const protocol::Request& request,
-                                       uint64_t timeoutNs = 10'000'000'000ull);
+                                       uint64_t timeoutNs = 10'000'000'000ull, int16_t version = 0);
 protocol::ErrorCode createGroup(Loop& loop, uint16_t port, const std::string& group, int64_t sessionTimeoutMs,
-                                std::vector<std::string> topics, protocol::Broker* controller = nullptr);
+                                std::vector<std::string> topics, protocol::Broker* controller = nullptr,
+                                protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER);
 std::optional<protocol::GroupInfo> describe(Loop& loop, uint16_t port, const std::string& group);
 
 }  // namespace groupcoord::bench

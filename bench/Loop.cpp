@@ -25,9 +25,10 @@ uint64_t nowNs() {
           .count());
 }
 
-std::vector<uint8_t> encodeFrame(const protocol::Request& request, int64_t correlationId) {
+std::vector<uint8_t> encodeFrame(const protocol::Request& request, int64_t correlationId, int16_t version) {
   protocol::RequestHeader header;
   header.apiKey = protocol::apiKeyOf(request);
+  header.version = version;
   header.correlationId = correlationId;
   header.clientId = "bench";
   std::vector<uint8_t> out;
@@ -90,8 +91,8 @@ void Loop::close(int conn) {
   if (isOpen(conn)) fail(conn);
 }
 
-void Loop::send(int conn, const protocol::Request& request, ResponseFn done) {
-  std::vector<uint8_t> frame = encodeFrame(request, ++correlation_);
+void Loop::send(int conn, const protocol::Request& request, ResponseFn done, int16_t version) {
+  std::vector<uint8_t> frame = encodeFrame(request, ++correlation_, version);
   queue(conn, frame.data(), frame.size(), protocol::apiKeyOf(request), std::move(done));
 }
 
@@ -168,6 +169,8 @@ void Loop::onReadable(int conn) {
     Pending p = std::move(c.pending.front());
     c.pending.pop_front();
     auto decoded = protocol::decodeResponse(p.api, std::span<const uint8_t>(c.in.data() + off + 4, size));
+    const auto api = static_cast<size_t>(p.api);
+    if (api < bytesIn_.size()) bytesIn_[api] += 4 + static_cast<uint64_t>(size);
     off += 4 + static_cast<size_t>(size);
     // The callback may send on this connection (appending to c.out), which
     // is fine; it must not close it while we hold `c.in`.
@@ -180,6 +183,7 @@ void Loop::onReadable(int conn) {
 void Loop::fail(int conn) {
   Conn& c = *conns_[conn];
   if (c.fd < 0) return;
+  ++connectionsLost_;
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   c.fd = -1;

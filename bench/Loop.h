@@ -8,6 +8,7 @@
 // with its latency. A connection that closes fails its pending requests
 // with a null response. Timers run on the same thread.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -40,8 +41,8 @@ class Loop {
   size_t pendingOn(int conn) const;
   void close(int conn);
 
-  // Queues a request; the frame is written when the loop next runs.
-  void send(int conn, const protocol::Request& request, ResponseFn done);
+  // Queues a request (at `version`); the frame is written when the loop next runs.
+  void send(int conn, const protocol::Request& request, ResponseFn done, int16_t version = 0);
   // Queues a frame encoded with encodeFrame(); `api` decodes its answer.
   void sendFrame(int conn, const std::vector<uint8_t>& frame, protocol::ApiKey api, ResponseFn done);
 
@@ -54,6 +55,10 @@ class Loop {
   void runFor(uint64_t durationNs);
 
   uint64_t failedConnects() const { return failedConnects_; }
+  // Bytes of the answers received so far to calls of `api`, frames whole.
+  uint64_t bytesReceived(protocol::ApiKey api) const { return bytesIn_[static_cast<size_t>(api)]; }
+  // Connections that were open and failed (closed by the peer, or unreadable).
+  uint64_t connectionsLost() const { return connectionsLost_; }
 
  private:
   struct Pending {
@@ -91,10 +96,12 @@ class Loop {
   uint64_t timerSeq_ = 0;
   int64_t correlation_ = 0;
   uint64_t failedConnects_ = 0;
+  std::array<uint64_t, protocol::kApiCount + 1> bytesIn_{};
+  uint64_t connectionsLost_ = 0;
 };
 
 // A whole request frame (size prefix included).
-std::vector<uint8_t> encodeFrame(const protocol::Request& request, int64_t correlationId = 0);
+std::vector<uint8_t> encodeFrame(const protocol::Request& request, int64_t correlationId = 0, int16_t version = 0);
 
 // Latency samples in nanoseconds; percentiles by sorting a copy.
 class Histogram {

@@ -882,7 +882,9 @@ void bigGroup(const Args& args) {
       fail("CreateGroup: " + std::string(protocol::errorName(e)));
     }
   }
+  const auto registerVersion = static_cast<int16_t>(args.num("register-version", 2));
   Fleet fleet(loop, {port}, conns);
+  fleet.registerVersion = registerVersion;
   for (size_t i = 0; i < n; ++i) fleet.add(big, port);
   Fleet bystanders(loop, {port}, std::max<size_t>(1, others / 10));
   for (size_t i = 0; i < others; ++i) bystanders.add(side, port);
@@ -891,11 +893,40 @@ void bigGroup(const Args& args) {
   size_t logOffset = 0;
   assignmentsInLog(serverLog, big, logOffset);  // to the end: earlier scenarios' lines
 
+  // What a step cost: generation moves, registrations, the bytes of their
+  // answers, connections lost, members told they were evicted.
+  struct Mark {
+    int64_t generation = 0;
+    uint64_t registrations = 0, bytes = 0, lost = 0, evicted = 0;
+  };
+  auto mark = [&](Fleet& f) {
+    Mark m;
+    for (const auto& x : f.members()) m.generation = std::max(m.generation, x.generation);
+    m.registrations = f.stats().registrations;
+    m.bytes = loop.bytesReceived(protocol::ApiKey::RegisterConsumer);
+    m.lost = loop.connectionsLost();
+    auto e = f.stats().errors.find("UNKNOWN_CONSUMER");
+    m.evicted = e == f.stats().errors.end() ? 0 : e->second;
+    return m;
+  };
+  auto costText = [](const Mark& a, const Mark& b) {
+    const int64_t moves = b.generation - a.generation;
+    const double bytes = static_cast<double>(b.bytes - a.bytes);
+    return std::to_string(moves) + "; " + count(static_cast<double>(b.registrations - a.registrations)) + "; " +
+           fmt(bytes / 1e6 / static_cast<double>(std::max<int64_t>(1, moves)), 2) + " MB; " +
+           std::to_string(b.lost - a.lost) + "; " + std::to_string(b.evicted - a.evicted);
+  };
+  const std::string costName =
+      "generation moves; registrations; RegisterConsumer answer bytes per move (v" + std::to_string(registerVersion) +
+      "); connections lost; members told they were evicted";
+
   log("%s: %zu members joining one group", sc.c_str(), n);
+  const Mark m0 = mark(fleet);
   const uint64_t j0 = nowNs();
   if (!fleet.joinAll(600 * kSec)) fail("members could not join");
   settle(loop, fleet, settleNs, 600 * kSec, expected);
   const uint64_t first = nowNs() - j0;
+  const Mark m1 = mark(fleet);
   const auto initial = assignmentsInLog(serverLog, big, logOffset);
   log("%s: all in sync after %.1f s", sc.c_str(), static_cast<double>(first) / kSec);
   if (!bystanders.joinAll(60 * kSec)) fail("the other group's members could not join");
@@ -913,6 +944,7 @@ void bigGroup(const Args& args) {
   loop.runFor(20 * kMs);
 
   bystanders.startBeating(1 * kSec, &sideJoin);
+  const Mark m2 = mark(fleet);
   const size_t added = fleet.add(big, port);
   bool registered = false;
   const uint64_t t0 = nowNs();
@@ -925,6 +957,7 @@ void bigGroup(const Args& args) {
   if (!registered) fail("the joining member could not register");
   settle(loop, fleet, settleNs, 600 * kSec, expected, &bigJoin);
   const uint64_t joinSync = nowNs() - t0;
+  const Mark m3 = mark(fleet);
   bystanders.stopBeating();
   const auto onJoin = assignmentsInLog(serverLog, big, logOffset);
 
@@ -942,6 +975,7 @@ void bigGroup(const Args& args) {
   if (!leftOk) fail("LeaveGroup was not answered NONE");
   settle(loop, fleet, settleNs, 600 * kSec, expected, &bigLeave);
   const uint64_t leaveSync = nowNs() - t1;
+  const Mark m4 = mark(fleet);
   bystanders.stopBeating();
   loop.runFor(100 * kMs);
   const auto onLeave = assignmentsInLog(serverLog, big, logOffset);
@@ -960,7 +994,10 @@ void bigGroup(const Args& args) {
            count(static_cast<double>(moved)) + " moved" + (ahead ? ", off the lock" : ", under the lock");
   };
   row(sc, "first registrations until all in sync (s); its assignments",
-      fmt(static_cast<double>(first) / kSec, 2) + "; " + assignmentText(initial));
+      fmt(static_cast<double>(first) / kSec, 2) + "; " + assignmentText(initial), "< 10 s");
+  row(sc, "the join storm: " + costName, costText(m0, m1), "<= 3; -; < 20 MB; 0; 0");
+  row(sc, "one join: " + costName, costText(m2, m3), "1; -; < 20 MB; 0; 0");
+  row(sc, "one leave: " + costName, costText(m3, m4), "1; -; < 20 MB; 0; 0");
   row(sc, "assignment on a join: time, partitions moved, where", assignmentText(onJoin), "< 100 ms");
   row(sc, "assignment on a leave: time, partitions moved, where", assignmentText(onLeave), "< 100 ms");
   row(sc, "one join: every member in sync after (s) / one leave (s)",
@@ -976,6 +1013,42 @@ void bigGroup(const Args& args) {
       "unaffected");
   row(sc, "answers not NONE (all of the group's, rebalances included); the other group's",
       errorsText(fleet.stats()) + "; " + errorsText(bystanders.stats()));
+  if (args.num("client-mode", 1) == 0) return;
+
+  // The same group size in client mode (membership only): its join storm,
+  // then one join, with the answers' bytes per move.
+  const std::string cm = big + "-client";
+  if (auto e = createGroup(loop, port, cm, sessionMs, {}, nullptr, protocol::AssignmentMode::CLIENT);
+      e != ErrorCode::NONE) {
+    fail("CreateGroup (client mode): " + std::string(protocol::errorName(e)));
+  }
+  Fleet members(loop, {port}, conns);
+  members.registerVersion = registerVersion;
+  for (size_t i = 0; i < n; ++i) members.add(cm, port);
+  log("%s: %zu members joining a client-mode group", sc.c_str(), n);
+  const Mark c0 = mark(members);
+  const uint64_t c0t = nowNs();
+  if (!members.joinAll(600 * kSec)) fail("client-mode members could not join");
+  settle(loop, members, settleNs, 600 * kSec);
+  const uint64_t cFirst = nowNs() - c0t;
+  const Mark c1 = mark(members);
+  const size_t one = members.add(cm, port);
+  bool oneOk = false;
+  members.at(one).busy = true;
+  members.registerMember(one, [&](bool ok) {
+    members.at(one).busy = false;
+    oneOk = ok;
+  });
+  const uint64_t c1t = nowNs();
+  loop.runUntil([&] { return !members.at(one).busy; }, 60 * kSec);
+  if (!oneOk) fail("the joining client-mode member could not register");
+  settle(loop, members, settleNs, 600 * kSec);
+  const uint64_t cJoin = nowNs() - c1t;
+  const Mark c2 = mark(members);
+  row(sc, "client mode: join storm until all in sync (s) / one join (s)",
+      fmt(static_cast<double>(cFirst) / kSec, 2) + " / " + fmt(static_cast<double>(cJoin) / kSec, 2));
+  row(sc, "client mode, the join storm: " + costName, costText(c0, c1));
+  row(sc, "client mode, one join: " + costName, costText(c1, c2), "1; -; < 20 MB; 0; 0");
 }
 
 // ---------------------------------------------------------------------------
@@ -2205,6 +2278,7 @@ int usage(int code) {
                "              first --restarts of them, all by default)\n"
                "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
+               "              [--register-version 2] [--client-mode 1] (0: no client-mode group after)\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
                "              the first one groupcoordd)\n"
