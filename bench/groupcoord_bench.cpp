@@ -1022,10 +1022,13 @@ void bigGroup(const Args& args) {
       e != ErrorCode::NONE) {
     fail("CreateGroup (client mode): " + std::string(protocol::errorName(e)));
   }
-  Fleet members(loop, {port}, conns);
+  // Each new member's answer is the whole list (it holds none), so the
+  // storm costs O(members²) bytes whatever the version: its size is its own.
+  const size_t cn = static_cast<size_t>(args.num("client-members", static_cast<int64_t>(n)));
+  Fleet members(loop, {port}, std::max<size_t>(1, conns * cn / std::max<size_t>(1, n)));
   members.registerVersion = registerVersion;
-  for (size_t i = 0; i < n; ++i) members.add(cm, port);
-  log("%s: %zu members joining a client-mode group", sc.c_str(), n);
+  for (size_t i = 0; i < cn; ++i) members.add(cm, port);
+  log("%s: %zu members joining a client-mode group", sc.c_str(), cn);
   const Mark c0 = mark(members);
   const uint64_t c0t = nowNs();
   if (!members.joinAll(600 * kSec)) fail("client-mode members could not join");
@@ -1045,7 +1048,7 @@ void bigGroup(const Args& args) {
   settle(loop, members, settleNs, 600 * kSec);
   const uint64_t cJoin = nowNs() - c1t;
   const Mark c2 = mark(members);
-  row(sc, "client mode: join storm until all in sync (s) / one join (s)",
+  row(sc, "client mode, " + count(static_cast<double>(cn)) + " members: join storm until all in sync (s) / one join (s)",
       fmt(static_cast<double>(cFirst) / kSec, 2) + " / " + fmt(static_cast<double>(cJoin) / kSec, 2));
   row(sc, "client mode, the join storm: " + costName, costText(c0, c1));
   row(sc, "client mode, one join: " + costName, costText(c1, c2), "1; -; < 20 MB; 0; 0");
@@ -2279,6 +2282,7 @@ int usage(int code) {
                "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "              [--register-version 2] [--client-mode 1] (0: no client-mode group after)\n"
+               "              [--client-members N] (the client-mode group's size; default --members)\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
                "              the first one groupcoordd)\n"

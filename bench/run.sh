@@ -17,8 +17,8 @@
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
 # session; members-1conn: the same schedule with one member per connection,
 # as many as the 20,000-descriptor limit allows (19,000); big-group: one
-# group of 10,000 members on 10,000 partitions; big-partitions: 1,000
-# members on 100,000 partitions; fleet starts and restarts its own three
+# group of 10,000 members on 10,000 partitions, then a client-mode group of
+# 3,000; big-partitions: 1,000 members on 100,000 partitions; fleet starts and restarts its own three
 # servers: a rolling restart under 30,000 members.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
@@ -35,7 +35,8 @@
 # Environment: BUILD_DIR (default build-bench), BUILD_TYPE (RelWithDebInfo),
 # GROUPCOORD_BENCH_ZK_BASE_PORT (23800), JOBS (cores), BENCH_OUT (also write
 # the table to this file), BENCH_NO_BUILD=1 (use the binaries already in
-# BUILD_DIR).
+# BUILD_DIR), BENCH_REGISTER_VERSION (the RegisterConsumer version the
+# big-group and big-partitions members speak; default 2, 1 to compare).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +44,7 @@ build_dir=${BUILD_DIR:-$root/build-bench}
 base=${GROUPCOORD_BENCH_ZK_BASE_PORT:-23800}
 jobs=${JOBS:-$(nproc)}
 zk_session_ms=4000
+register_version=${BENCH_REGISTER_VERSION:-2}
 quick=
 pin=
 scenarios=()
@@ -213,14 +215,16 @@ for s in "${scenarios[@]}"; do
     big-group)
       start_server 1
       run big-group --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)"
+        --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)" \
+        --client-members="$(q 3000 300)" --register-version="$register_version"
       stop_server "$server_pid"
       ;;
     big-partitions)
       start_server 1
       run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 5,000) partitions" \
         --ports="$server_port" --server-log="$work/server1.log" \
-        --members="$(q 1000 300)" --partitions="$(q 100000 5000)" --conns="$(q 100 30)" --others="$(q 1000 200)"
+        --members="$(q 1000 300)" --partitions="$(q 100000 5000)" --conns="$(q 100 30)" --others="$(q 1000 200)" \
+        --client-mode=0 --register-version="$register_version"
       stop_server "$server_pid"
       ;;
     instructions)
