@@ -46,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "adapter/Assignment.h"
 #include "adapter/Hash.h"
 #include "common/Layout.h"
 #include "bench/Ensemble.h"
@@ -1052,6 +1053,54 @@ void bigGroup(const Args& args) {
       fmt(static_cast<double>(cFirst) / kSec, 2) + " / " + fmt(static_cast<double>(cJoin) / kSec, 2));
   row(sc, "client mode, the join storm: " + costName, costText(c0, c1));
   row(sc, "client mode, one join: " + costName, costText(c1, c2), "1; -; < 20 MB; 0; 0");
+}
+
+// ---------------------------------------------------------------------------
+// 7c. The optimiser alone: adapter::assignPartitions on a balanced group,
+// one member joining and one leaving, for the shapes of the big-group
+// scenarios and a group of many small topics. No server: the time is the
+// function's, on the calling thread, median of --repeat runs.
+
+void assignScenario(const Args& args) {
+  const int repeat = static_cast<int>(args.num("repeat", 5));
+  struct Shape {
+    std::string name;
+    size_t members;
+    int32_t topics, perTopic;
+  };
+  const std::vector<Shape> shapes{{"10,000 members, one topic of 10,000", 10000, 1, 10000},
+                                  {"1,000 members, 100,000 partitions in 2 topics", 1000, 2, 50000},
+                                  {"1,000 members, 1,000 topics of 50", 1000, 1000, 50}};
+  for (const auto& sh : shapes) {
+    std::map<std::string, int32_t> partitions;
+    for (int32_t t = 0; t < sh.topics; ++t) partitions["t" + std::to_string(t)] = sh.perTopic;
+    std::vector<std::string> ids;
+    for (size_t i = 0; i < sh.members; ++i) ids.push_back("m-" + std::to_string(100000 + i));
+    const adapter::Assignment base = adapter::assignPartitions(ids, partitions, {});
+    auto timeOf = [&](const std::vector<std::string>& members, size_t* moved) {
+      std::vector<double> ms;
+      adapter::Assignment out;
+      for (int r = 0; r < repeat; ++r) {
+        const uint64_t t0 = nowNs();
+        out = adapter::assignPartitions(members, partitions, base);
+        ms.push_back(static_cast<double>(nowNs() - t0) / kMs);
+      }
+      *moved = adapter::countMoves(base, out);
+      std::sort(ms.begin(), ms.end());
+      return ms[ms.size() / 2];
+    };
+    std::vector<std::string> joined = ids;
+    joined.push_back("m-999999");
+    std::vector<std::string> left(ids.begin() + 1, ids.end());
+    size_t movedJoin = 0, movedLeave = 0;
+    const double join = timeOf(joined, &movedJoin);
+    const double leave = timeOf(left, &movedLeave);
+    row("7c the optimiser alone", sh.name + ": one join / one leave (ms, median of " + std::to_string(repeat) +
+                                      "; partitions moved)",
+        fmt(join, 1) + " / " + fmt(leave, 1) + " (" + count(static_cast<double>(movedJoin)) + " / " +
+            count(static_cast<double>(movedLeave)) + ")",
+        sh.topics == 1000 ? "<= 15 ms" : "");
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -2283,6 +2332,7 @@ int usage(int code) {
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "              [--register-version 2] [--client-mode 1] (0: no client-mode group after)\n"
                "              [--client-members N] (the client-mode group's size; default --members)\n"
+               "  assign      [--repeat 5] (the optimiser alone, no server: one join and one leave in three shapes)\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
                "              the first one groupcoordd)\n"
@@ -2340,6 +2390,8 @@ int main(int argc, char** argv) {
       fleetScenario(args);
     } else if (scenario == "big-group") {
       bigGroup(args);
+    } else if (scenario == "assign") {
+      assignScenario(args);
     } else if (scenario == "instructions") {
       instructions(args);
     } else {

@@ -4,7 +4,7 @@
 #   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
 # SCENARIO: throughput, members, instructions, members-100k, members-1conn,
-# join-storm, big-group, big-partitions, direct, failover, fleet (default:
+# join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
 # all, in that order). throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -18,7 +18,8 @@
 # session; members-1conn: the same schedule with one member per connection,
 # as many as the 20,000-descriptor limit allows (19,000); big-group: one
 # group of 10,000 members on 10,000 partitions, then a client-mode group of
-# 3,000; big-partitions: 1,000 members on 100,000 partitions; fleet starts and restarts its own three
+# 3,000; big-partitions: 1,000 members on 100,000 partitions; assign: the
+# optimiser alone, one join and one leave in three shapes; fleet starts and restarts its own three
 # servers: a rolling restart under 30,000 members.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
@@ -56,7 +57,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions members-100k members-1conn join-storm big-group big-partitions direct failover fleet)
+all_scenarios=(throughput members instructions members-100k members-1conn join-storm big-group big-partitions assign direct failover fleet)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -218,6 +219,9 @@ for s in "${scenarios[@]}"; do
         --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)" \
         --client-members="$(q 3000 300)" --register-version="$register_version"
       stop_server "$server_pid"
+      ;;
+    assign)
+      run assign --repeat="$(q 5 1)"
       ;;
     big-partitions)
       start_server 1
