@@ -125,7 +125,7 @@ protocol::RegisterConsumerResponse GroupModel::registration(const std::string& m
 }
 
 std::shared_ptr<const MemberLists::List> GroupModel::memberList() {
-  return lists_.current(version_, members_.version() * 0x100000001ull + metadataChanges_, [this] {
+  return lists_.current(version_, {members_.version(), metadataChanges_}, [this] {
     MemberLists::List l;
     l.reserve(members_.size());
     for (auto& [id, m] : members_) l.push_back(protocol::MemberMetadata{id, m.metadata, m.rack});

@@ -2,7 +2,7 @@
 
 namespace groupcoord::adapter {
 
-std::shared_ptr<const MemberLists::List> MemberLists::current(int64_t generation, uint64_t stamp,
+std::shared_ptr<const MemberLists::List> MemberLists::current(int64_t generation, Stamp stamp,
                                                              const std::function<List()>& build, bool base) {
   if (!kept_.empty() && kept_.back().generation == generation && kept_.back().stamp == stamp) {
     return kept_.back().list;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "protocol/Messages.h"
@@ -23,6 +24,9 @@ namespace groupcoord::adapter {
 class MemberLists {
  public:
   using List = std::vector<protocol::MemberMetadata>;  // sorted by ConsumerId
+  // What changes whenever the members or their metadata do (the group
+  // model's member map version, and its count of metadata changes).
+  using Stamp = std::pair<uint64_t, uint64_t>;
   struct Delta {
     List added;  // new since the base, or with other metadata or rack
     std::vector<std::string> removed;
@@ -37,7 +41,7 @@ class MemberLists {
   // base any more: members may hold either). `base`: false for a
   // generation this controller did not move to itself (read from
   // ZooKeeper: another server may have answered at it with another list).
-  std::shared_ptr<const List> current(int64_t generation, uint64_t stamp, const std::function<List()>& build,
+  std::shared_ptr<const List> current(int64_t generation, Stamp stamp, const std::function<List()>& build,
                                       bool base = true);
   // What changed from the list kept for `base` to the current one; null
   // when that list is not kept (or its generation had two lists).
@@ -53,7 +57,7 @@ class MemberLists {
  private:
   struct Kept {
     int64_t generation;
-    uint64_t stamp;
+    Stamp stamp;
     std::shared_ptr<const List> list;
     bool base = true;  // false: its generation had another list too
   };

@@ -37,20 +37,20 @@ TEST(MemberListsTest, OneListPerGenerationSharedByEveryAnswer) {
     ++builds;
     return listOf({{"a", ""}, {"b", ""}});
   };
-  auto first = lists.current(3, 1, build);
-  auto second = lists.current(3, 1, build);
+  auto first = lists.current(3, {1, 0}, build);
+  auto second = lists.current(3, {1, 0}, build);
   EXPECT_EQ(first.get(), second.get());
   EXPECT_EQ(builds, 1);
   // Another stamp at the same generation: built again.
-  auto third = lists.current(3, 2, build);
+  auto third = lists.current(3, {2, 0}, build);
   EXPECT_NE(first.get(), third.get());
   EXPECT_EQ(builds, 2);
 }
 
 TEST(MemberListsTest, TheChangeSinceAKeptGenerationIsComputedOnce) {
   MemberLists lists;
-  lists.current(4, 1, [] { return listOf({{"m-1", ""}, {"m-2", "x"}}); });
-  lists.current(5, 2, [] { return listOf({{"m-2", "y"}, {"m-3", "w=1"}}); });
+  lists.current(4, {1, 0}, [] { return listOf({{"m-1", ""}, {"m-2", "x"}}); });
+  lists.current(5, {2, 0}, [] { return listOf({{"m-2", "y"}, {"m-3", "w=1"}}); });
   auto d = lists.since(4);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->removed, std::vector<std::string>{"m-1"});
@@ -69,25 +69,25 @@ TEST(MemberListsTest, TheChangeSinceAKeptGenerationIsComputedOnce) {
 
 TEST(MemberListsTest, AGenerationWithTwoListsIsNoBase) {
   MemberLists lists;
-  lists.current(4, 1, [] { return listOf({{"a", "1"}}); });
-  lists.current(4, 2, [] { return listOf({{"a", "2"}}); });  // metadata changed without a move
-  lists.current(5, 3, [] { return listOf({{"a", "2"}, {"b", ""}}); });
+  lists.current(4, {1, 0}, [] { return listOf({{"a", "1"}}); });
+  lists.current(4, {2, 0}, [] { return listOf({{"a", "2"}}); });  // metadata changed without a move
+  lists.current(5, {3, 0}, [] { return listOf({{"a", "2"}, {"b", ""}}); });
   EXPECT_FALSE(lists.since(4)) << "members may hold either list of generation 4";
-  lists.current(5, 4, [] { return listOf({{"a", "2"}}); });
+  lists.current(5, {4, 0}, [] { return listOf({{"a", "2"}}); });
   EXPECT_FALSE(lists.since(5));
 }
 
 TEST(MemberListsTest, AGenerationReadFromZooKeeperIsNoBase) {
   MemberLists lists;
-  lists.current(7, 1, [] { return listOf({{"a", ""}}); }, /*base=*/false);
-  lists.current(8, 2, [] { return listOf({{"a", "x"}}); });
+  lists.current(7, {1, 0}, [] { return listOf({{"a", ""}}); }, /*base=*/false);
+  lists.current(8, {2, 0}, [] { return listOf({{"a", "x"}}); });
   EXPECT_FALSE(lists.since(7));
   EXPECT_TRUE(lists.since(8));
 }
 
 TEST(MemberListsTest, OnlyTheLatestGenerationsAreKept) {
   MemberLists lists;
-  for (int g = 1; g <= 20; ++g) lists.current(g, static_cast<uint64_t>(g), [] { return List{}; });
+  for (int g = 1; g <= 20; ++g) lists.current(g, {static_cast<uint64_t>(g), 0}, [] { return List{}; });
   EXPECT_EQ(lists.kept(), MemberLists::kKept);
   EXPECT_FALSE(lists.since(20 - static_cast<int>(MemberLists::kKept)));
   EXPECT_TRUE(lists.since(21 - static_cast<int>(MemberLists::kKept)));
@@ -113,7 +113,7 @@ TEST(MemberListsTest, ApplyingTheChangeGivesTheCurrentListForRandomGenerations) 
     List now;
     for (auto& id : ids) now.push_back(protocol::MemberMetadata{id, meta[id], ""});
     history.push_back(now);
-    lists.current(g, static_cast<uint64_t>(g), [&] { return now; });
+    lists.current(g, {static_cast<uint64_t>(g), 0}, [&] { return now; });
     for (int back = 0; back < static_cast<int>(MemberLists::kKept) && back <= g; ++back) {
       auto d = lists.since(g - back);
       ASSERT_TRUE(d) << g << " since " << g - back;

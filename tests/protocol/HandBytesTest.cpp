@@ -477,31 +477,19 @@ TEST(HandBytesV1, AVersionZeroEncodingLeavesTheNewFieldsOut) {
 // ---- Version 2 (docs/protocol.md, "Version 2") ---------------------------------
 
 TEST(HandBytesV2, RegisterConsumerAddsTheKnownGeneration) {
+  // What versions 1 and 2 share: everything up to the Rack.
+  auto throughRack = [](int16_t version, int64_t correlationId) {
+    Bytes b;
+    b.requestHeader(3, version, correlationId, "svc").str("shards").str("m-2").count(0).int32(3);
+    b.raw(std::vector<uint8_t>{'w', '=', '3'}).str("r1");
+    return b;
+  };
   RegisterConsumerRequest want{"shards", "m-2", {}, "w=3", "r1"};
   want.knownGeneration = 4;
-  expectRequest(Bytes()
-                    .requestHeader(3, 2, 34, "svc")
-                    .str("shards")
-                    .str("m-2")
-                    .count(0)
-                    .int32(3)
-                    .raw(std::vector<uint8_t>{'w', '=', '3'})
-                    .str("r1")
-                    .int64(4)
-                    .frame(),
-                headerFor(ApiKey::RegisterConsumer, 34, "svc", 2), want);
+  expectRequest(throughRack(2, 34).int64(4).frame(), headerFor(ApiKey::RegisterConsumer, 34, "svc", 2), want);
   // Version 1 ends before it: a v1 request reads as holding no list.
   want.knownGeneration = -1;
-  expectRequest(Bytes()
-                    .requestHeader(3, 1, 35, "svc")
-                    .str("shards")
-                    .str("m-2")
-                    .count(0)
-                    .int32(3)
-                    .raw(std::vector<uint8_t>{'w', '=', '3'})
-                    .str("r1")
-                    .frame(),
-                headerFor(ApiKey::RegisterConsumer, 35, "svc", 1), want);
+  expectRequest(throughRack(1, 35).frame(), headerFor(ApiKey::RegisterConsumer, 35, "svc", 1), want);
   // A version-2 request without it is malformed.
   const DecodedRequest d = decodeRequest(
       Bytes().requestHeader(3, 2, 36, "svc").str("g").str("m").count(0).int32(0).str("").body());
