@@ -213,8 +213,10 @@ Consumer::Step Consumer::registerNow(Status& why) {
     // heartbeats say everybody has registered at this generation.
     if (!takeMemberList(*reg)) {
       // A change from a list this member does not hold, or one that does
-      // not add up: ask for the whole list.
+      // not add up: register again, asking for the whole list, before
+      // anything starts on this generation.
       memberListGeneration_ = -1;
+      needRegister_ = true;
       return Step::Retry;
     }
     nextHeartbeat_ = sent + std::min<std::chrono::milliseconds>(heartbeatInterval_, 100ms);
