@@ -33,11 +33,6 @@ std::shared_ptr<const MemberLists::Delta> MemberLists::since(int64_t base) {
   return nullptr;
 }
 
-void MemberLists::clear() {
-  kept_.clear();
-  deltas_.clear();
-}
-
 MemberLists::Delta MemberLists::diff(const List& from, const List& to) {
   Delta d;
   auto a = from.begin();

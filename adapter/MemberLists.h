@@ -46,8 +46,6 @@ class MemberLists {
   // What changed from the list kept for `base` to the current one; null
   // when that list is not kept (or its generation had two lists).
   std::shared_ptr<const Delta> since(int64_t base);
-  // Everything forgotten (the group is read again, or handed over).
-  void clear();
 
   size_t kept() const { return kept_.size(); }
 

@@ -88,7 +88,7 @@ uint16_t Loop::portOf(int conn) const { return conns_.at(conn)->port; }
 size_t Loop::pendingOn(int conn) const { return conns_.at(conn)->pending.size(); }
 
 void Loop::close(int conn) {
-  if (isOpen(conn)) fail(conn);
+  if (isOpen(conn)) fail(conn, /*lost=*/false);
 }
 
 void Loop::send(int conn, const protocol::Request& request, ResponseFn done, int16_t version) {
@@ -180,10 +180,10 @@ void Loop::onReadable(int conn) {
   if (off > 0) c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));
 }
 
-void Loop::fail(int conn) {
+void Loop::fail(int conn, bool lost) {
   Conn& c = *conns_[conn];
   if (c.fd < 0) return;
-  ++connectionsLost_;
+  if (lost) ++connectionsLost_;
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   c.fd = -1;

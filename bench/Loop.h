@@ -85,7 +85,9 @@ class Loop {
   void queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done);
   void flush(int conn);
   void onReadable(int conn);
-  void fail(int conn);
+  // Closes the connection and fails what waits on it; `lost`: the peer
+  // closed it or it could not be read (not a close() of our own).
+  void fail(int conn, bool lost = true);
   void runTimers();
 
   int epfd_ = -1;

@@ -845,6 +845,24 @@ std::vector<LoggedAssignment> assignmentsInLog(const std::string& file, const st
   return out;
 }
 
+// One more member of `group` registers (the fleet not beating), then
+// every member beats until all are in sync: how long from the registration.
+uint64_t joinOne(Loop& loop, Fleet& fleet, const std::string& group, uint16_t port, uint64_t settleNs,
+                 const std::map<std::string, std::vector<protocol::TopicPartition>>& expected, Histogram* latency) {
+  const size_t added = fleet.add(group, port);
+  bool registered = false;
+  const uint64_t t0 = nowNs();
+  fleet.at(added).busy = true;
+  fleet.registerMember(added, [&](bool ok) {
+    fleet.at(added).busy = false;
+    registered = ok;
+  });
+  loop.runUntil([&] { return !fleet.at(added).busy; }, 60 * kSec);
+  if (!registered) fail("the joining member of " + group + " could not register");
+  settle(loop, fleet, settleNs, 600 * kSec, expected, latency);
+  return nowNs() - t0;
+}
+
 void bigGroup(const Args& args) {
   const uint16_t port = static_cast<uint16_t>(args.list("ports").at(0));
   const size_t n = static_cast<size_t>(args.num("members", 10000));
@@ -946,18 +964,7 @@ void bigGroup(const Args& args) {
 
   bystanders.startBeating(1 * kSec, &sideJoin);
   const Mark m2 = mark(fleet);
-  const size_t added = fleet.add(big, port);
-  bool registered = false;
-  const uint64_t t0 = nowNs();
-  fleet.at(added).busy = true;
-  fleet.registerMember(added, [&](bool ok) {
-    fleet.at(added).busy = false;
-    registered = ok;
-  });
-  loop.runUntil([&] { return !fleet.at(added).busy; }, 60 * kSec);
-  if (!registered) fail("the joining member could not register");
-  settle(loop, fleet, settleNs, 600 * kSec, expected, &bigJoin);
-  const uint64_t joinSync = nowNs() - t0;
+  const uint64_t joinSync = joinOne(loop, fleet, big, port, settleNs, expected, &bigJoin);
   const Mark m3 = mark(fleet);
   bystanders.stopBeating();
   const auto onJoin = assignmentsInLog(serverLog, big, logOffset);
@@ -1043,18 +1050,7 @@ void bigGroup(const Args& args) {
   settle(loop, members, settleNs, 600 * kSec);
   const uint64_t cFirst = nowNs() - c0t;
   const Mark c1 = mark(members);
-  const size_t one = members.add(cm, port);
-  bool oneOk = false;
-  members.at(one).busy = true;
-  members.registerMember(one, [&](bool ok) {
-    members.at(one).busy = false;
-    oneOk = ok;
-  });
-  const uint64_t c1t = nowNs();
-  loop.runUntil([&] { return !members.at(one).busy; }, 60 * kSec);
-  if (!oneOk) fail("the joining client-mode member could not register");
-  settle(loop, members, settleNs, 600 * kSec);
-  const uint64_t cJoin = nowNs() - c1t;
+  const uint64_t cJoin = joinOne(loop, members, cm, port, settleNs, {}, nullptr);
   const Mark c2 = mark(members);
   row(sc, "client mode, " + count(static_cast<double>(cn)) + " members: join storm until all in sync (s) / one join (s)",
       fmt(static_cast<double>(cFirst) / kSec, 2) + " / " + fmt(static_cast<double>(cJoin) / kSec, 2));

@@ -105,7 +105,7 @@ _INTS = {"i8": ">b", "i16": ">h", "i32": ">i", "i64": ">q", "u16": ">H"}
 _SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2, "bytes": 4}
 
 # The newest version of each call this codec speaks (0 for those not listed).
-MAX_VERSIONS = {3: 2}  # RegisterConsumer
+MAX_VERSIONS = {ApiKey.REGISTER_CONSUMER: 2}
 
 
 def max_version(api: int) -> int:
@@ -116,6 +116,8 @@ def max_version(api: int) -> int:
 def fields_of(cls: type, version: int = 0) -> list:
     """The wire layout of ``cls`` at ``version``: its FIELDS, then what each
     later version up to ``version`` adds."""
+    if version == 0:
+        return cls.FIELDS  # every message of every call, heartbeats included
     fields = list(cls.FIELDS)
     for v, added in sorted(getattr(cls, "SINCE", {}).items()):
         if v <= version:
