@@ -36,14 +36,14 @@ RUN BUILD_DIR=/build BUILD_TYPE=RelWithDebInfo \
 FROM debian:bookworm-slim
 
 # Only the shared libraries groupcoordd and groupctl link (bookworm's names):
-# the ZooKeeper C client, Poco (Net, Util and what Util pulls in), spdlog
+# the ZooKeeper C client, Poco (Util and Foundation), spdlog
 # with fmt, OpenSSL (client TLS and credential hashes), and the C++
 # runtime. bash (already in the base image) serves the healthcheck through
 # /dev/tcp, so no curl is needed.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libzookeeper-mt2 \
-      libpocofoundation80 libpoconet80 libpoconetssl80 libpocoutil80 \
+      libpocofoundation80 libpocoutil80 \
       libspdlog1.10 libfmt9 \
       libssl3 \
       libstdc++6 libgcc-s1 libc6 \

@@ -86,6 +86,33 @@ std::vector<OptionSpec> makeSpecs() {
   s.push_back(stringOption("http.port.file", "PATH",
                            "once the HTTP server listens, write its bound port to this file; empty: none",
                            &ServerConfig::httpPortFile));
+  s.push_back(numberOption("http.max.connections", "N",
+                           "open HTTP connections, all addresses together; past it a new connection takes the place "
+                           "of the one that has waited longest for a request, or is refused when every one is busy",
+                           &ServerConfig::httpMaxConnections));
+  s.push_back(numberOption("http.max.connections.per.source", "N",
+                           "open HTTP connections from one source address; past it a new one takes the place of "
+                           "that address's connection that has waited longest for a request",
+                           &ServerConfig::httpMaxConnectionsPerSource));
+  s.push_back(numberOption("http.head.timeout.ms", "MS",
+                           "a whole HTTP request head must arrive within this long of its first byte (for HTTPS, "
+                           "of the connection's accept: the handshake counts), else the connection is closed",
+                           &ServerConfig::httpHeadTimeoutMs));
+  s.push_back(numberOption("http.idle.timeout.ms", "MS",
+                           "an HTTP connection with no request under way is closed after this long",
+                           &ServerConfig::httpIdleTimeoutMs));
+  s.push_back(numberOption("http.write.timeout.ms", "MS",
+                           "an HTTP answer that makes no progress for this long (the client does not read it) "
+                           "closes its connection",
+                           &ServerConfig::httpWriteTimeoutMs));
+  s.push_back(numberOption("http.status.threads", "N",
+                           "threads answering the status page and /api/ (each may wait for another server); "
+                           "/health/* and /metrics never wait for them",
+                           &ServerConfig::httpStatusThreads));
+  s.push_back(numberOption("http.status.queue", "N",
+                           "status page and /api/ requests waiting for a thread; past it they are answered 503 "
+                           "with Retry-After",
+                           &ServerConfig::httpStatusQueue));
   s.push_back(numberOption("server.id", "ID",
                            "this server's id, >= 0; every server in front of one ZooKeeper ensemble needs a distinct id",
                            &ServerConfig::serverId));
@@ -285,6 +312,20 @@ TcpServerOptions ServerConfig::tcpOptions() const {
   return o;
 }
 
+HttpOptions ServerConfig::httpOptions() const {
+  HttpOptions o;
+  o.address = effectiveHttpAddress();
+  o.port = static_cast<uint16_t>(httpPort < 0 ? 0 : httpPort);
+  o.maxConnections = static_cast<int>(httpMaxConnections);
+  o.maxConnectionsPerSource = static_cast<int>(httpMaxConnectionsPerSource);
+  o.headTimeout = std::chrono::milliseconds(httpHeadTimeoutMs);
+  o.idleTimeout = std::chrono::milliseconds(httpIdleTimeoutMs);
+  o.writeTimeout = std::chrono::milliseconds(httpWriteTimeoutMs);
+  o.statusThreads = static_cast<int>(httpStatusThreads);
+  o.statusQueue = static_cast<int>(httpStatusQueue);
+  return o;
+}
+
 std::string ServerConfig::effectiveAdvertisedHost() const {
   if (!advertisedHost.empty()) return advertisedHost;
   if (listenAddress == "0.0.0.0" || listenAddress == "::" || listenAddress.empty()) {
@@ -308,6 +349,24 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.httpPort < -1 || c.httpPort > 65535) {
     return badValue("http.port", num(c.httpPort), "must be 0..65535, or -1 for no HTTP server");
+  }
+  if (c.httpMaxConnections < 1 || c.httpMaxConnections > 100'000) {
+    return badValue("http.max.connections", num(c.httpMaxConnections), "must be 1..100000");
+  }
+  if (c.httpMaxConnectionsPerSource < 1 || c.httpMaxConnectionsPerSource > c.httpMaxConnections) {
+    return badValue("http.max.connections.per.source", num(c.httpMaxConnectionsPerSource),
+                    "must be 1..http.max.connections (" + num(c.httpMaxConnections) + ")");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"http.head.timeout.ms", c.httpHeadTimeoutMs},
+                                   {"http.idle.timeout.ms", c.httpIdleTimeoutMs},
+                                   {"http.write.timeout.ms", c.httpWriteTimeoutMs}}) {
+    if (value < 100 || value > 600'000) return badValue(key, num(value), "must be 100..600000");
+  }
+  if (c.httpStatusThreads < 1 || c.httpStatusThreads > 64) {
+    return badValue("http.status.threads", num(c.httpStatusThreads), "must be 1..64");
+  }
+  if (c.httpStatusQueue < 1 || c.httpStatusQueue > 10'000) {
+    return badValue("http.status.queue", num(c.httpStatusQueue), "must be 1..10000");
   }
   if (c.serverId < 0) return badValue("server.id", num(c.serverId), "must be >= 0");
   if (trim(c.zkConnect).empty()) return badValue("zk.connect", c.zkConnect, "must not be empty");

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/HttpServer.h"
 #include "server/TcpServer.h"
 
 namespace groupcoord::server {
@@ -35,6 +36,14 @@ struct ServerConfig {
   std::string httpAddress;     // empty: the listen address
   int httpPort = 7401;         // 0: any free port (see httpPortFile); -1: no HTTP server
   std::string httpPortFile;    // empty: none; else the bound HTTP port is written there once listening
+  // Its limits (docs/design.md, "The HTTP port").
+  int64_t httpMaxConnections = 1024;
+  int64_t httpMaxConnectionsPerSource = 64;
+  int64_t httpHeadTimeoutMs = 5000;
+  int64_t httpIdleTimeoutMs = 5000;
+  int64_t httpWriteTimeoutMs = 10000;
+  int64_t httpStatusThreads = 4;  // the status page may wait for another server
+  int64_t httpStatusQueue = 32;
 
   // Identity. Every server in front of one ensemble needs a distinct id.
   int32_t serverId = 1;
@@ -88,6 +97,8 @@ struct ServerConfig {
 
   // The TCP server's part of this configuration.
   TcpServerOptions tcpOptions() const;
+  // The HTTP server's limits (its other fields are set by the caller).
+  HttpOptions httpOptions() const;
   // httpAddress, or the listen address when it is empty.
   std::string effectiveHttpAddress() const { return httpAddress.empty() ? listenAddress : httpAddress; }
   // advertisedHost, or the default it stands for.

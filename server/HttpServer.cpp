@@ -1,258 +1,702 @@
 #include "server/HttpServer.h"
 
-#include <Poco/Exception.h>
-#include <Poco/Net/Context.h>
-#include <Poco/Net/HTTPBasicCredentials.h>
-#include <Poco/Net/HTTPRequestHandler.h>
-#include <Poco/Net/HTTPRequestHandlerFactory.h>
-#include <Poco/Net/HTTPServer.h>
-#include <Poco/Net/HTTPServerParams.h>
-#include <Poco/Net/HTTPServerRequest.h>
-#include <Poco/Net/HTTPServerResponse.h>
-#include <Poco/Net/SSLManager.h>
-#include <Poco/Net/SecureServerSocket.h>
-#include <Poco/Net/ServerSocket.h>
-#include <Poco/Net/SocketAddress.h>
-#include <Poco/ThreadPool.h>
-#include <Poco/URI.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <optional>
-#include <ostream>
-
-#include "protocol/Codec.h"
-#include "server/Auth.h"
-#include "server/StatusPage.h"
+#include "common/Sync.h"
+#include "server/Handles.h"
+#include "server/HttpRoutes.h"
+#include "server/LogRateLimiter.h"
+#include "server/Tls.h"
 
 namespace groupcoord::server {
 
+const char* httpCloseName(HttpClose reason) {
+  switch (reason) {
+    case HttpClose::HeadTimeout: return "head_timeout";
+    case HttpClose::IdleTimeout: return "idle_timeout";
+    case HttpClose::WriteTimeout: return "write_timeout";
+    case HttpClose::Displaced: return "displaced";
+    case HttpClose::Refused: return "refused";
+    case HttpClose::BadRequest: return "bad_request";
+    case HttpClose::TlsFailed: return "tls_failed";
+    case HttpClose::kCount: break;
+  }
+  return "unknown";
+}
+
+void registerHttpMetrics(metrics::Registry& r, std::function<HttpStats()> stats) {
+  r.addGauge("groupcoord_http_connections_open", "HTTP connections open now",
+             [stats] { return static_cast<double>(stats().connectionsOpen); });
+  r.add("groupcoord_http_connections_accepted_total", "HTTP connections accepted", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) { w.value(static_cast<double>(stats().connectionsAccepted)); });
+  r.add("groupcoord_http_requests_total", "HTTP requests read (whole heads)", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) { w.value(static_cast<double>(stats().requests)); });
+  r.add("groupcoord_http_busy_total", "HTTP requests answered 503 because their queue was full",
+        metrics::Type::Counter, [stats](metrics::FamilyWriter& w) { w.value(static_cast<double>(stats().statusBusy)); });
+  r.add("groupcoord_http_connections_closed_total",
+        "HTTP connections the server closed for a limit or a refused request, by reason", metrics::Type::Counter,
+        [stats](metrics::FamilyWriter& w) {
+          const HttpStats s = stats();
+          for (int i = 0; i < static_cast<int>(HttpClose::kCount); ++i) {
+            w.value({{"reason", httpCloseName(static_cast<HttpClose>(i))}}, static_cast<double>(s.closed[i]));
+          }
+        });
+}
+
 namespace {
 
-using Poco::Net::HTTPResponse;
+using Clock = std::chrono::steady_clock;
 
-void reply(Poco::Net::HTTPServerResponse& response, HTTPResponse::HTTPStatus status, const std::string& contentType,
-           const std::string& body, bool keepAlive = true) {
-  response.setStatus(status);
-  response.setContentType(contentType);
-  response.set("Cache-Control", "no-store");
-  response.setContentLength(static_cast<std::streamsize>(body.size()));
-  if (!keepAlive) response.setKeepAlive(false);
-  response.send() << body;
+// What a close for a limit says in the log.
+const char* closeSentence(HttpClose reason) {
+  switch (reason) {
+    case HttpClose::HeadTimeout: return "no whole request head within http.head.timeout.ms";
+    case HttpClose::IdleTimeout: return "idle past http.idle.timeout.ms";
+    case HttpClose::WriteTimeout: return "its answer made no progress within http.write.timeout.ms";
+    case HttpClose::Displaced:
+      return "a newer connection took its place (http.max.connections or http.max.connections.per.source)";
+    case HttpClose::Refused:
+      return "over http.max.connections or http.max.connections.per.source, every connection busy";
+    case HttpClose::BadRequest: return "a request refused with 400 or 405";
+    case HttpClose::TlsFailed: return "the TLS handshake failed";
+    case HttpClose::kCount: break;
+  }
+  return "";
 }
 
-// What the status routes are asked for.
-struct StatusRoute {
-  enum Kind { Fleet, Group, ApiFleet, ApiGroups, ApiGroup, BadGroup, None } kind = None;
-  std::string group;
-  bool api() const { return kind == ApiFleet || kind == ApiGroups || kind == ApiGroup; }
+std::string peerText(const sockaddr_storage& sa) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (sa.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof(text));
+  } else if (sa.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text, sizeof(text));
+  }
+  return text;
+}
+
+// A request handed to a lane, and its answer handed back.
+struct Job {
+  uint64_t connection = 0;
+  HttpRequestHead head;
+  bool keepAlive = false;
+};
+struct Done {
+  uint64_t connection = 0;
+  HttpAnswer answer;
+  bool keepAlive = false;
 };
 
-// A group's name from the rest of the path: percent-decoded, then held to
-// the protocol's rule for names. Empty when it is not a valid name.
-std::string groupFromPath(const std::string& rest) {
-  std::string name;
-  try {
-    Poco::URI::decode(rest, name);
-  } catch (const Poco::Exception&) {
-    return "";
-  }
-  return protocol::isValidName(name) ? name : "";
-}
-
-StatusRoute statusRoute(const std::string& path) {
-  StatusRoute r;
-  auto group = [&](size_t prefix, StatusRoute::Kind kind) {
-    r.group = groupFromPath(path.substr(prefix));
-    r.kind = r.group.empty() ? StatusRoute::BadGroup : kind;
-  };
-  static const std::string kGroups = "/groups/";
-  static const std::string kApiGroups = "/api/groups/";
-  if (path == "/") {
-    r.kind = StatusRoute::Fleet;
-  } else if (path == "/api/fleet") {
-    r.kind = StatusRoute::ApiFleet;
-  } else if (path == "/api/groups") {
-    r.kind = StatusRoute::ApiGroups;
-  } else if (path.rfind(kGroups, 0) == 0) {
-    group(kGroups.size(), StatusRoute::Group);
-  } else if (path.rfind(kApiGroups, 0) == 0) {
-    group(kApiGroups.size(), StatusRoute::ApiGroup);
-    if (r.kind == StatusRoute::BadGroup) r.group = "api";
-  }
-  return r;
-}
-
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-class EndpointHandler final : public Poco::Net::HTTPRequestHandler {
+// Threads answering requests from a bounded queue.
+class Lane {
  public:
-  EndpointHandler(const HttpOptions& options, const metrics::Registry& registry,
-                  const std::function<std::string()>& readiness)
-      : options_(options), registry_(registry), readiness_(readiness) {}
+  Lane(const char* name, int threads, size_t capacity, std::function<void(Job&)> work)
+      : name_(name), capacity_(capacity), work_(std::move(work)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~Lane() { stop(); }
 
-  void handleRequest(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response) override {
-    // Nothing may escape into Poco's thread: a client that went away
-    // mid-answer is simply gone.
-    try {
-      serve(request, response);
-    } catch (const Poco::Exception& e) {
-      spdlog::debug("HTTP: answering {} failed: {}", request.getURI(), e.displayText());
-    } catch (const std::exception& e) {
-      spdlog::debug("HTTP: answering {} failed: {}", request.getURI(), e.what());
+  // False when the queue is full (the job is not taken).
+  bool post(Job&& job) EXCLUDES(mutex_) {
+    {
+      MutexLock lock(mutex_);
+      if (stopping_ || queue_.size() >= capacity_) return false;
+      queue_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+    return true;
+  }
+
+  void stop() EXCLUDES(mutex_) {
+    {
+      MutexLock lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
     }
   }
 
  private:
-  static constexpr const char* kText = "text/plain; charset=utf-8";
-  static constexpr const char* kHtml = "text/html; charset=utf-8";
-  static constexpr const char* kJson = "application/json";
-
-  void serve(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response) {
-    std::string path = request.getURI();
-    if (const size_t q = path.find('?'); q != std::string::npos) path.resize(q);
-
-    if (request.getMethod() != Poco::Net::HTTPRequest::HTTP_GET) {
-      // The body, if any, is not read: the connection closes after the answer.
-      response.set("Allow", "GET");
-      reply(response, HTTPResponse::HTTP_METHOD_NOT_ALLOWED, kText, "method not allowed: only GET is served\n",
-            false);
-      return;
-    }
-    if ((request.hasContentLength() && request.getContentLength64() > 0) || request.getChunkedTransferEncoding()) {
-      reply(response, HTTPResponse::HTTP_BAD_REQUEST, kText, "a GET request carries no body\n", false);
-      return;
-    }
-    if (path == "/metrics") {
-      reply(response, HTTPResponse::HTTP_OK, metrics::kTextContentType, registry_.render());
-    } else if (path == "/health/live") {
-      reply(response, HTTPResponse::HTTP_OK, kText, "live\n");
-    } else if (path == "/health/ready") {
-      const std::string why = readiness_();
-      if (why.empty()) {
-        reply(response, HTTPResponse::HTTP_OK, kText, "ready\n");
-      } else {
-        reply(response, HTTPResponse::HTTP_SERVICE_UNAVAILABLE, kText, "not ready: " + why + "\n");
+  void run() EXCLUDES(mutex_) {
+    pthread_setname_np(pthread_self(), name_);
+    for (;;) {
+      Job job;
+      {
+        MutexLock lock(mutex_);
+        while (!stopping_ && queue_.empty()) waitLocked(ready_, mutex_);
+        if (stopping_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
       }
-    } else if (StatusRoute route = statusRoute(path); options_.status && route.kind != StatusRoute::None) {
-      serveStatus(request, response, route);
-    } else {
-      reply(response, HTTPResponse::HTTP_NOT_FOUND, kText,
-            options_.status ? "not found: serving /, /groups/NAME, /api/fleet, /api/groups, /api/groups/NAME, "
-                              "/metrics, /health/live, /health/ready\n"
-                            : "not found: serving /metrics, /health/live, /health/ready\n");
+      work_(job);
     }
   }
 
-  // The admin's credentials when the request carries them (or when no
-  // credentials are configured); nullopt after answering 401.
-  std::optional<Viewer> authorize(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response,
-                                  bool api) {
-    if (!options_.credentials) return Viewer{};
-    std::string why = "credentials of an admin are needed (HTTP Basic)";
-    if (request.hasCredentials()) {
-      try {
-        Poco::Net::HTTPBasicCredentials basic(request);
-        const auto role = options_.credentials->verify(basic.getUsername(), basic.getPassword());
-        if (role == Role::Admin) return Viewer{basic.getUsername(), basic.getPassword()};
-        why = role ? "this user is not an admin" : "unknown user or wrong secret";
-      } catch (const Poco::Exception&) {
-        why = "only HTTP Basic credentials are accepted";
-      }
-    }
-    response.set("WWW-Authenticate", "Basic realm=\"groupcoord\"");
-    const StatusError error{protocol::ErrorCode::NOT_AUTHORIZED, why};
-    reply(response, HTTPResponse::HTTP_UNAUTHORIZED, api ? kJson : kHtml,
-          api ? errorJson(error) : renderErrorPage(401, error));
-    return std::nullopt;
-  }
-
-  void serveStatus(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response,
-                   const StatusRoute& route) {
-    const bool api = route.api() || (route.kind == StatusRoute::BadGroup && route.group == "api");
-    const auto viewer = authorize(request, response, api);
-    if (!viewer) return;
-    auto fail = [&](const StatusError& error, int status) {
-      reply(response, static_cast<HTTPResponse::HTTPStatus>(status), api ? kJson : kHtml,
-            api ? errorJson(error) : renderErrorPage(status, error));
-    };
-    switch (route.kind) {
-      case StatusRoute::BadGroup:
-        return fail({protocol::ErrorCode::INVALID_GROUP_NAME,
-                     "no such group: a group's name is 1 to 249 of A-Z, a-z, 0-9, '.', '_' and '-'"},
-                    404);
-      case StatusRoute::Fleet:
-      case StatusRoute::ApiFleet:
-      case StatusRoute::ApiGroups: {
-        auto fleet = options_.status->fleet();
-        if (!fleet.ok()) return fail(fleet.error, httpStatusOf(fleet.error));
-        if (route.kind == StatusRoute::Fleet) {
-          return reply(response, HTTPResponse::HTTP_OK, kHtml, renderFleetPage(fleet.value, nowMs()));
-        }
-        return reply(response, HTTPResponse::HTTP_OK, kJson,
-                     route.kind == StatusRoute::ApiFleet ? fleetJson(fleet.value) : groupsJson(fleet.value));
-      }
-      case StatusRoute::Group:
-      case StatusRoute::ApiGroup: {
-        auto group = options_.status->group(route.group, *viewer);
-        if (!group.ok()) return fail(group.error, httpStatusOf(group.error));
-        return reply(response, HTTPResponse::HTTP_OK, api ? kJson : kHtml,
-                     api ? groupJson(group.value) : renderGroupPage(group.value, nowMs()));
-      }
-      case StatusRoute::None:
-        break;
-    }
-  }
-
-  const HttpOptions& options_;
-  const metrics::Registry& registry_;
-  const std::function<std::string()>& readiness_;
+  const char* name_;
+  const size_t capacity_;
+  std::function<void(Job&)> work_;
+  Mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Job> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> threads_;
 };
-
-class EndpointFactory final : public Poco::Net::HTTPRequestHandlerFactory {
- public:
-  EndpointFactory(const HttpOptions& options, const metrics::Registry& registry,
-                  const std::function<std::string()>& readiness)
-      : options_(options), registry_(registry), readiness_(readiness) {}
-  Poco::Net::HTTPRequestHandler* createRequestHandler(const Poco::Net::HTTPServerRequest&) override {
-    return new EndpointHandler(options_, registry_, readiness_);
-  }
-
- private:
-  const HttpOptions& options_;
-  const metrics::Registry& registry_;
-  const std::function<std::string()>& readiness_;
-};
-
-// The HTTPS socket's context: this server's certificate and key, TLS 1.2
-// and newer, no client certificate asked for (the status page
-// authenticates with HTTP Basic).
-Poco::Net::Context::Ptr serverTlsContext(const HttpOptions& options) {
-  Poco::Net::Context::Params params;
-  params.certificateFile = options.tlsCertificateFile;
-  params.privateKeyFile = options.tlsKeyFile;
-  params.verificationMode = Poco::Net::Context::VERIFY_NONE;
-  params.cipherList = "HIGH:!aNULL:!eNULL:!MD5:!RC4";
-  Poco::Net::Context::Ptr context = new Poco::Net::Context(Poco::Net::Context::TLS_SERVER_USE, params);
-  context->requireMinimumProtocol(Poco::Net::Context::PROTO_TLSV1_2);
-  return context;
-}
 
 }  // namespace
 
 struct HttpServer::Impl {
-  Poco::ThreadPool pool;
-  std::unique_ptr<Poco::Net::HTTPServer> server;
-  bool tls = false;  // Poco::Net::initializeSSL() was called for it
-  explicit Impl(int maxThreads) : pool("gc-http", 1, maxThreads) {}
-  ~Impl() {
-    server.reset();
-    if (tls) Poco::Net::uninitializeSSL();
-  }
+  // epoll data of the two descriptors that are not connections.
+  static constexpr uint64_t kListen = 1;
+  static constexpr uint64_t kWake = 2;
+  static constexpr size_t kReadChunk = 16384;
+  static constexpr auto kLinger = std::chrono::seconds(1);
+  static constexpr auto kSweep = std::chrono::milliseconds(100);
+
+  struct Connection {
+    enum State {
+      Handshake,  // TLS handshake under way (deadline: headTimeout from the accept)
+      Waiting,    // for a request head (idleTimeout until its first byte, then headTimeout)
+      Working,    // a lane is answering it (no deadline: the lane's work is bounded)
+      Writing,    // the answer going out (writeTimeout without progress)
+      Lingering,  // answered with "Connection: close": unread input drained for a moment
+    };
+    uint64_t id = 0;
+    UniqueFd fd;
+    SslPtr ssl;
+    std::string peer;
+    State state = Waiting;
+    bool headStarted = false;
+    std::string in;
+    std::string out;
+    size_t outSent = 0;
+    bool closeAfterWrite = false;
+    int served = 0;
+    Clock::time_point deadline;
+    bool inWaiting = false;
+    std::list<Connection*>::iterator waitingPos;
+    std::list<Connection*>::iterator addressPos;
+  };
+  // The open connections of one source address.
+  struct Address {
+    int count = 0;
+    std::list<Connection*> waiting;  // displaceable, longest waiting first
+  };
+
+  Impl(const HttpOptions& options, const metrics::Registry& registry, const std::function<std::string()>& readiness)
+      : options(options), context{options, registry, readiness} {}
+
+  ~Impl() { stop(); }
+
+  bool start(std::string* error);
+  void stop();
+
+  // Connection thread.
+  void run();
+  void acceptAll(Clock::time_point now);
+  bool displace(std::list<Connection*>& waiting);
+  void drive(Connection& c, Clock::time_point now);
+  void dispatch(Connection& c, HttpRequestHead head, Clock::time_point now);
+  void answer(Connection& c, const HttpAnswer& a, bool keepAlive, Clock::time_point now);
+  void takeDone(Clock::time_point now);
+  void sweep(Clock::time_point now);
+  // Closes and forgets `c`; kCount: an ordinary close (not for a limit).
+  void close(Connection& c, HttpClose reason);
+  void toWaiting(Connection& c);
+  void fromWaiting(Connection& c);
+  // Bytes read into c.in: > 0, 0 when none can be read now, -1 when the
+  // connection ended or failed.
+  long readSome(Connection& c);
+  long writeSome(Connection& c);
+  void finish(Job& job);
+  void wake();
+
+  const HttpOptions& options;
+  HttpContext context;
+  HttpHeadLimits limits;
+  std::shared_ptr<TlsServerContext> tls;
+  UniqueFd listenFd;
+  UniqueFd epollFd;
+  UniqueFd wakeFd;
+  std::thread thread;
+  std::unique_ptr<Lane> metricsLane;
+  std::unique_ptr<Lane> statusLane;
+  std::atomic<bool> stopping{false};
+
+  Mutex doneMutex;
+  std::vector<Done> done GUARDED_BY(doneMutex);
+
+  // Connection thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections;
+  std::unordered_map<std::string, Address> addresses;
+  std::list<Connection*> waiting;  // displaceable, longest waiting first
+  uint64_t nextId = 16;
+  bool acceptPaused = false;
+  Clock::time_point nextSweep{};
+
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> open{0};
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> statusBusy{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(HttpClose::kCount)> closed{};
+  LogRateLimiter limitLog{std::chrono::seconds(5)};
 };
+
+bool HttpServer::Impl::start(std::string* error) {
+  const std::string where = options.address + ":" + std::to_string(options.port);
+  if (!options.tlsCertificateFile.empty()) {
+    tls = TlsServerContext::create(options.tlsCertificateFile, options.tlsKeyFile, "", error);
+    if (!tls) {
+      *error = "cannot serve HTTPS on " + where + ": " + *error;
+      return false;
+    }
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(options.address.c_str(), std::to_string(options.port).c_str(), &hints, &found);
+  if (rc != 0) {
+    *error = "cannot serve HTTP on " + where + ": " + ::gai_strerror(rc);
+    return false;
+  }
+  std::string lastError = "no address";
+  for (addrinfo* ai = found; ai != nullptr && !listenFd.valid(); ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+    const int one = 1;
+    // SO_REUSEADDR without SO_REUSEPORT: a second server on a busy port
+    // must fail, not share it.
+    if (!fd.valid() || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
+      lastError = std::strerror(errno);
+      continue;
+    }
+    listenFd = std::move(fd);
+  }
+  ::freeaddrinfo(found);
+  if (!listenFd.valid()) {
+    *error = "cannot serve HTTP on " + where + ": " + lastError;
+    return false;
+  }
+  epollFd.reset(::epoll_create1(EPOLL_CLOEXEC));
+  wakeFd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!epollFd.valid() || !wakeFd.valid()) {
+    *error = "cannot serve HTTP on " + where + ": " + std::strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListen;
+  ::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, listenFd.get(), &ev);
+  ev.data.u64 = kWake;
+  ::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, wakeFd.get(), &ev);
+
+  metricsLane = std::make_unique<Lane>("gc-http-metrics", 1, 256, [this](Job& job) { finish(job); });
+  statusLane = std::make_unique<Lane>("gc-http-status", std::max(1, options.statusThreads),
+                                      static_cast<size_t>(std::max(1, options.statusQueue)),
+                                      [this](Job& job) { finish(job); });
+  thread = std::thread([this] { run(); });
+  return true;
+}
+
+void HttpServer::Impl::stop() {
+  if (thread.joinable()) {
+    stopping = true;
+    wake();
+    thread.join();
+  }
+  if (statusLane) statusLane->stop();
+  if (metricsLane) metricsLane->stop();
+}
+
+void HttpServer::Impl::wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wakeFd.get(), &one, sizeof(one));
+}
+
+// A lane's thread: answers the job and hands the answer to the connection
+// thread. Nothing may escape into the lane.
+void HttpServer::Impl::finish(Job& job) {
+  Done d;
+  d.connection = job.connection;
+  d.keepAlive = job.keepAlive;
+  try {
+    d.answer = answerRequest(job.head, context);
+  } catch (const std::exception& e) {
+    spdlog::warn("HTTP: answering {} failed: {}", job.head.target, e.what());
+    d.answer.status = 500;
+    d.answer.body = std::string("internal error: ") + e.what() + "\n";
+  }
+  {
+    MutexLock lock(doneMutex);
+    done.push_back(std::move(d));
+  }
+  wake();
+}
+
+void HttpServer::Impl::run() {
+  pthread_setname_np(pthread_self(), "gc-http");
+  std::array<epoll_event, 256> events{};
+  while (!stopping.load()) {
+    const int n = ::epoll_wait(epollFd.get(), events.data(), static_cast<int>(events.size()),
+                               static_cast<int>(kSweep.count()));
+    const auto now = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListen) {
+        acceptAll(now);
+      } else if (id == kWake) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t r = ::read(wakeFd.get(), &count, sizeof(count));
+      } else if (auto it = connections.find(id); it != connections.end()) {
+        drive(*it->second, now);
+      }
+    }
+    takeDone(now);
+    if (now >= nextSweep) {
+      sweep(now);
+      nextSweep = now + kSweep;
+    }
+  }
+  while (!connections.empty()) close(*connections.begin()->second, HttpClose::kCount);
+}
+
+void HttpServer::Impl::acceptAll(Clock::time_point now) {
+  for (;;) {
+    sockaddr_storage sa{};
+    socklen_t len = sizeof(sa);
+    UniqueFd fd(::accept4(listenFd.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: make room from the connections waiting
+        // longest; with none, stop accepting until a connection closes.
+        if (displace(waiting)) continue;
+        uint64_t held = 0;
+        if (limitLog.allow(&held)) {
+          spdlog::warn("HTTP: out of file descriptors with every connection busy; accepting again when one "
+                       "closes");
+        }
+        epoll_event ev{};
+        ev.data.u64 = kListen;
+        ::epoll_ctl(epollFd.get(), EPOLL_CTL_MOD, listenFd.get(), &ev);
+        acceptPaused = true;
+      }
+      return;
+    }
+    const std::string peer = peerText(sa);
+    const int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    bool room = true;
+    if (auto a = addresses.find(peer); a != addresses.end() && a->second.count >= options.maxConnectionsPerSource) {
+      room = displace(a->second.waiting);
+    }
+    if (room && static_cast<int>(connections.size()) >= options.maxConnections) room = displace(waiting);
+    if (!room) {
+      closed[static_cast<size_t>(HttpClose::Refused)].fetch_add(1, std::memory_order_relaxed);
+      uint64_t held = 0;
+      if (limitLog.allow(&held)) {
+        spdlog::info("HTTP: refused a connection from {}: {} ({} more closes for limits held back)", peer,
+                     closeSentence(HttpClose::Refused), held);
+      }
+      continue;
+    }
+    auto owned = std::make_unique<Connection>();
+    Connection& c = *owned;
+    c.id = nextId++;
+    c.fd = std::move(fd);
+    c.peer = peer;
+    if (tls) {
+      c.ssl = tls->accept(c.fd.get());
+      if (!c.ssl) continue;
+      c.state = Connection::Handshake;
+      c.deadline = now + options.headTimeout;
+    } else {
+      c.state = Connection::Waiting;
+      c.deadline = now + options.idleTimeout;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.u64 = c.id;
+    if (::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) continue;
+    ++addresses[peer].count;
+    connections.emplace(c.id, std::move(owned));
+    accepted.fetch_add(1, std::memory_order_relaxed);
+    open.store(connections.size(), std::memory_order_relaxed);
+    toWaiting(c);
+    // The request is usually there already: answering it now keeps a
+    // quick client from being displaced before its next turn.
+    drive(c, now);
+  }
+}
+
+bool HttpServer::Impl::displace(std::list<Connection*>& list) {
+  if (list.empty()) return false;
+  close(*list.front(), HttpClose::Displaced);
+  return true;
+}
+
+void HttpServer::Impl::toWaiting(Connection& c) {
+  if (c.inWaiting) return;
+  waiting.push_back(&c);
+  c.waitingPos = std::prev(waiting.end());
+  auto& a = addresses[c.peer].waiting;
+  a.push_back(&c);
+  c.addressPos = std::prev(a.end());
+  c.inWaiting = true;
+}
+
+void HttpServer::Impl::fromWaiting(Connection& c) {
+  if (!c.inWaiting) return;
+  waiting.erase(c.waitingPos);
+  addresses[c.peer].waiting.erase(c.addressPos);
+  c.inWaiting = false;
+}
+
+void HttpServer::Impl::close(Connection& c, HttpClose reason) {
+  if (reason != HttpClose::kCount) {
+    closed[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+    uint64_t held = 0;
+    if (reason != HttpClose::BadRequest && limitLog.allow(&held)) {
+      spdlog::info("HTTP: closed the connection from {}: {} ({} more closes for limits held back)", c.peer,
+                   closeSentence(reason), held);
+    }
+  }
+  fromWaiting(c);
+  if (auto a = addresses.find(c.peer); a != addresses.end() && --a->second.count <= 0) addresses.erase(a);
+  ::epoll_ctl(epollFd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  // The SSL object first, then its socket.
+  c.ssl.reset();
+  c.fd.reset();
+  connections.erase(c.id);
+  open.store(connections.size(), std::memory_order_relaxed);
+  if (acceptPaused) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListen;
+    ::epoll_ctl(epollFd.get(), EPOLL_CTL_MOD, listenFd.get(), &ev);
+    acceptPaused = false;
+  }
+}
+
+long HttpServer::Impl::readSome(Connection& c) {
+  char buf[kReadChunk];
+  for (;;) {
+    if (c.ssl) {
+      ERR_clear_error();
+      const int r = SSL_read(c.ssl.get(), buf, sizeof(buf));
+      if (r > 0) {
+        c.in.append(buf, static_cast<size_t>(r));
+        return r;
+      }
+      const int e = SSL_get_error(c.ssl.get(), r);
+      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+    }
+    const ssize_t r = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+    if (r > 0) {
+      c.in.append(buf, static_cast<size_t>(r));
+      return r;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+  }
+}
+
+long HttpServer::Impl::writeSome(Connection& c) {
+  const char* data = c.out.data() + c.outSent;
+  const size_t size = c.out.size() - c.outSent;
+  for (;;) {
+    if (c.ssl) {
+      ERR_clear_error();
+      const int r = SSL_write(c.ssl.get(), data, static_cast<int>(std::min<size_t>(size, 1 << 20)));
+      if (r > 0) return r;
+      const int e = SSL_get_error(c.ssl.get(), r);
+      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+    }
+    const ssize_t r = ::send(c.fd.get(), data, size, MSG_NOSIGNAL);
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+}
+
+// Moves the connection on as far as its socket lets it, without blocking.
+// May close it: the caller must not touch `c` afterwards.
+void HttpServer::Impl::drive(Connection& c, Clock::time_point now) {
+  for (;;) {
+    switch (c.state) {
+      case Connection::Handshake: {
+        ERR_clear_error();
+        const int r = SSL_do_handshake(c.ssl.get());
+        if (r == 1) {
+          // The head's deadline runs on from the accept.
+          c.state = Connection::Waiting;
+          c.headStarted = true;
+          break;
+        }
+        const int e = SSL_get_error(c.ssl.get(), r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return;
+        spdlog::debug("HTTP: TLS handshake with {} failed: {}", c.peer, takeTlsError());
+        return close(c, HttpClose::TlsFailed);
+      }
+      case Connection::Waiting: {
+        if (!c.in.empty()) {
+          HeadParse p = parseHead(c.in, limits);
+          if (p.state == HeadParse::Complete) {
+            c.in.erase(0, p.length);
+            dispatch(c, std::move(p.head), now);
+            break;
+          }
+          if (p.state == HeadParse::Refused) {
+            closed[static_cast<size_t>(HttpClose::BadRequest)].fetch_add(1, std::memory_order_relaxed);
+            HttpAnswer a;
+            a.status = 400;
+            a.body = "bad request: " + p.why + "\n";
+            fromWaiting(c);
+            answer(c, a, false, now);
+            break;
+          }
+        }
+        const long r = readSome(c);
+        if (r < 0) return close(c, HttpClose::kCount);
+        if (r == 0) return;
+        if (!c.headStarted) {
+          c.headStarted = true;
+          c.deadline = now + options.headTimeout;
+        }
+        break;
+      }
+      case Connection::Working:
+        return;
+      case Connection::Writing: {
+        const long r = c.outSent < c.out.size() ? writeSome(c) : 0;
+        if (r < 0) return close(c, HttpClose::kCount);
+        if (r > 0) {
+          c.outSent += static_cast<size_t>(r);
+          c.deadline = now + options.writeTimeout;
+        }
+        if (c.outSent < c.out.size()) {
+          if (r == 0) return;
+          break;
+        }
+        c.out.clear();
+        c.out.shrink_to_fit();
+        c.outSent = 0;
+        if (c.closeAfterWrite) {
+          // Unread input would turn the close into a reset that can destroy
+          // the answer on its way: stop sending, read what still comes for
+          // a moment, then close.
+          if (c.ssl) SSL_shutdown(c.ssl.get());
+          ::shutdown(c.fd.get(), SHUT_WR);
+          c.state = Connection::Lingering;
+          c.deadline = now + kLinger;
+          c.in.clear();
+          toWaiting(c);
+          break;
+        }
+        c.state = Connection::Waiting;
+        c.headStarted = !c.in.empty();
+        c.deadline = now + (c.headStarted ? options.headTimeout : options.idleTimeout);
+        toWaiting(c);
+        break;
+      }
+      case Connection::Lingering: {
+        const long r = readSome(c);
+        c.in.clear();
+        if (r < 0) return close(c, HttpClose::kCount);
+        if (r == 0) return;
+        break;
+      }
+    }
+  }
+}
+
+void HttpServer::Impl::dispatch(Connection& c, HttpRequestHead head, Clock::time_point now) {
+  requests.fetch_add(1, std::memory_order_relaxed);
+  fromWaiting(c);
+  ++c.served;
+  const bool keepAlive = head.wantsKeepAlive() && c.served < options.maxRequestsPerConnection;
+  const HttpLane lane = laneOf(head, options.status != nullptr);
+  if (lane == HttpLane::Now) {
+    const HttpAnswer a = answerRequest(head, context);
+    if (a.close) closed[static_cast<size_t>(HttpClose::BadRequest)].fetch_add(1, std::memory_order_relaxed);
+    return answer(c, a, keepAlive, now);
+  }
+  c.state = Connection::Working;
+  Job job{c.id, std::move(head), keepAlive};
+  Lane& to = lane == HttpLane::Metrics ? *metricsLane : *statusLane;
+  if (to.post(std::move(job))) return;
+  statusBusy.fetch_add(1, std::memory_order_relaxed);
+  HttpAnswer busy;
+  busy.status = 503;
+  busy.body = lane == HttpLane::Metrics ? "busy: scrapes are queued already; try again\n"
+                                        : "busy: the status pages' queue (" + std::to_string(options.statusQueue) +
+                                              " requests) is full; try again\n";
+  busy.fields.emplace_back("Retry-After", "1");
+  answer(c, busy, keepAlive, now);
+}
+
+void HttpServer::Impl::answer(Connection& c, const HttpAnswer& a, bool keepAlive, Clock::time_point now) {
+  const bool keep = keepAlive && !a.close && !stopping.load(std::memory_order_relaxed);
+  c.out = renderAnswer(a, keep);
+  c.outSent = 0;
+  c.closeAfterWrite = !keep;
+  c.state = Connection::Writing;
+  c.deadline = now + options.writeTimeout;
+}
+
+void HttpServer::Impl::takeDone(Clock::time_point now) {
+  std::vector<Done> batch;
+  {
+    MutexLock lock(doneMutex);
+    batch.swap(done);
+  }
+  for (auto& d : batch) {
+    auto it = connections.find(d.connection);
+    if (it == connections.end() || it->second->state != Connection::Working) continue;
+    Connection& c = *it->second;
+    answer(c, d.answer, d.keepAlive, now);
+    drive(c, now);
+  }
+}
+
+void HttpServer::Impl::sweep(Clock::time_point now) {
+  std::vector<std::pair<uint64_t, HttpClose>> late;
+  for (const auto& [id, c] : connections) {
+    if (c->state == Connection::Working || now < c->deadline) continue;
+    HttpClose reason = HttpClose::kCount;
+    if (c->state == Connection::Handshake) reason = HttpClose::HeadTimeout;
+    if (c->state == Connection::Waiting) reason = c->headStarted ? HttpClose::HeadTimeout : HttpClose::IdleTimeout;
+    if (c->state == Connection::Writing) reason = HttpClose::WriteTimeout;
+    late.emplace_back(id, reason);
+  }
+  for (const auto& [id, reason] : late) {
+    if (auto it = connections.find(id); it != connections.end()) close(*it->second, reason);
+  }
+}
 
 HttpServer::HttpServer(HttpOptions options, const metrics::Registry& registry, std::function<std::string()> readiness)
     : options_(std::move(options)), registry_(registry), readiness_(std::move(readiness)) {
@@ -263,55 +707,32 @@ HttpServer::~HttpServer() { stop(); }
 
 bool HttpServer::start(std::string* error) {
   if (impl_) return true;
-  const int threads = std::max(1, options_.maxThreads);
-  try {
-    auto impl = std::make_unique<Impl>(threads);
-    const bool tls = !options_.tlsCertificateFile.empty();
-    if (tls) {
-      Poco::Net::initializeSSL();
-      impl->tls = true;
-    }
-    Poco::Net::ServerSocket socket;
-    if (tls) socket = Poco::Net::SecureServerSocket(serverTlsContext(options_));
-    // SO_REUSEADDR without SO_REUSEPORT (Poco's two-argument bind sets
-    // both): a second server on a busy port must fail, not share it.
-    socket.bind(Poco::Net::SocketAddress(options_.address, options_.port), true, false);
-    socket.listen(64);
-    const uint16_t bound = socket.address().port();
-
-    Poco::Net::HTTPServerParams::Ptr params = new Poco::Net::HTTPServerParams;
-    params->setMaxThreads(threads);
-    params->setMaxQueued(std::max(1, options_.maxQueued));
-    const Poco::Timespan timeout(static_cast<Poco::Timespan::TimeDiff>(options_.timeout.count()) * 1000);
-    params->setTimeout(timeout);
-    params->setKeepAlive(true);
-    params->setKeepAliveTimeout(timeout);
-    params->setMaxKeepAliveRequests(100);
-    params->setServerName("groupcoordd");
-    impl->server = std::make_unique<Poco::Net::HTTPServer>(new EndpointFactory(options_, registry_, readiness_), impl->pool,
-                                                           socket, params);
-    impl->server->start();
-    port_ = bound;
-    impl_ = std::move(impl);
-  } catch (const Poco::Exception& e) {
-    *error = "cannot serve HTTP on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.displayText();
-    return false;
-  } catch (const std::exception& e) {
-    *error = "cannot serve HTTP on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what();
-    return false;
-  }
+  auto impl = std::make_unique<Impl>(options_, registry_, readiness_);
+  if (!impl->start(error)) return false;
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(impl->listenFd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  impl_ = std::move(impl);
   return true;
 }
 
 void HttpServer::stop() {
   if (!impl_) return;
-  try {
-    impl_->server->stopAll(true);
-    impl_->pool.joinAll();
-  } catch (const Poco::Exception& e) {
-    spdlog::warn("HTTP server: stopping it failed: {}", e.displayText());
-  }
+  impl_->stop();
   impl_.reset();
+}
+
+HttpStats HttpServer::stats() const {
+  HttpStats s;
+  if (!impl_) return s;
+  s.connectionsOpen = impl_->open.load(std::memory_order_relaxed);
+  s.connectionsAccepted = impl_->accepted.load(std::memory_order_relaxed);
+  s.requests = impl_->requests.load(std::memory_order_relaxed);
+  s.statusBusy = impl_->statusBusy.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < impl_->closed.size(); ++i) s.closed[i] = impl_->closed[i].load(std::memory_order_relaxed);
+  return s;
 }
 
 }  // namespace groupcoord::server

@@ -1,6 +1,6 @@
 #pragma once
 
-// groupcoordd's HTTP endpoints, on a port of their own (Poco's HTTPServer):
+// groupcoordd's HTTP endpoints, on a port of their own:
 //
 //   GET /metrics       200, the registry in the Prometheus text format
 //   GET /health/live   200 "live" while the process serves HTTP at all
@@ -22,15 +22,27 @@
 // HTTPS only (TLS 1.2 and newer), with this server's certificate.
 //
 // Any other path answers 404, any other method 405 (with Allow: GET), a GET
-// with a body 400, and a request Poco's parser refuses (an over-long URI or
-// header, too many header fields, malformed lines) 400. The server has a
-// fixed number of threads (maxThreads) and a bounded queue of accepted
-// connections waiting for one (maxQueued; past it, connections are closed);
-// a connection silent for `timeout` is closed.
+// with a body 400, and a head that is not HTTP/1.x or is over its limits
+// (server/HttpHead.h) 400; each of those closes the connection.
 //
-// Threads: start() and stop() from one owning thread. The registry's
-// collect functions and `readiness` run on the HTTP threads.
+// How it stays up under slow and idle clients (docs/design.md, "The HTTP
+// port"): one thread runs every connection on epoll, reading heads and
+// writing answers without blocking, and holds each to a deadline:
+// headTimeout from a head's first byte (for HTTPS, from the accept: the
+// handshake counts) and idleTimeout between requests. The connections are
+// capped overall and per source address; a new connection past a cap takes
+// the place of the one of that address (or, past the overall cap, of any
+// address) that has waited longest for a head, and only when none is
+// waiting is the newcomer refused. /health/* is answered by that thread
+// itself, /metrics by a thread of its own, and the status pages by a pool
+// of statusThreads with a bounded queue (503 past it), so a slow status
+// page never holds up a probe or a scrape.
+//
+// Threads: start() and stop() from one owning thread. `readiness` runs on
+// the connection thread, the registry's collect functions on the /metrics
+// thread, the StatusSource on the pool.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -47,9 +59,14 @@ class CredentialStore;
 struct HttpOptions {
   std::string address = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
   uint16_t port = 0;                   // 0: any free port; port() tells which
-  int maxThreads = 2;
-  int maxQueued = 32;
-  std::chrono::milliseconds timeout{5000};
+  int statusThreads = 2;               // threads answering the status pages and /api/
+  int statusQueue = 32;                // status requests waiting for one; past it 503
+  int maxConnections = 1024;           // open HTTP connections, all addresses
+  int maxConnectionsPerSource = 64;   // open HTTP connections from one source address
+  int maxRequestsPerConnection = 100;  // then the connection closes after its answer
+  std::chrono::milliseconds headTimeout{5000};   // a whole request head, from its first byte
+  std::chrono::milliseconds idleTimeout{5000};   // between requests (and before the first)
+  std::chrono::milliseconds writeTimeout{10000};  // an answer going out with no progress
   // Null: no status page (/ and /api/ answer 404).
   std::shared_ptr<StatusSource> status;
   // Set: the status page and /api/ need an admin's Basic credentials.
@@ -58,6 +75,31 @@ struct HttpOptions {
   std::string tlsCertificateFile;
   std::string tlsKeyFile;
 };
+
+// Why the port closed connections it did not want to keep, counted since
+// start (metrics family groupcoord_http_connections_closed_total).
+enum class HttpClose : int {
+  HeadTimeout,      // no whole head within headTimeout
+  IdleTimeout,      // nothing within idleTimeout between requests
+  WriteTimeout,     // the answer made no progress within writeTimeout
+  Displaced,        // a newer connection past a cap took its place
+  Refused,          // past a cap with no connection to displace
+  BadRequest,       // a head refused with 400 (or a method, or a GET with a body)
+  TlsFailed,        // the TLS handshake failed
+  kCount
+};
+const char* httpCloseName(HttpClose reason);
+
+struct HttpStats {
+  uint64_t connectionsOpen = 0;
+  uint64_t connectionsAccepted = 0;
+  uint64_t requests = 0;
+  uint64_t statusBusy = 0;  // status requests answered 503 for a full queue
+  uint64_t closed[static_cast<int>(HttpClose::kCount)] = {};
+};
+
+// The HTTP port's families (groupcoord_http_*) reading `stats`.
+void registerHttpMetrics(metrics::Registry& registry, std::function<HttpStats()> stats);
 
 class HttpServer {
  public:
@@ -74,6 +116,8 @@ class HttpServer {
   void stop();
   // The bound port (after start()), else 0.
   uint16_t port() const { return port_; }
+  // Any thread, after start().
+  HttpStats stats() const;
 
  private:
   struct Impl;

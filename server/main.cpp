@@ -202,10 +202,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       spdlog::info("HTTP server off (http.port=-1): no status page, /metrics, /health/live or /health/ready");
       return EXIT_OK;
     }
-    HttpOptions options;
-    options.address = config.effectiveHttpAddress();
-    options.port = static_cast<uint16_t>(config.httpPort);
-    options.maxThreads = 4;  // the status page may wait for another server
+    HttpOptions options = config.httpOptions();
     options.status = backend.statusSource();
     options.credentials = std::move(credentials);
     options.tlsCertificateFile = config.tlsCertificateFile;
@@ -218,6 +215,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       spdlog::critical("{}", error);
       return EXIT_UNAVAILABLE;
     }
+    registerHttpMetrics(registry, [server = http.get()] { return server->stats(); });
     if (!config.httpPortFile.empty() && !writePortFile(config.httpPortFile, http->port(), &error)) {
       spdlog::critical("{}", error);
       return EXIT_CANTCREAT;

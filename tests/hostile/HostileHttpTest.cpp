@@ -1,0 +1,574 @@
+// One groupcoordd against the live ensemble, with members heartbeating on
+// its binary port, while hostile clients hold its HTTP port
+// (docs/design.md, "The HTTP port"):
+//
+// - 1,000 connections that send the start of a request head and stop;
+// - 1,000 keep-alive connections that make one request and then idle;
+// - 100 connections trickling a request head at a byte a second;
+// - with TLS on, 50 connections that start a handshake and stop.
+//
+// Each attacker comes from a source address of its own kind (127.0.0.2 to
+// 127.0.0.5) and opens again, a second later, whatever the server closes,
+// so the pressure holds through the window. Meanwhile fresh connections
+// from 127.0.0.1 ask for /health/live, /health/ready and /metrics. Their
+// latencies must stay low, every heartbeat must be answered NONE, the
+// server-side heartbeat p99 must not move, and the server's memory must stay
+// bounded. A last case puts the probes on the attacker's own address.
+// Figures go to [figure] lines.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/Connection.h"
+#include "common/Layout.h"
+#include "protocol/Codec.h"
+#include "support/ServerProcess.h"
+#include "support/TestCertificates.h"
+#include "support/TestEnv.h"
+#include "zk/Session.h"
+
+namespace groupcoord::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using protocol::ErrorCode;
+
+constexpr int kMembers = 20;
+constexpr int kPartitions = 20;
+constexpr auto kBaseline = 5s;  // heartbeats alone, for the server-side p99 to compare with
+constexpr auto kAttack = 12s;   // the attack, probes and heartbeats together
+// The bound the attack may grow the server's RSS by.
+constexpr long kRssGrowthBoundKiB = 128 * 1024;
+
+long rssKiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A blocking TCP connection from `source` (port chosen by the system) to
+// 127.0.0.1:port, with send and receive timeouts; -1 when it fails.
+int connectFrom(const char* source, uint16_t port, std::chrono::milliseconds timeout = 2s) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// ---- Probes ------------------------------------------------------------------------
+
+struct ProbeResult {
+  int status = 0;  // 0: no answer
+  double ms = 0;
+  std::string body;
+};
+
+// One GET on a fresh connection from `source` (over TLS when `tls` is set),
+// timed from before the connect to the answer's end.
+ProbeResult probe(uint16_t port, const std::string& path, SSL_CTX* tls, const char* source = "127.0.0.1") {
+  ProbeResult r;
+  const auto start = Clock::now();
+  const int fd = connectFrom(source, port, 5s);
+  if (fd < 0) return r;
+  SSL* ssl = nullptr;
+  if (tls) {
+    ssl = SSL_new(tls);
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) != 1) {
+      SSL_free(ssl);
+      ::close(fd);
+      return r;
+    }
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const bool sent = ssl ? SSL_write(ssl, request.data(), static_cast<int>(request.size())) > 0
+                        : ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
+  std::string in;
+  char buf[16384];
+  while (sent) {
+    const long n = ssl ? SSL_read(ssl, buf, sizeof(buf)) : ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  if (ssl) SSL_free(ssl);
+  ::close(fd);
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (in.rfind("HTTP/1.1 ", 0) == 0) r.status = std::atoi(in.c_str() + 9);
+  if (const size_t body = in.find("\r\n\r\n"); body != std::string::npos) r.body = in.substr(body + 4);
+  return r;
+}
+
+struct Latencies {
+  std::vector<double> ms;
+  int failed = 0;
+  double at(double q) const {
+    if (ms.empty()) return 0;
+    std::vector<double> s = ms;
+    std::sort(s.begin(), s.end());
+    return s[std::min(s.size() - 1, static_cast<size_t>(q * static_cast<double>(s.size())))];
+  }
+};
+
+// ---- Attackers ---------------------------------------------------------------------
+
+enum class AttackKind { HalfOpen, IdleKeepAlive, Trickle, SlowTls };
+
+const char* attackName(AttackKind kind) {
+  switch (kind) {
+    case AttackKind::HalfOpen: return "half-open requests";
+    case AttackKind::IdleKeepAlive: return "idle keep-alive connections";
+    case AttackKind::Trickle: return "clients trickling a byte a second";
+    case AttackKind::SlowTls: return "slow TLS handshakes";
+  }
+  return "";
+}
+
+// `count` connections of one kind from one source address, kept open by
+// one thread: whatever the server closes opens again a second later.
+class Attack {
+ public:
+  Attack(AttackKind kind, int count, std::string source, uint16_t port)
+      : kind_(kind), count_(count), source_(std::move(source)), port_(port) {}
+  ~Attack() { stop(); }
+
+  void start() { thread_ = std::thread([this] { run(); }); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int opened() const { return opened_.load(); }
+  int closedByServer() const { return closedByServer_.load(); }
+  int heldAtMost() const { return heldMax_.load(); }
+  AttackKind kind() const { return kind_; }
+  int count() const { return count_; }
+
+ private:
+  struct Sock {
+    int fd = -1;
+    Clock::time_point reopenAt{};
+    size_t trickled = 0;
+  };
+
+  static constexpr const char* kHead = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n";
+
+  void open(Sock& s) {
+    s.fd = connectFrom(source_.c_str(), port_, 1s);
+    s.trickled = 0;
+    if (s.fd < 0) {
+      s.reopenAt = Clock::now() + 1s;
+      return;
+    }
+    ++opened_;
+    switch (kind_) {
+      case AttackKind::HalfOpen: {
+        const std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+        ::send(s.fd, part.data(), part.size(), MSG_NOSIGNAL);
+        break;
+      }
+      case AttackKind::IdleKeepAlive: {
+        const std::string whole = "GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        ::send(s.fd, whole.data(), whole.size(), MSG_NOSIGNAL);
+        break;
+      }
+      case AttackKind::Trickle:
+        ::send(s.fd, kHead, 1, MSG_NOSIGNAL);
+        s.trickled = 1;
+        break;
+      case AttackKind::SlowTls: {
+        // The first bytes of a TLS record carrying a ClientHello, and no more.
+        const unsigned char record[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+        ::send(s.fd, record, sizeof(record), MSG_NOSIGNAL);
+        break;
+      }
+    }
+  }
+
+  void run() {
+    std::vector<Sock> socks(static_cast<size_t>(count_));
+    for (auto& s : socks) open(s);
+    auto nextTrickle = Clock::now() + 1s;
+    std::vector<pollfd> polls;
+    std::vector<size_t> index;
+    char buf[4096];
+    while (!stop_) {
+      polls.clear();
+      index.clear();
+      int held = 0;
+      for (size_t i = 0; i < socks.size(); ++i) {
+        if (socks[i].fd < 0) continue;
+        ++held;
+        polls.push_back({socks[i].fd, POLLIN, 0});
+        index.push_back(i);
+      }
+      heldMax_ = std::max(heldMax_.load(), held);
+      ::poll(polls.data(), polls.size(), 50);
+      for (size_t k = 0; k < polls.size(); ++k) {
+        if (polls[k].revents == 0) continue;
+        Sock& s = socks[index[k]];
+        const ssize_t n = ::recv(s.fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n > 0) continue;  // an answer (the idle kind's one request): read and held on
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        ::close(s.fd);
+        s.fd = -1;
+        ++closedByServer_;
+        s.reopenAt = Clock::now() + 1s;
+      }
+      const auto now = Clock::now();
+      for (auto& s : socks) {
+        if (s.fd < 0 && now >= s.reopenAt && !stop_) open(s);
+      }
+      if (kind_ == AttackKind::Trickle && now >= nextTrickle) {
+        nextTrickle = now + 1s;
+        for (auto& s : socks) {
+          if (s.fd >= 0 && s.trickled < std::strlen(kHead)) {
+            ::send(s.fd, kHead + s.trickled, 1, MSG_NOSIGNAL);
+            ++s.trickled;
+          }
+        }
+      }
+    }
+    for (auto& s : socks) {
+      if (s.fd >= 0) ::close(s.fd);
+    }
+  }
+
+  const AttackKind kind_;
+  const int count_;
+  const std::string source_;
+  const uint16_t port_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> opened_{0};
+  std::atomic<int> closedByServer_{0};
+  std::atomic<int> heldMax_{0};
+};
+
+// ---- Server-side heartbeat latency from /metrics ---------------------------------------
+
+// The Heartbeat line of groupcoord_request_duration_seconds: cumulative
+// counts by upper bound (seconds).
+std::map<double, double> heartbeatBuckets(const std::string& metrics) {
+  std::map<double, double> out;
+  std::istringstream lines(metrics);
+  std::string line;
+  const std::string prefix = "groupcoord_request_duration_seconds_bucket{api=\"Heartbeat\",le=\"";
+  while (std::getline(lines, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t end = line.find('"', prefix.size());
+    const std::string le = line.substr(prefix.size(), end - prefix.size());
+    const double bound = le == "+Inf" ? 1e9 : std::stod(le);
+    out[bound] = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
+// The upper bound (ms) of the bucket holding quantile q of the heartbeats
+// between two scrapes, and how many there were.
+std::pair<double, double> quantileBetween(const std::map<double, double>& before,
+                                          const std::map<double, double>& after, double q) {
+  const double total = (after.empty() ? 0 : after.rbegin()->second) - (before.empty() ? 0 : before.rbegin()->second);
+  if (total <= 0) return {0, 0};
+  for (const auto& [bound, count] : after) {
+    const auto b = before.find(bound);
+    const double delta = count - (b == before.end() ? 0 : b->second);
+    if (delta >= q * total) return {bound * 1000, total};
+  }
+  return {1e12, total};
+}
+
+// ---- The fixture ---------------------------------------------------------------------
+
+class HostileHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireEnsemble();
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+      lim.rlim_cur = lim.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    char tmpl[] = "/tmp/gc-hostile-http-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    root_ = "/" + uniqueName("hostile-http");
+    topicsPath_ = root_ + "-topics";
+    zk::SessionConfig zc;
+    zc.connect = zkConnect();
+    zk_ = std::make_unique<zk::Session>(zc);
+    ASSERT_EQ(zk_->start(), zk::Error::Ok);
+    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
+    ASSERT_EQ(
+        zk_->createSync(topicsPath_ + "/" + topic_, layout::encodeTopic(kPartitions), zk::CreateMode::Persistent).error,
+        zk::Error::Ok);
+  }
+
+  void TearDown() override {
+    if (tls_) SSL_CTX_free(tls_);
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+
+  void startServer(bool tls) {
+    std::vector<std::string> args{"--server-id=1",        "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
+                                  "--zk-session-timeout-ms=4000", "--http-port=0",
+                                  "--http-port-file=" + dir_ + "/http-port"};
+    if (tls) {
+      const std::string made = makeTestCertificates(dir_);
+      ASSERT_EQ(made, "");
+      args.push_back("--tls-certificate-file=" + dir_ + "/server.pem");
+      args.push_back("--tls-key-file=" + dir_ + "/server.key");
+      tls_ = SSL_CTX_new(TLS_client_method());
+      SSL_CTX_set_verify(tls_, SSL_VERIFY_NONE, nullptr);
+      security_.tlsCaFile = dir_ + "/ca.pem";
+    }
+    server_ = std::make_unique<ServerProcess>(args);
+    ASSERT_TRUE(server_->start());
+    const auto deadline = Clock::now() + 10s;
+    while (httpPort_ == 0 && Clock::now() < deadline) {
+      httpPort_ = static_cast<uint16_t>(std::atoi(readFile(dir_ + "/http-port").c_str()));
+      if (httpPort_ == 0) std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_NE(httpPort_, 0) << server_->log();
+    // Ready: connected to ZooKeeper and registered.
+    while (probe(httpPort_, "/health/ready", tls_).status != 200 && Clock::now() < deadline + 10s) {
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(probe(httpPort_, "/health/ready", tls_).status, 200) << server_->log();
+  }
+
+  // kMembers members of one group, settled at one generation: every
+  // heartbeat answered NONE.
+  void settleMembers() {
+    client::Connection admin;
+    admin.setSecurity(security_);
+    ASSERT_TRUE(admin.connect("127.0.0.1", server_->port(), 3s)) << admin.lastError();
+    auto created = admin.call(protocol::CreateGroupRequest{group_, 10000, {topic_}, false}, 10s);
+    ASSERT_TRUE(created.ok);
+    members_.resize(kMembers);
+    for (auto& m : members_) {
+      m.conn.setSecurity(security_);
+      ASSERT_TRUE(m.conn.connect("127.0.0.1", server_->port(), 3s)) << m.conn.lastError();
+    }
+    const auto deadline = Clock::now() + 30s;
+    bool settled = false;
+    while (!settled && Clock::now() < deadline) {
+      settled = true;
+      for (auto& m : members_) {
+        if (m.generation >= 0) {
+          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, 5s);
+          auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
+          if (hb && hb->error == ErrorCode::NONE) continue;
+        }
+        settled = false;
+        auto d = m.conn.call(protocol::RegisterConsumerRequest{group_, m.id, {}}, 10s);
+        auto* r = d.ok ? std::get_if<protocol::RegisterConsumerResponse>(&d.response) : nullptr;
+        if (r && r->error == ErrorCode::NONE) {
+          m.id = r->consumerId;
+          m.generation = r->generation;
+        }
+      }
+      if (!settled) std::this_thread::sleep_for(200ms);
+    }
+    ASSERT_TRUE(settled) << "the members did not settle";
+  }
+
+  // Heartbeats every member every 100 ms until `stop`; counts answers other
+  // than NONE.
+  std::thread heartbeat(std::atomic<bool>& stop) {
+    return std::thread([this, &stop] {
+      while (!stop) {
+        for (auto& m : members_) {
+          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, 5s);
+          auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
+          ++heartbeats_;
+          if (!hb || hb->error != ErrorCode::NONE) ++heartbeatsNotNone_;
+        }
+        std::this_thread::sleep_for(100ms);
+      }
+    });
+  }
+
+  struct Member {
+    client::Connection conn;
+    std::string id;
+    int64_t generation = -1;
+  };
+
+  // The whole run: members, baseline, attack with probes; figures printed.
+  void run(bool tls) {
+    startServer(tls);
+    if (HasFatalFailure()) return;
+    settleMembers();
+    if (HasFatalFailure()) return;
+    const pid_t pid = server_->pid();
+    const char* label = tls ? "HTTPS" : "HTTP";
+
+    std::atomic<bool> stopBeats{false};
+    std::thread beats = heartbeat(stopBeats);
+    const auto scrape0 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
+    std::this_thread::sleep_for(kBaseline);
+    const auto scrape1 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
+    const long rssBefore = rssKiB(pid);
+    const int notNoneBefore = heartbeatsNotNone_.load();
+
+    std::vector<std::unique_ptr<Attack>> attacks;
+    attacks.push_back(std::make_unique<Attack>(AttackKind::HalfOpen, 1000, "127.0.0.2", httpPort_));
+    attacks.push_back(std::make_unique<Attack>(AttackKind::IdleKeepAlive, 1000, "127.0.0.3", httpPort_));
+    attacks.push_back(std::make_unique<Attack>(AttackKind::Trickle, 100, "127.0.0.4", httpPort_));
+    if (tls) attacks.push_back(std::make_unique<Attack>(AttackKind::SlowTls, 50, "127.0.0.5", httpPort_));
+    for (auto& a : attacks) a->start();
+
+    long rssPeak = rssBefore;
+    std::map<std::string, Latencies> seen;
+    const auto attackEnd = Clock::now() + kAttack;
+    std::this_thread::sleep_for(1s);  // the attackers' first connections are in
+    while (Clock::now() < attackEnd) {
+      for (const char* path : {"/health/live", "/health/ready", "/metrics"}) {
+        const ProbeResult r = probe(httpPort_, path, tls_);
+        if (r.status == 200) {
+          seen[path].ms.push_back(r.ms);
+        } else {
+          ++seen[path].failed;
+        }
+      }
+      rssPeak = std::max(rssPeak, rssKiB(pid));
+      std::this_thread::sleep_for(20ms);
+    }
+    const auto scrape2 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
+    for (auto& a : attacks) a->stop();
+    stopBeats = true;
+    beats.join();
+
+    for (auto& a : attacks) {
+      std::printf("[figure] %s attack: %d %s from an address of their own: %d connections opened, %d closed by the "
+                  "server, at most %d open at once on the attackers' side\n",
+                  label, a->count(), attackName(a->kind()), a->opened(), a->closedByServer(), a->heldAtMost());
+    }
+    for (const char* path : {"/health/live", "/health/ready", "/metrics"}) {
+      const Latencies& l = seen[path];
+      std::printf("[figure] %s %s under the attack: %zu answered 200, %d not; p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+                  label, path, l.ms.size(), l.failed, l.at(0.5), l.at(0.99), l.at(1.0));
+      EXPECT_EQ(l.failed, 0) << path;
+      EXPECT_GE(l.ms.size(), 20u) << path;
+      EXPECT_LT(l.at(0.99), std::string(path) == "/metrics" ? 250.0 : 100.0) << path;
+    }
+    const auto [baseP99, baseCount] = quantileBetween(scrape0, scrape1, 0.99);
+    const auto [attackP99, attackCount] = quantileBetween(scrape1, scrape2, 0.99);
+    std::printf("[figure] %s server-side heartbeat p99 (bucket bound): %.3f ms over %.0f heartbeats alone, %.3f ms over "
+                "%.0f under the attack; answers other than NONE: %d of %d\n",
+                label, baseP99, baseCount, attackP99, attackCount, heartbeatsNotNone_.load(), heartbeats_.load());
+    std::printf("[figure] %s server RSS: %ld KiB before the attack, %ld KiB at its peak (+%ld KiB)\n", label, rssBefore,
+                rssPeak, rssPeak - rssBefore);
+    EXPECT_EQ(heartbeatsNotNone_.load(), 0);
+    EXPECT_EQ(notNoneBefore, 0);
+    EXPECT_GT(attackCount, 100);
+    // Buckets are coarse: the p99 may move up one bucket (x2.5 at most)
+    // for noise on a shared machine, not more.
+    EXPECT_LE(attackP99, std::max(baseP99 * 2.5, 0.05)) << "the heartbeats' p99 moved under the HTTP attack";
+    EXPECT_LT(rssPeak - rssBefore, kRssGrowthBoundKiB);
+    for (auto& a : attacks) EXPECT_GT(a->opened(), 0);
+    // The server is still itself afterwards.
+    EXPECT_EQ(probe(httpPort_, "/health/live", tls_).status, 200);
+    EXPECT_TRUE(server_->running());
+  }
+
+  std::string dir_;
+  std::string root_;
+  std::string topicsPath_;
+  std::string group_ = "hostile-http";
+  std::string topic_ = "load";
+  std::unique_ptr<zk::Session> zk_;
+  std::unique_ptr<ServerProcess> server_;
+  uint16_t httpPort_ = 0;
+  SSL_CTX* tls_ = nullptr;
+  client::SecurityOptions security_;
+  std::vector<Member> members_;
+  std::atomic<int> heartbeats_{0};
+  std::atomic<int> heartbeatsNotNone_{0};
+};
+
+TEST_F(HostileHttpTest, HealthAndMetricsStayQuickUnderSlowAndIdleClients) { run(false); }
+
+TEST_F(HostileHttpTest, HealthAndMetricsStayQuickUnderSlowClientsAndHandshakesOverTls) { run(true); }
+
+// The probes share the attacker's address: past the per-address cap, each
+// new connection displaces that address's longest-waiting one, so a quick
+// client still gets through.
+TEST_F(HostileHttpTest, AProbeFromTheAttackersOwnAddressIsStillAnswered) {
+  startServer(false);
+  if (HasFatalFailure()) return;
+  Attack attack(AttackKind::HalfOpen, 1000, "127.0.0.1", httpPort_);
+  attack.start();
+  std::this_thread::sleep_for(1s);
+  Latencies live;
+  const auto end = Clock::now() + 5s;
+  while (Clock::now() < end) {
+    const ProbeResult r = probe(httpPort_, "/health/live", nullptr);
+    if (r.status == 200) {
+      live.ms.push_back(r.ms);
+    } else {
+      ++live.failed;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  attack.stop();
+  std::printf("[figure] /health/live from the address of 1,000 half-open requests: %zu answered 200, %d not; p50 %.2f "
+              "ms, p99 %.2f ms, max %.2f ms (%d attacker connections opened, %d closed by the server, at most %d open on the attacker's side)\n",
+              live.ms.size(), live.failed, live.at(0.5), live.at(0.99), live.at(1.0), attack.opened(),
+              attack.closedByServer(), attack.heldAtMost());
+  EXPECT_EQ(live.failed, 0);
+  EXPECT_LT(live.at(0.99), 100.0);
+  const std::string metrics = probe(httpPort_, "/metrics", nullptr).body;
+  EXPECT_NE(metrics.find("groupcoord_http_connections_closed_total{reason=\"displaced\"}"), std::string::npos);
+  EXPECT_EQ(metrics.find("groupcoord_http_connections_closed_total{reason=\"displaced\"} 0\n"), std::string::npos)
+      << "no connection was displaced";
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
