@@ -5,7 +5,8 @@
 // - 1,000 connections that send the start of a request head and stop;
 // - 1,000 keep-alive connections that make one request and then idle;
 // - 100 connections trickling a request head at a byte a second;
-// - with TLS on, 50 connections that start a handshake and stop.
+// - with TLS on, 50 connections that start a handshake and stop (the
+//   others then do what they do over TLS, after a whole handshake).
 //
 // Each attacker comes from a source address of its own kind (127.0.0.2 to
 // 127.0.0.5) and opens again, a second later, whatever the server closes,
@@ -173,8 +174,10 @@ const char* attackName(AttackKind kind) {
 // one thread: whatever the server closes opens again a second later.
 class Attack {
  public:
-  Attack(AttackKind kind, int count, std::string source, uint16_t port)
-      : kind_(kind), count_(count), source_(std::move(source)), port_(port) {}
+  // With `tls`, every kind but SlowTls completes a handshake first and
+  // then does over TLS what it does.
+  Attack(AttackKind kind, int count, std::string source, uint16_t port, SSL_CTX* tls = nullptr)
+      : kind_(kind), count_(count), source_(std::move(source)), port_(port), tls_(tls) {}
   ~Attack() { stop(); }
 
   void start() { thread_ = std::thread([this] { run(); }); }
@@ -191,9 +194,25 @@ class Attack {
  private:
   struct Sock {
     int fd = -1;
+    SSL* ssl = nullptr;
     Clock::time_point reopenAt{};
     size_t trickled = 0;
   };
+
+  void sendOn(Sock& s, const void* data, size_t size) {
+    if (s.ssl) {
+      SSL_write(s.ssl, data, static_cast<int>(size));
+    } else {
+      ::send(s.fd, data, size, MSG_NOSIGNAL);
+    }
+  }
+
+  void closeSock(Sock& s) {
+    if (s.ssl) SSL_free(s.ssl);
+    s.ssl = nullptr;
+    if (s.fd >= 0) ::close(s.fd);
+    s.fd = -1;
+  }
 
   static constexpr const char* kHead = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n";
 
@@ -205,19 +224,29 @@ class Attack {
       return;
     }
     ++opened_;
+    if (tls_ && kind_ != AttackKind::SlowTls) {
+      s.ssl = SSL_new(tls_);
+      SSL_set_fd(s.ssl, s.fd);
+      if (SSL_connect(s.ssl) != 1) {
+        closeSock(s);
+        ++closedByServer_;
+        s.reopenAt = Clock::now() + 1s;
+        return;
+      }
+    }
     switch (kind_) {
       case AttackKind::HalfOpen: {
         const std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-        ::send(s.fd, part.data(), part.size(), MSG_NOSIGNAL);
+        sendOn(s, part.data(), part.size());
         break;
       }
       case AttackKind::IdleKeepAlive: {
         const std::string whole = "GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-        ::send(s.fd, whole.data(), whole.size(), MSG_NOSIGNAL);
+        sendOn(s, whole.data(), whole.size());
         break;
       }
       case AttackKind::Trickle:
-        ::send(s.fd, kHead, 1, MSG_NOSIGNAL);
+        sendOn(s, kHead, 1);
         s.trickled = 1;
         break;
       case AttackKind::SlowTls: {
@@ -252,10 +281,11 @@ class Attack {
         if (polls[k].revents == 0) continue;
         Sock& s = socks[index[k]];
         const ssize_t n = ::recv(s.fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n > 0) continue;  // an answer (the idle kind's one request): read and held on
+        // Bytes (an answer, or TLS records) are read raw and dropped: only
+        // the end of the connection matters here.
+        if (n > 0) continue;
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        ::close(s.fd);
-        s.fd = -1;
+        closeSock(s);
         ++closedByServer_;
         s.reopenAt = Clock::now() + 1s;
       }
@@ -267,21 +297,20 @@ class Attack {
         nextTrickle = now + 1s;
         for (auto& s : socks) {
           if (s.fd >= 0 && s.trickled < std::strlen(kHead)) {
-            ::send(s.fd, kHead + s.trickled, 1, MSG_NOSIGNAL);
+            sendOn(s, kHead + s.trickled, 1);
             ++s.trickled;
           }
         }
       }
     }
-    for (auto& s : socks) {
-      if (s.fd >= 0) ::close(s.fd);
-    }
+    for (auto& s : socks) closeSock(s);
   }
 
   const AttackKind kind_;
   const int count_;
   const std::string source_;
   const uint16_t port_;
+  SSL_CTX* const tls_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int> opened_{0};
@@ -458,9 +487,9 @@ class HostileHttpTest : public ::testing::Test {
     const int notNoneBefore = heartbeatsNotNone_.load();
 
     std::vector<std::unique_ptr<Attack>> attacks;
-    attacks.push_back(std::make_unique<Attack>(AttackKind::HalfOpen, 1000, "127.0.0.2", httpPort_));
-    attacks.push_back(std::make_unique<Attack>(AttackKind::IdleKeepAlive, 1000, "127.0.0.3", httpPort_));
-    attacks.push_back(std::make_unique<Attack>(AttackKind::Trickle, 100, "127.0.0.4", httpPort_));
+    attacks.push_back(std::make_unique<Attack>(AttackKind::HalfOpen, 1000, "127.0.0.2", httpPort_, tls_));
+    attacks.push_back(std::make_unique<Attack>(AttackKind::IdleKeepAlive, 1000, "127.0.0.3", httpPort_, tls_));
+    attacks.push_back(std::make_unique<Attack>(AttackKind::Trickle, 100, "127.0.0.4", httpPort_, tls_));
     if (tls) attacks.push_back(std::make_unique<Attack>(AttackKind::SlowTls, 50, "127.0.0.5", httpPort_));
     for (auto& a : attacks) a->start();
 
