@@ -109,6 +109,9 @@ void Fleet::heartbeatTry(size_t i, int attempt, std::function<void(ErrorCode, ui
       conn, m.heartbeatFrame, protocol::ApiKey::Heartbeat,
       [this, i, port, attempt, done = std::move(done)](const protocol::Response* r, uint64_t latency) {
         Member& mm = members_[i];
+        // A crashed member's last beats (answered, or failed with its
+        // connection) lead to nothing.
+        if (mm.crashed) return done(ErrorCode::UNKNOWN_SERVER_ERROR, latency);
         const auto* resp = r ? std::get_if<protocol::HeartbeatResponse>(r) : nullptr;
         ErrorCode e = resp ? resp->error : (r ? protocol::responseError(*r) : ErrorCode::UNKNOWN_SERVER_ERROR);
         ++stats_.heartbeats;
@@ -222,6 +225,7 @@ void Fleet::sendBeat(size_t i, uint64_t dueNs, uint64_t epoch) {
 
 void Fleet::startBeating(uint64_t intervalNs, BeatMeasure measure) {
   const uint64_t epoch = ++beatEpoch_;
+  beatIntervalNs_ = intervalNs;
   measure_ = measure;
   const size_t n = members_.size();
   const uint64_t start = nowNs();
@@ -232,8 +236,26 @@ void Fleet::startBeating(uint64_t intervalNs, BeatMeasure measure) {
   }
 }
 
+void Fleet::joinSchedule(size_t i) {
+  if (beatIntervalNs_ == 0 || members_[i].crashed) return;
+  const uint64_t epoch = beatEpoch_;
+  const uint64_t delay = beatIntervalNs_ * (i % 997) / 997;
+  const uint64_t due = nowNs() + delay;
+  const uint64_t interval = beatIntervalNs_;
+  loop_.after(delay, [this, i, due, interval, epoch] { beatAt(i, due, interval, epoch); });
+}
+
+void Fleet::killConnection(uint16_t port, size_t slot) {
+  auto it = conns_.find(port);
+  if (it == conns_.end() || it->second.empty()) return;
+  int& c = it->second[slot % connsPerServer_];
+  if (c >= 0) loop_.close(c);
+  c = -1;
+}
+
 void Fleet::stopBeating() {
   ++beatEpoch_;
+  beatIntervalNs_ = 0;
   measure_ = BeatMeasure{};
   for (auto& m : members_) m.deferred.clear();
 }

@@ -93,6 +93,13 @@ class Fleet {
   // What the running schedule records from now on (a new window).
   void setMeasure(BeatMeasure measure) { measure_ = measure; }
   void stopBeating();
+  // Member i (not crashed) takes its place in the running schedule, its
+  // first beat within one interval (a member that joined late, or came back).
+  void joinSchedule(size_t i);
+  // Closes the connection that slot `slot`'s members use at `port`, as a
+  // killed process's connections close; members marked crashed first stay
+  // silent, the others reopen it on their next request.
+  void killConnection(uint16_t port, size_t slot);
 
   // Every live member registers (each at most `parallel` at a time per
   // fleet); true when all did within the timeout.
@@ -137,6 +144,7 @@ class Fleet {
   std::vector<Member> members_;
   FleetStats stats_;
   uint64_t beatEpoch_ = 0;
+  uint64_t beatIntervalNs_ = 0;
   BeatMeasure measure_;
 };
 

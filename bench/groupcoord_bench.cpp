@@ -495,6 +495,18 @@ void members(const Args& args) {
   }
   Fleet fleet(loop, {port}, conns);
   for (size_t i = 0; i < n; ++i) fleet.add(base + "-" + std::to_string(i % groups), port);
+  // A member told UNKNOWN_CONSUMER while the generator kept it alive (not
+  // one that left, or whose connection was killed) was evicted falsely.
+  std::set<size_t> expectedGone, falselyEvicted;
+  std::map<std::string, uint64_t> answersNotNone;
+  fleet.onHeartbeatAnswer = [&](size_t i, uint16_t, ErrorCode e, bool connectionFailed) {
+    if (e == ErrorCode::NONE) return;
+    ++answersNotNone[connectionFailed ? std::string("CONNECTION") : std::string(protocol::errorName(e))];
+    if (e == ErrorCode::UNKNOWN_CONSUMER && !expectedGone.count(i)) falselyEvicted.insert(i);
+  };
+  const Samples metricsStart = args.num("metrics-port", 0)
+                                   ? scrapeMetrics(static_cast<uint16_t>(args.num("metrics-port", 0)))
+                                   : Samples{};
   log("%s: %zu members joining %zu groups over %zu connections", sc.c_str(), n, groups, conns);
   const uint64_t j0 = nowNs();
   if (!fleet.joinAll(300 * kSec)) fail("members could not join");
@@ -522,6 +534,8 @@ void members(const Args& args) {
   // same schedule, with the members silent meanwhile (well within their
   // session), so that a disturbance of the machine falls on one window.
   const int rounds = std::max(1, static_cast<int>(args.num("rounds", 1)));
+  // The echoes' windows (default: as long as groupcoordd's).
+  const double echoSeconds = static_cast<double>(args.num("echo-seconds", static_cast<int64_t>(seconds)));
   Histogram latency, lateness;
   const auto errors0 = fleet.stats().errors;
   const uint16_t metricsPort = static_cast<uint16_t>(args.num("metrics-port", 0));
@@ -548,7 +562,7 @@ void members(const Args& args) {
   std::vector<std::vector<uint8_t>> frames;
   auto echoRun = [&](uint16_t p, int echoPid, EchoRun& all) {
     loop.runFor(500 * kMs);
-    EchoRun r = echoSchedule(loop, p, echoPid, frames, conns, intervalNs, seconds);
+    EchoRun r = echoSchedule(loop, p, echoPid, frames, conns, intervalNs, echoSeconds);
     all.latency.merge(r.latency);
     all.lateness.merge(r.lateness);
     all.cpuPerAnswerUs = (all.cpuPerAnswerUs * static_cast<double>(all.answered) +
@@ -621,10 +635,99 @@ void members(const Args& args) {
     log("%s: round %d: p99 groupcoordd %.3f ms, minimal echo %.3f ms, IoLoop echo %.3f ms%s", sc.c_str(), round + 1,
         g99, e99, l99, wasLate ? " (the generator fell behind)" : "");
   }
-  loop.runFor(500 * kMs);
-  const int64_t rss2 = rssKiB(pid);
+  // 1% of the members leave and come back as new members; then 1% of the
+  // connections are killed (their members silent from then on, as a
+  // SIGKILLed process's) and, a second later, the process restarts: new
+  // members on a new connection. The schedule runs throughout.
   uint64_t errors = 0;
   for (const auto& [name, c] : fleet.stats().errors) errors += c - (errors0.count(name) ? errors0.at(name) : 0);
+  const int64_t churnPct = args.num("churn-percent", 0);
+  const int64_t killPct = args.num("kill-percent", 0);
+  std::vector<std::pair<std::string, double>> churnSteps;  // what, seconds until every group settled
+  size_t killedMembers = 0, leavers = 0;
+  if (churnPct > 0 || killPct > 0) {
+    fleet.startBeating(intervalNs, BeatMeasure{});
+    loop.runFor(intervalNs);
+    // Every live member in sync and every group's partitions held exactly
+    // once; checked every 250 ms (the check walks every member).
+    auto settled = [&](const char* what) {
+      const uint64_t t0 = nowNs();
+      uint64_t lastCheck = 0;
+      const bool ok = loop.runUntil(
+          [&] {
+            const uint64_t now = nowNs();
+            if (now - lastCheck < 250 * kMs) return false;
+            lastCheck = now;
+            if (!fleet.allInSync()) return false;
+            for (const auto& [group, parts] : expected) {
+              if (!fleet.assignmentExact(parts, nullptr, group)) return false;
+            }
+            return true;
+          },
+          120 * kSec);
+      const double took = static_cast<double>(nowNs() - t0) / kSec;
+      log("%s: %s: %s after %.2f s", sc.c_str(), what, ok ? "settled" : "NOT settled", took);
+      churnSteps.emplace_back(what, ok ? took : -1);
+    };
+    // Each comes back as a new member on its old connection.
+    auto comeBack = [&](const std::vector<size_t>& gone) {
+      for (size_t i : gone) {
+        const size_t j = fleet.add(fleet.at(i).group, port);
+        fleet.at(j).slot = fleet.at(i).slot;
+        fleet.registerMember(j, [&fleet, j](bool) { fleet.joinSchedule(j); });
+      }
+    };
+    if (churnPct > 0) {
+      // The member of rank 37 (of every 100 / churn-percent) of each group:
+      // member i is in group i % groups, of rank i / groups there.
+      std::vector<size_t> leaving;
+      const size_t every = static_cast<size_t>(100 / churnPct);
+      for (size_t i = 0; i < n; ++i) {
+        if ((i / groups) % every == 37 % every) leaving.push_back(i);
+      }
+      size_t acked = 0;
+      for (size_t i : leaving) {
+        expectedGone.insert(i);
+        fleet.at(i).crashed = true;
+        loop.send(fleet.connFor(i), protocol::LeaveGroupRequest{fleet.at(i).group, fleet.at(i).id},
+                  [&acked](const protocol::Response*, uint64_t) { ++acked; });
+      }
+      loop.runUntil([&] { return acked == leaving.size(); }, 30 * kSec);
+      leavers = leaving.size();
+      settled("1% leave");
+      comeBack(leaving);
+      settled("1% rejoin");
+    }
+    if (killPct > 0) {
+      // Connections k * 101 (mod conns): spread over the groups, where
+      // every 100th would hit the same few (connection c hosts members of
+      // group c % groups).
+      const size_t kills = std::max<size_t>(1, conns * static_cast<size_t>(killPct) / 100);
+      std::set<size_t> slots;
+      for (size_t k = 0; k < kills; ++k) slots.insert(k * 101 % conns);
+      std::vector<size_t> killed;
+      for (size_t i = 0; i < fleet.size(); ++i) {
+        Member& m = fleet.at(i);
+        if (m.crashed || !slots.count(m.slot % conns)) continue;
+        m.crashed = true;
+        expectedGone.insert(i);
+        killed.push_back(i);
+      }
+      for (size_t c : slots) fleet.killConnection(port, c);
+      killedMembers = killed.size();
+      loop.runFor(kSec);
+      comeBack(killed);
+      settled("1% of connections killed, restarted 1 s later");
+    }
+    fleet.stopBeating();
+    loop.runUntil([&] { return std::none_of(fleet.members().begin(), fleet.members().end(),
+                                            [](const Member& m) { return m.busy; }); },
+                  10 * kSec);
+  }
+  const Samples metricsEnd = metricsPort ? scrapeMetrics(metricsPort) : Samples{};
+
+  loop.runFor(500 * kMs);
+  const int64_t rss2 = rssKiB(pid);
   size_t notInSync = 0;
   for (const auto& m : fleet.members()) notInSync += !m.inSync;
   fleet.closeAll();
@@ -695,8 +798,38 @@ void members(const Args& args) {
             (late ? " (the generator fell behind in one of the runs)" : ""),
         "<= 1.5");
   }
-  row(sc, "heartbeats not answered NONE over " + fmt(measuredSeconds) + " s; members not in sync at the end",
+  row(sc, "heartbeats not answered NONE over the " + fmt(measuredSeconds) + " s measured; members not in sync at the end",
       count(static_cast<double>(errors)) + "; " + count(static_cast<double>(notInSync)), "0; 0");
+  if (!churnSteps.empty()) {
+    for (const auto& [what, took] : churnSteps) {
+      row(sc, what + ": every member in sync, every partition held once (s)",
+          took < 0 ? std::string("not within 120 s") : fmt(took, 2));
+    }
+  }
+  {
+    std::string text;
+    uint64_t total = 0;
+    for (const auto& [name, c] : answersNotNone) {
+      text += (text.empty() ? "" : ", ") + name + " " + count(static_cast<double>(c));
+      total += c;
+    }
+    row(sc, "heartbeats answered other than NONE over the whole run, by answer",
+        count(static_cast<double>(total)) + (text.empty() ? "" : " (" + text + ")"));
+  }
+  if (!metricsStart.empty() && !metricsEnd.empty()) {
+    const auto evictions = [](const Samples& s) {
+      const auto it = s.find("groupcoord_evictions_total");
+      return it == s.end() ? 0.0 : it->second;
+    };
+    row(sc, "members evicted (server count); of them, members the generator kept alive (false evictions)",
+        count(evictions(metricsEnd) - evictions(metricsStart)) + " (" + count(static_cast<double>(killedMembers)) +
+            " expected: the killed connections' members" + (leavers ? "; " + count(static_cast<double>(leavers)) + " left" : std::string()) +
+            "); " + count(static_cast<double>(falselyEvicted.size())),
+        "0 false");
+  } else {
+    row(sc, "members the generator kept alive told UNKNOWN_CONSUMER (false evictions)",
+        count(static_cast<double>(falselyEvicted.size())), "0");
+  }
   row(sc, "CPU per heartbeat: groupcoordd / IoLoop echo / minimal echo / load generator (us)",
       fmt(cpu * 1e6 / hbs, 1) + " / " + (lr.answered > 0 ? fmt(lr.cpuPerAnswerUs, 1) : "-") + " / " +
           (er.answered > 0 ? fmt(er.cpuPerAnswerUs, 1) : "-") + " / " + fmt(self * 1e6 / hbs, 1));

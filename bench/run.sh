@@ -4,7 +4,7 @@
 #   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
 # SCENARIO: throughput, members, instructions, members-100k, members-1conn,
-# join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
+# scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
 # all, in that order). throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -16,7 +16,11 @@
 # servers, counted by callgrind; members-100k: 100,000 members in 1,000
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
 # session; members-1conn: the same schedule with one member per connection,
-# as many as the 20,000-descriptor limit allows (19,000); big-group: one
+# as many as the 20,000-descriptor limit allows (19,000); scale: both of
+# those shapes through join, 60 s of heartbeats, 1% of the members leaving
+# and rejoining and 1% of the connections killed and restarted, counting
+# false evictions (members evicted though the generator kept them alive),
+# then the echoes at the same rate; big-group: one
 # group of 10,000 members on 10,000 partitions, then a client-mode group of
 # 3,000; big-partitions: 1,000 members on 100,000 partitions; assign: the
 # optimiser alone, one join and one leave in three shapes; fleet starts and restarts its own three
@@ -57,7 +61,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions members-100k members-1conn join-storm big-group big-partitions assign direct failover fleet)
+all_scenarios=(throughput members instructions members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -207,6 +211,27 @@ for s in "${scenarios[@]}"; do
         --seconds="$(q 30 2)" --idle-seconds="$(q 4 1)"
       stop_echoes
       stop_server "$server_pid"
+      ;;
+    scale)
+      # Two shapes, each: join, 60 s of heartbeats, 1% leave and rejoin, 1%
+      # of the connections killed and restarted; then the echoes at the
+      # same rate for the CPU comparison.
+      for shape in "100000 10000 1000 2d scale, ten members a connection" \
+                   "19000 19000 190 2e scale, one member a connection"; do
+        read -r s_members s_conns s_groups s_label <<<"$shape"
+        [ -z "$quick" ] || { s_members=$((s_members / 10)); s_conns=$((s_conns / 10)); s_groups=$((s_groups / 10)); }
+        start_server 1
+        start_echo
+        run members --label="$s_label" --ports="$server_port" --pids="$server_pid" --metrics-port="$server_http" \
+          --echo-port="$echo_port" --echo-pid="$echo_pid" \
+          --loop-echo-port="$loop_echo_port" --loop-echo-pid="$loop_echo_pid" \
+          --members="$s_members" --conns="$s_conns" --groups="$s_groups" --partitions=100 \
+          --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
+          --seconds="$(q 60 5)" --echo-seconds="$(q 20 3)" --idle-seconds="$(q 4 1)" \
+          --churn-percent=1 --kill-percent=1
+        stop_echoes
+        stop_server "$server_pid"
+      done
       ;;
     join-storm)
       start_server 1
