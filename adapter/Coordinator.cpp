@@ -273,6 +273,10 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
   // confirmed this server still controls anything.
   if ((heartbeat || std::holds_alternative<protocol::RegisterConsumerRequest>(request)) &&
       !answersFromMemory(time_.now())) {
+    if (heartbeat) {
+      const auto& hb = std::get<protocol::HeartbeatRequest>(request);
+      if (auto g = groups_.find(hb.group)) g->heard(hb.consumerId, time_.now());
+    }
     return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   }
   std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
@@ -293,14 +297,20 @@ bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::Connect
   // One clock read for the whole heartbeat: the lease, the stall rule and
   // the member's last-seen time; the server's own when it took one.
   const TimePoint now = systemTime_ && readAt != TimePoint{} ? readAt : time_.now();
+  // The slot is this coordinator's own: nothing else fills it.
+  if (!slot) slot = std::make_unique<HeartbeatSlot>();
+  auto& kept = static_cast<HeartbeatSlot&>(*slot).group;
   if (stopped_ || !answersFromMemory(now)) {
+    // Not answered, but heard: the member is alive, and once ZooKeeper
+    // answers again in the same session it must not be evicted for a
+    // silence that was this server's.
+    if (!stopped_) {
+      if (GroupController* g = groups_.find(r.group, kept)) g->heard(r.consumerId, now);
+    }
     out = protocol::HeartbeatResponse{};
     out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
     return true;
   }
-  // The slot is this coordinator's own: nothing else fills it.
-  if (!slot) slot = std::make_unique<HeartbeatSlot>();
-  auto& kept = static_cast<HeartbeatSlot&>(*slot).group;
   if (GroupController* g = groups_.find(r.group, kept)) {
     out = g->heartbeat(r, caller, now, &kept.member);
   } else {

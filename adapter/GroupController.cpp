@@ -78,6 +78,11 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
   return resp;
 }
 
+void GroupController::heard(std::string_view memberId, TimePoint now) {
+  MutexLock lock(mu_);
+  if (isServing(phase_.get())) model_.heard(memberId, now);
+}
+
 void GroupController::registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                                      ResponseCallback done, const protocol::Caller& caller) {
   LockedOutbox lk(mu_, &quietUntil_);

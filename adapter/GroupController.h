@@ -102,6 +102,9 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   using MemberCache = GroupModel::MemberCache;
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache = nullptr) EXCLUDES(mu_);
+  // A heartbeat the coordinator answers CONTROLLER_NOT_AVAILABLE without
+  // asking the group (no lease): its member still counts as heard.
+  void heard(std::string_view memberId, TimePoint now) EXCLUDES(mu_);
   void registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,
                       protocol::ResponseCallback done, const protocol::Caller& caller = {}) EXCLUDES(mu_);
   void leave(const protocol::LeaveGroupRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);

@@ -133,6 +133,13 @@ std::shared_ptr<const MemberLists::List> GroupModel::memberList() {
   }, movedHere_);
 }
 
+bool GroupModel::heard(std::string_view memberId, TimePoint now) {
+  auto it = members_.find(memberId);
+  if (it == members_.end() || it->second.state == MemberState::Leaving) return false;
+  it->second.lastSeen = std::max(it->second.lastSeen, now);
+  return true;
+}
+
 protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::HeartbeatView& r,
                                                          const protocol::Caller& caller, TimePoint now,
                                                          MemberCache* cache, bool* moved) {

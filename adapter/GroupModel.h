@@ -124,6 +124,11 @@ class GroupModel {
   // nothing about ownership changed since) is answered inline, below.
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache, bool* moved);
+  // A heartbeat of `memberId` heard while the server cannot answer it
+  // (the session lease or the stall rule): the member is alive, so its
+  // silence does not start (docs/design.md, "The session lease", "Heard,
+  // not answered"). Grants nothing. False when no such member is in.
+  bool heard(std::string_view memberId, TimePoint now);
   // INVALID_REQUEST for metadata or a rack a registration may not carry.
   protocol::ErrorCode checkRegistration(const protocol::RegisterConsumerRequest& r, size_t maxMetadataBytes) const;
   enum class Registration {

@@ -194,6 +194,8 @@ void Fleet::beatAt(size_t i, uint64_t dueNs, uint64_t intervalNs, uint64_t epoch
   const uint64_t next = dueNs + intervalNs;
   loop_.after(next > now ? next - now : 0, [this, i, next, intervalNs, epoch] { beatAt(i, next, intervalNs, epoch); });
   if (measure_.lateness != nullptr && measure_.covers(dueNs)) measure_.lateness->add(now > dueNs ? now - dueNs : 0);
+  // Not registered yet (its registration is still out): nothing to beat for.
+  if (m.id.empty()) return;
   if (m.busy) {
     // The previous one (or what it led to) is still going: this one goes
     // when it is answered, and counts its wait.

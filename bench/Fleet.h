@@ -84,7 +84,8 @@ class Fleet {
   // the controller). done(the heartbeat's answer, its latency).
   void heartbeat(size_t i, std::function<void(protocol::ErrorCode, uint64_t)> done);
   // Every member not crashed heartbeats every `intervalNs` on an absolute
-  // schedule, phases spread evenly, from now until stopBeating().
+  // schedule, phases spread evenly, from now until stopBeating(); a member
+  // not registered yet skips its beats until it is.
   void startBeating(uint64_t intervalNs, BeatMeasure measure);
   // latency (optional) gets each heartbeat answered NONE, from its due time.
   void startBeating(uint64_t intervalNs, Histogram* latency = nullptr) {

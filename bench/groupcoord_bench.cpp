@@ -509,6 +509,9 @@ void members(const Args& args) {
                                    : Samples{};
   log("%s: %zu members joining %zu groups over %zu connections", sc.c_str(), n, groups, conns);
   const uint64_t j0 = nowNs();
+  // Each member heartbeats from its registration on, as a client does: a
+  // join that takes longer than the session must not evict the first ones.
+  fleet.startBeating(settleNs);
   if (!fleet.joinAll(300 * kSec)) fail("members could not join");
   const uint64_t joined = nowNs() - j0;
   std::map<std::string, std::vector<protocol::TopicPartition>> expected;

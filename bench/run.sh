@@ -113,12 +113,12 @@ log "starting a ZooKeeper ensemble on 127.0.0.1:$((base + 1))-$((base + 3))"
 "${ensemble[@]}" start >&2
 zk=$("${ensemble[@]}" connect)
 
-# start_server ID -> sets server_pid and server_port
+# start_server ID [ZK_SESSION_MS] -> sets server_pid and server_port
 start_server() {
-  local id=$1 pf="$work/server$1.port" hf="$work/server$1.http"
+  local id=$1 pf="$work/server$1.port" hf="$work/server$1.http" session=${2:-$zk_session_ms}
   rm -f "$pf" "$hf"
   "${srv_cpu[@]}" "${wrap[@]}" "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
-    --server-id="$id" --zk-session-timeout-ms=$zk_session_ms --http-port=0 --http-port-file="$hf" \
+    --server-id="$id" --zk-session-timeout-ms="$session" --http-port=0 --http-port-file="$hf" \
     --log-file="$work/server$id.log" 2>>"$work/server$id.stderr" &
   server_pid=$!
   started+=("$server_pid")
@@ -220,7 +220,9 @@ for s in "${scenarios[@]}"; do
                    "19000 19000 190 2e scale, one member a connection"; do
         read -r s_members s_conns s_groups s_label <<<"$shape"
         [ -z "$quick" ] || { s_members=$((s_members / 10)); s_conns=$((s_conns / 10)); s_groups=$((s_groups / 10)); }
-        start_server 1
+        # The server's ZooKeeper session at its default (10 s), as a
+        # deployment of this size would run it.
+        start_server 1 10000
         start_echo
         run members --label="$s_label" --ports="$server_port" --pids="$server_pid" --metrics-port="$server_http" \
           --echo-port="$echo_port" --echo-pid="$echo_pid" \

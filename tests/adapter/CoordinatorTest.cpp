@@ -446,6 +446,43 @@ TEST_F(CoordinatorTest, CutOffFromZooKeeperHeartbeatsStopBeforeTheSessionCouldEx
   EXPECT_EQ(heartbeat(*n.coordinator, "g", "a", again.generation).error, ErrorCode::NONE);
 }
 
+// Heard, not answered (docs/design.md): while the lease is out, heartbeats
+// are refused, but the members sending them are alive. When ZooKeeper
+// answers again in the same session, a member that kept heartbeating is
+// not evicted for a silence that was the server's; one that fell silent is.
+TEST_F(CoordinatorTest, AMemberHeardWhileTheLeaseWasOutIsNotEvictedWhenZooKeeperAnswersAgain) {
+  auto& n = addServer(1);
+  create(*n.coordinator, "g", 3000);
+  auto a = join(*n.coordinator, "g", "a");
+  auto b = join(*n.coordinator, "g", "b");
+  ASSERT_EQ(b.error, ErrorCode::NONE);
+  a = join(*n.coordinator, "g", "a");
+  for (int i = 0; i < 10; ++i) {
+    advance(100ms);
+    ASSERT_EQ(heartbeat(*n.coordinator, "g", "a", a.generation).error, ErrorCode::NONE);
+    ASSERT_EQ(heartbeat(*n.coordinator, "g", "b", b.generation).error, ErrorCode::NONE);
+  }
+  n.zk->disconnect();
+  settle();
+  int refused = 0;
+  for (int i = 0; i < 90; ++i) {  // 9 s cut off: past the lease, and three times the members' session
+    advance(100ms);
+    if (heartbeat(*n.coordinator, "g", "a", a.generation).error == ErrorCode::CONTROLLER_NOT_AVAILABLE) ++refused;
+  }
+  ASSERT_GT(refused, 0) << "the lease ran out while cut off";
+  n.zk->reconnect();
+  settle();
+  for (int i = 0; i < 10; ++i) {
+    advance(100ms);
+    heartbeat(*n.coordinator, "g", "a", a.generation);
+  }
+  EXPECT_TRUE(n.coordinator->answersFromMemory(time_.now()));
+  EXPECT_EQ(n.coordinator->membersOf("g"), (std::vector<std::string>{"a"}))
+      << "a, heard all along, stays; b, silent, is evicted";
+  EXPECT_FALSE(ensemble_.exists("/gc/groups/g/members/b"));
+  EXPECT_TRUE(ensemble_.exists("/gc/groups/g/members/a"));
+}
+
 TEST_F(CoordinatorTest, AfterItsSessionExpiresTheServerStartsOverAndMembersRejoin) {
   auto& n = addServer(1);
   create(*n.coordinator, "g");
