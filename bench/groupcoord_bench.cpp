@@ -507,6 +507,22 @@ void members(const Args& args) {
   const Samples metricsStart = args.num("metrics-port", 0)
                                    ? scrapeMetrics(static_cast<uint16_t>(args.num("metrics-port", 0)))
                                    : Samples{};
+  // The connections first, all at once: how fast the server accepts them
+  // (its own count, from /metrics).
+  double acceptSeconds = -1;
+  size_t opened = 0;
+  if (const auto mp = static_cast<uint16_t>(args.num("metrics-port", 0)); mp != 0) {
+    const auto accepted = [mp] {
+      const Samples m = scrapeMetrics(mp);
+      const auto it = m.find("groupcoord_connections_accepted_total");
+      return it == m.end() ? 0.0 : it->second;
+    };
+    const double a0 = accepted();
+    const uint64_t c0 = nowNs();
+    for (size_t i = 0; i < std::min(n, conns); ++i) opened += fleet.connFor(i) >= 0;
+    while (accepted() < a0 + static_cast<double>(opened) && nowNs() - c0 < 60 * kSec) loop.runFor(10 * kMs);
+    acceptSeconds = static_cast<double>(nowNs() - c0) / kSec;
+  }
   log("%s: %zu members joining %zu groups over %zu connections", sc.c_str(), n, groups, conns);
   const uint64_t j0 = nowNs();
   // Each member heartbeats from its registration on, as a client does: a
@@ -751,6 +767,11 @@ void members(const Args& args) {
       count(static_cast<double>(n)) + ", " + count(static_cast<double>(groups)) + ", " +
           count(static_cast<double>(conns)) + "; " + fmt(static_cast<double>(intervalNs) / kMs) + " ms, " +
           count(static_cast<double>(sessionMs)) + " ms");
+  if (acceptSeconds >= 0) {
+    row(sc, "connections opened at once and accepted by the server: count, seconds, per second",
+        count(static_cast<double>(opened)) + ", " + fmt(acceptSeconds, 2) + ", " +
+            count(static_cast<double>(opened) / std::max(acceptSeconds, 1e-3)));
+  }
   row(sc, "all registered / all in sync, from the first registration (s)",
       fmt(static_cast<double>(joined) / kSec, 2) + " / " + fmt(static_cast<double>(synced) / kSec, 2));
   row(sc, "heartbeats answered per second (1 per member per " + every + ")", count(hbs / measuredSeconds));
