@@ -367,4 +367,29 @@ std::optional<protocol::GroupInfo> describe(Loop& loop, uint16_t port, const std
   return resp->groups[0];
 }
 
+bool Fleet::assignmentExactAll(const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions,
+                               std::string* why) const {
+  std::map<std::string, std::set<protocol::TopicPartition>> seen;
+  for (const auto& m : members_) {
+    if (m.crashed) continue;
+    auto group = partitions.find(m.group);
+    if (group == partitions.end()) continue;
+    auto& held = seen[m.group];
+    for (const auto& tp : m.owned) {
+      if (!held.insert(tp).second) {
+        if (why) *why = m.group + ": " + tp.topic + "-" + std::to_string(tp.partition) + " held twice";
+        return false;
+      }
+    }
+  }
+  for (const auto& [group, parts] : partitions) {
+    const auto& held = seen[group];
+    if (held != std::set<protocol::TopicPartition>(parts.begin(), parts.end())) {
+      if (why) *why = group + ": " + std::to_string(held.size()) + " partitions held of " + std::to_string(parts.size());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace groupcoord::bench

@@ -113,6 +113,12 @@ class Fleet {
   bool assignmentExact(const std::vector<protocol::TopicPartition>& partitions, std::string* why = nullptr,
                        const std::string& group = {}) const;
 
+  // assignmentExact() for every group of `partitions` (group -> its
+  // partitions) in one pass over the members; false with *why (naming the
+  // group) at the first that is not exact.
+  bool assignmentExactAll(const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions,
+                          std::string* why = nullptr) const;
+
   // Called after each successful registration: (member, generation).
   std::function<void(size_t, int64_t)> onRegistered;
   // The RegisterConsumer version the members speak (docs/protocol.md §16).

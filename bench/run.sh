@@ -228,7 +228,7 @@ for s in "${scenarios[@]}"; do
           --echo-port="$echo_port" --echo-pid="$echo_pid" \
           --loop-echo-port="$loop_echo_port" --loop-echo-pid="$loop_echo_pid" \
           --members="$s_members" --conns="$s_conns" --groups="$s_groups" --partitions=100 \
-          --interval-ms=3000 --session-ms=10000 --settle-interval-ms=1000 \
+          --interval-ms=3000 --session-ms=10000 --settle-interval-ms=3000 \
           --seconds="$(q 60 5)" --echo-seconds="$(q 20 3)" --idle-seconds="$(q 4 1)" \
           --churn-percent=1 --kill-percent=1
         stop_echoes
