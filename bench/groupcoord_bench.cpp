@@ -166,9 +166,10 @@ std::vector<protocol::TopicPartition> partitionsOf(const std::string& topic, int
 
 // Heartbeats every `intervalNs` until all members are in sync (and, when
 // `partitions` is given, hold them exactly per group); the time it took.
+// keepBeating: the schedule runs on afterwards (the caller stops it).
 uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutNs,
                 const std::map<std::string, std::vector<protocol::TopicPartition>>& partitions = {},
-                Histogram* latency = nullptr) {
+                Histogram* latency = nullptr, bool keepBeating = false) {
   const uint64_t t0 = nowNs();
   fleet.startBeating(intervalNs, latency);
   uint64_t lastCheck = 0;
@@ -185,10 +186,12 @@ uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutN
       },
       timeoutNs);
   const uint64_t took = nowNs() - t0;
-  fleet.stopBeating();
-  loop.runUntil([&] { return std::none_of(fleet.members().begin(), fleet.members().end(),
-                                          [](const Member& m) { return m.busy; }); },
-                10 * kSec);
+  if (!keepBeating) {
+    fleet.stopBeating();
+    loop.runUntil([&] { return std::none_of(fleet.members().begin(), fleet.members().end(),
+                                            [](const Member& m) { return m.busy; }); },
+                  10 * kSec);
+  }
   if (!ok) {
     size_t notInSync = 0;
     for (const auto& m : fleet.members()) notInSync += (!m.crashed && !m.inSync);
@@ -523,6 +526,18 @@ void members(const Args& args) {
     while (accepted() < a0 + static_cast<double>(opened) && nowNs() - c0 < 60 * kSec) loop.runFor(10 * kMs);
     acceptSeconds = static_cast<double>(nowNs() - c0) / kSec;
   }
+  // ZooKeeper's idle rate: with the members joined and silent when they
+  // can be, well within their session (idle, then up to two intervals
+  // before and after it); else before they join, the groups created, and
+  // then the schedule runs without a pause from the join to the end.
+  const uint64_t intervalMs = intervalNs / kMs;
+  const bool idleBeforeJoin = idle * 1000 + static_cast<double>(2 * intervalMs + 2000) >= static_cast<double>(sessionMs);
+  double p0 = 0, p1 = 0;
+  if (idleBeforeJoin) {
+    p0 = zk.sum("zk_packets_received");
+    loop.runFor(static_cast<uint64_t>(idle * kSec));
+    p1 = zk.sum("zk_packets_received");
+  }
   log("%s: %zu members joining %zu groups over %zu connections", sc.c_str(), n, groups, conns);
   const uint64_t j0 = nowNs();
   // Each member heartbeats from its registration on, as a client does: a
@@ -532,7 +547,10 @@ void members(const Args& args) {
   const uint64_t joined = nowNs() - j0;
   std::map<std::string, std::vector<protocol::TopicPartition>> expected;
   for (size_t g = 0; g < groups; ++g) expected[base + "-" + std::to_string(g)] = partitionsOf(topic, partitions);
-  settle(loop, fleet, settleNs, 300 * kSec, expected);
+  // Without the idle window between, the settling schedule (at the
+  // measured interval) runs on into the first measured window.
+  bool beating = idleBeforeJoin && settleNs == intervalNs;
+  settle(loop, fleet, settleNs, 300 * kSec, expected, nullptr, beating);
   const uint64_t synced = nowNs() - j0;
   log("%s: all in sync after %.1f s", sc.c_str(), static_cast<double>(synced) / kSec);
   loop.runFor(1 * kSec);
@@ -541,9 +559,11 @@ void members(const Args& args) {
   // A window with the members idle (well within their session), then one
   // with every member heartbeating: whatever ZooKeeper receives beyond the
   // idle rate is caused by heartbeats.
-  const double p0 = zk.sum("zk_packets_received");
-  loop.runFor(static_cast<uint64_t>(idle * kSec));
-  const double p1 = zk.sum("zk_packets_received");
+  if (!idleBeforeJoin) {
+    p0 = zk.sum("zk_packets_received");
+    loop.runFor(static_cast<uint64_t>(idle * kSec));
+    p1 = zk.sum("zk_packets_received");
+  }
   // The measured windows: beats due in [from, until). Whatever blocks the
   // generator's one thread (ZooKeeper's four-letter words, scraping the
   // server's /metrics) happens outside them, a second away from either
@@ -593,8 +613,10 @@ void members(const Args& args) {
   for (int round = 0; round < rounds; ++round) {
     if (rounds > 1) log("%s: round %d of %d", sc.c_str(), round + 1, rounds);
     Histogram lat, late;
-    fleet.startBeating(intervalNs, BeatMeasure{});
-    loop.runFor(intervalNs);  // every member has had its first beat
+    if (!beating) {
+      fleet.startBeating(intervalNs, BeatMeasure{});
+      loop.runFor(intervalNs);  // every member has had its first beat
+    }
     if (round == 0) {
       p2 = zk.sum("zk_packets_received");
       p2At = nowNs();
@@ -617,7 +639,13 @@ void members(const Args& args) {
       p3At = nowNs();
       hbAtP3 = fleet.stats().heartbeats;
     }
-    fleet.stopBeating();
+    const bool churnNext = round == rounds - 1 && (args.num("churn-percent", 0) > 0 || args.num("kill-percent", 0) > 0);
+    if (churnNext) {
+      fleet.setMeasure(BeatMeasure{});  // the schedule runs on into the churn
+    } else {
+      fleet.stopBeating();
+    }
+    beating = churnNext;
     latency.merge(lat);
     lateness.merge(late);
     if (rounds == 1) {
@@ -665,8 +693,10 @@ void members(const Args& args) {
   std::vector<std::pair<std::string, double>> churnSteps;  // what, seconds until every group settled
   size_t killedMembers = 0, leavers = 0;
   if (churnPct > 0 || killPct > 0) {
-    fleet.startBeating(intervalNs, BeatMeasure{});
-    loop.runFor(intervalNs);
+    if (!beating) {
+      fleet.startBeating(intervalNs, BeatMeasure{});
+      loop.runFor(intervalNs);
+    }
     // Every live member in sync and every group's partitions held exactly
     // once; checked every 250 ms (the check walks every member).
     auto settled = [&](const char* what) {
@@ -859,7 +889,8 @@ void members(const Args& args) {
   row(sc, "server memory per member (bytes, connections included)", count(perMember), "< 2048");
   const double idleRate = (p1 - p0) / idle;
   const double busyRate = (p3 - p2) * kSec / static_cast<double>(std::max<uint64_t>(p3At - p2At, 1));
-  row(sc, "ZooKeeper packets received/s: members idle / heartbeating",
+  row(sc, std::string("ZooKeeper packets received/s: ") +
+              (idleBeforeJoin ? "groups created, no member yet" : "members idle") + " / heartbeating",
       fmt(idleRate, 2) + " / " + fmt(busyRate, 2));
   const double hbsZk = static_cast<double>(hbAtP3 - hbAtP2);
   row(sc, "ZooKeeper packets per 1,000 heartbeats", fmt((p3 - p2) * 1000.0 / std::max(hbsZk, 1.0), 3),
