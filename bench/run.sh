@@ -317,7 +317,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
   echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
     "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
     "with \`bench/run.sh${quick:+ --quick}${pin:+ --pin}${chosen:+ $chosen}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
-    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms. Cores: ${pinning}."
+    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms (10000 ms in scale). Cores: ${pinning}."
   echo
   echo "| scenario | figure | value | target |"
   echo "|---|---|---|---|"
