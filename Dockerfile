@@ -16,26 +16,29 @@
 # ---- build stage ----------------------------------------------------------
 FROM debian:bookworm AS build
 
-# The build dependencies are exactly those of scripts/dev.sh: it is copied on
-# its own first, so this layer is rebuilt only when its package list changes.
-# (Its list also names what the test ensemble needs, a JRE and ZooKeeper;
-# they stay in this stage and never reach the runtime image.)
-COPY scripts/dev.sh /src/scripts/dev.sh
-RUN /src/scripts/dev.sh setup && rm -rf /var/lib/apt/lists/*
+# Only what building the binaries needs (scripts/dev.sh installs more: the
+# test ensemble's JRE and ZooKeeper, chromium, clang, which a build with the
+# tests off never uses). tests/deploy checks this list against the
+# libraries the root CMakeLists.txt asks for.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake \
+      libzookeeper-mt-dev libpoco-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libssl-dev \
+ && rm -rf /var/lib/apt/lists/*
 
 COPY . /src
-# The same configure-and-build step as `scripts/dev.sh build`, without the
-# tests and benchmarks, then an install into a staging prefix.
-RUN BUILD_DIR=/build BUILD_TYPE=RelWithDebInfo \
-      CMAKE_ARGS="-DGROUPCOORD_BUILD_TESTS=OFF -DGROUPCOORD_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr" \
-      /src/scripts/dev.sh build \
+# The configure-and-build step of `scripts/dev.sh build`, without the tests
+# and benchmarks, then an install into a staging prefix.
+RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DGROUPCOORD_BUILD_TESTS=OFF -DGROUPCOORD_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr > /build.configure.log \
+ && cmake --build /build -j "$(nproc)" \
  && DESTDIR=/staging cmake --install /build \
- && strip --strip-unneeded /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl
+ && strip --strip-unneeded /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl /staging/usr/bin/groupcoord-watch
 
 # ---- runtime stage --------------------------------------------------------
 FROM debian:bookworm-slim
 
-# Only the shared libraries groupcoordd and groupctl link (bookworm's names):
+# Only the shared libraries groupcoordd, groupctl and groupcoord-watch link (bookworm's names):
 # the ZooKeeper C client, Poco (Util and Foundation), spdlog
 # with fmt, OpenSSL (client TLS and credential hashes), and the C++
 # runtime. bash (already in the base image) serves the healthcheck through
@@ -55,11 +58,15 @@ RUN groupadd --system --gid 7400 groupcoord \
  && useradd --system --uid 7400 --gid groupcoord --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin groupcoord
 
-COPY --from=build /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl /usr/bin/
+# groupctl and groupcoord-watch (the first-run example) too, so that
+# `docker-compose exec groupcoordd-1 groupctl ...` works with nothing built
+# on the host.
+COPY --from=build /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl /staging/usr/bin/groupcoord-watch /usr/bin/
 COPY --from=build /staging/usr/share/doc/groupcoord/groupcoordd.properties /usr/share/doc/groupcoord/
 
 USER groupcoord:groupcoord
 # 7400: the client protocol (listen.port). 7401: HTTP: the status page, /metrics,
-# /health/live and /health/ready (http.port).
+# /health/live and /health/ready (http.port). The compose files add an
+# internal listener on 7402 (internal.listen.port), off by default.
 EXPOSE 7400 7401
 ENTRYPOINT ["/usr/bin/groupcoordd"]

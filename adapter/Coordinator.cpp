@@ -64,7 +64,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                     [this](const std::string& g, ErrorCode answer, const char* why) { dropGroup(g, answer, why); },
                     [this](const std::optional<std::string>& clientId) { return memberIds_.next(clientId); }},
       handovers_(servers_, groups_, time_, HandoverConfig{config_.handoverMaxInFlight}) {
-  servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort});
+  servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
+                                      config_.internalHost, config_.internalPort});
   zk_.setListener(this);
 }
 
@@ -80,10 +81,13 @@ void Coordinator::detach() {
 // ---------------------------------------------------------------------------
 // Start, stop, ticker
 
-void Coordinator::setAdvertised(std::string host, uint16_t port) {
+void Coordinator::setAdvertised(std::string host, uint16_t port, std::string internalHost, uint16_t internalPort) {
   config_.advertisedHost = std::move(host);
   config_.advertisedPort = port;
-  servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort});
+  config_.internalHost = std::move(internalHost);
+  config_.internalPort = internalPort;
+  servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
+                                      config_.internalHost, config_.internalPort});
 }
 
 zk::Error Coordinator::start(Millis wait) {
@@ -279,7 +283,28 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
     }
     return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   }
+  if (caller.internal) {
+    // Came through the internal listener: the caller is inside this
+    // server's network, where the advertised addresses may lead nowhere.
+    done = [this, next = std::move(done)](protocol::Response r) {
+      toInternalAddresses(r);
+      next(std::move(r));
+    };
+  }
   std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
+}
+
+void Coordinator::toInternalAddresses(protocol::Response& response) const {
+  auto swap = [this](protocol::Broker& b) {
+    if (b.isNone()) return;
+    protocol::Broker internal = servers_.brokerOf(b.brokerId, Reach::Internal);
+    if (!internal.isNone()) b = std::move(internal);
+  };
+  if (auto* r = std::get_if<protocol::CreateGroupResponse>(&response)) swap(r->controller);
+  if (auto* r = std::get_if<protocol::DescribeGroupResponse>(&response)) swap(r->controller);
+  if (auto* r = std::get_if<protocol::ListGroupsResponse>(&response)) {
+    for (auto& g : r->groups) swap(g.controller);
+  }
 }
 
 namespace {

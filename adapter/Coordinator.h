@@ -69,6 +69,10 @@ struct CoordinatorConfig {
   int32_t serverId = 1;
   std::string advertisedHost = "127.0.0.1";
   uint16_t advertisedPort = 7400;
+  // The internal listener's address (docs/design.md, "Two addresses");
+  // empty / 0 without one.
+  std::string internalHost;
+  uint16_t internalPort = 0;
   std::string root = "/groupcoord";
   std::string topicsPath = "/brokers/topics";
   // Kafka's broker registrations, whose "rack" fields rack-aware assignment
@@ -123,9 +127,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // asynchronously (see registered()).
   zk::Error start(Millis wait = Millis(10000));
 
-  // Where clients reach this server, when known only after the port is
-  // bound. Before start() only.
-  void setAdvertised(std::string host, uint16_t port);
+  // Where clients reach this server (and, with an internal listener, where
+  // peers and clients inside its network do), when known only after the
+  // ports are bound. Before start() only.
+  void setAdvertised(std::string host, uint16_t port, std::string internalHost = "", uint16_t internalPort = 0);
 
   // Runs tick() every config.tickInterval on a thread of its own, until stop().
   void startTicker();
@@ -178,6 +183,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::vector<ServerView> fleetServers() const;
   // This server's id and where clients reach it.
   protocol::Broker self() const;
+  // Where this server dials another one (the status page asking a group's
+  // controller): its internal address when it has one, else the advertised
+  // one; an empty Broker when not known.
+  protocol::Broker peerAddressOf(int32_t serverId) const { return servers_.brokerOf(serverId, Reach::Internal); }
 
  private:
   // zk::SessionListener
@@ -191,6 +200,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   bool mayClaim() const;
   void serversChanged();
 
+  // Every controller address in an answer, as reached inside the servers'
+  // network (for a caller that came through the internal listener).
+  void toInternalAddresses(protocol::Response& response) const;
   // One route per request type: a new request type that has none does not
   // compile.
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::HeartbeatRequest r, protocol::ResponseCallback& done);

@@ -29,12 +29,21 @@ void ServerRegistry::registerSelf() {
   }
   std::string path = layout_.serverPath(self_.id);
   zk_.create(
-      path, layout::encodeServer(self_.host, self_.port), zk::CreateMode::Ephemeral,
+      path, layout::encodeServer(self_.host, self_.port, self_.internalHost, self_.internalPort), zk::CreateMode::Ephemeral,
       epoch_.bind([this, path](zk::CreateResult r) {
         if (r.error == zk::Error::Ok) {
           registered_ = true;
           registering_ = false;
-          spdlog::info("server {} registered at {} as {}:{}", self_.id, path, self_.host, self_.port);
+          if (const int64_t since = idTakenSince_.exchange(0); since != 0) {
+            const int64_t now = std::chrono::duration_cast<Millis>(time_.now().time_since_epoch()).count();
+            spdlog::info("server id {} was free again after {} ms", self_.id, now - since);
+          }
+          if (self_.internalPort != 0) {
+            spdlog::info("server {} registered at {} as {}:{} (inside its network {}:{})", self_.id, path, self_.host,
+                         self_.port, self_.internalHost, self_.internalPort);
+          } else {
+            spdlog::info("server {} registered at {} as {}:{}", self_.id, path, self_.host, self_.port);
+          }
           events_.registeredNow();
           return;
         }
@@ -51,10 +60,18 @@ void ServerRegistry::registerSelf() {
             spdlog::info("server {} registered at {}", self_.id, path);
             return;
           }
-          spdlog::warn(
-              "server id {} is already registered by ZooKeeper session 0x{:x}: another groupcoordd with the same "
-              "server id, or this server's previous run whose session has not expired yet; retrying",
-              self_.id, e.stat.ephemeralOwner);
+          // Said once: after a crash the previous run's session lives on
+          // until ZooKeeper expires it, and the retries until then are
+          // expected. The line of the registration says how long it took.
+          if (idTakenSince_.load() == 0) {
+            idTakenSince_ =
+                std::max<int64_t>(1, std::chrono::duration_cast<Millis>(time_.now().time_since_epoch()).count());
+            spdlog::warn(
+                "server id {} is already registered by ZooKeeper session 0x{:x}: another groupcoordd with the same "
+                "server id, or this server's previous run whose session has not expired yet; retrying until it "
+                "goes",
+                self_.id, e.stat.ephemeralOwner);
+          }
           retryRegistrationLater();
         }));
       }));
@@ -154,9 +171,18 @@ void ServerRegistry::onListed(std::vector<std::string> children) {
         spdlog::warn("server {} registered unreadable data: {}", id, g.data);
         return;
       }
-      spdlog::info("server {} is live at {}:{}", id, b->host, b->port);
+      auto internal = layout::decodeServerInternal(id, g.data);
+      if (internal) {
+        spdlog::info("server {} is live at {}:{} (inside its network {}:{})", id, b->host, b->port, internal->host,
+                     internal->port);
+      } else {
+        spdlog::info("server {} is live at {}:{}", id, b->host, b->port);
+      }
       MutexLock lock(mu_);
-      if (auto it = servers_.find(id); it != servers_.end()) it->second.broker = *b;
+      if (auto it = servers_.find(id); it != servers_.end()) {
+        it->second.broker = *b;
+        it->second.internal = internal.value_or(protocol::Broker{});
+      }
     }));
   }
   // The set of live servers decides who should claim what.
@@ -236,11 +262,17 @@ bool ServerRegistry::draining(int32_t serverId) const {
   return draining_.count(serverId) > 0;
 }
 
-protocol::Broker ServerRegistry::brokerOf(int32_t serverId) const {
-  if (serverId == self_.id) return protocol::Broker{serverId, self_.host, self_.port};
+protocol::Broker ServerRegistry::brokerOf(int32_t serverId, Reach reach) const {
+  if (serverId == self_.id) {
+    if (reach == Reach::Internal && self_.internalPort != 0) {
+      return protocol::Broker{serverId, self_.internalHost, self_.internalPort};
+    }
+    return protocol::Broker{serverId, self_.host, self_.port};
+  }
   MutexLock lock(mu_);
   auto it = servers_.find(serverId);
   if (it == servers_.end() || it->second.broker.host.empty()) return protocol::Broker{};
+  if (reach == Reach::Internal && !it->second.internal.isNone()) return it->second.internal;
   return it->second.broker;
 }
 

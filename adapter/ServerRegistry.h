@@ -34,7 +34,16 @@ struct ServerIdentity {
   int32_t id = 1;
   std::string host = "127.0.0.1";
   uint16_t port = 7400;
+  // The internal listener's address; empty / 0 without one.
+  std::string internalHost;
+  uint16_t internalPort = 0;
 };
+
+// Which of a server's addresses: the one clients are told (advertised), or
+// the one that works inside the server's own network (docs/design.md, "Two
+// addresses"), which is the advertised one for a server without an
+// internal listener.
+enum class Reach { Client, Internal };
 
 class ServerRegistry {
  public:
@@ -74,8 +83,9 @@ class ServerRegistry {
   // True unless this server is drained while another live server is not.
   bool mayTakeGroups() const EXCLUDES(mu_);
   bool draining(int32_t serverId) const EXCLUDES(mu_);
-  // Where clients reach a server; an empty Broker when not known.
-  protocol::Broker brokerOf(int32_t serverId) const EXCLUDES(mu_);
+  // Where clients (or, with Reach::Internal, peers and clients inside the
+  // server's network) reach a server; an empty Broker when not known.
+  protocol::Broker brokerOf(int32_t serverId, Reach reach = Reach::Client) const EXCLUDES(mu_);
   std::vector<int32_t> liveServers() const EXCLUDES(mu_);
 
   // Marks a server drained (or not) in ZooKeeper: the persistent marker
@@ -99,12 +109,16 @@ class ServerRegistry {
 
   std::atomic<bool> registered_{false};
   std::atomic<bool> registering_{false};
+  // When this server first found its id held by another session (ms on
+  // time_'s clock); 0: not held.
+  std::atomic<int64_t> idTakenSince_{0};
 
   const Millis settleDelay_;
 
   struct Known {
     protocol::Broker broker;
-    TimePoint since;  // first seen live
+    TimePoint since;            // first seen live
+    protocol::Broker internal;  // none without an internal listener
   };
   mutable Mutex mu_;
   std::map<int32_t, Known> servers_ GUARDED_BY(mu_);

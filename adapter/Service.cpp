@@ -28,8 +28,9 @@ Service::~Service() {
   timedSession_.reset();
 }
 
-bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error) {
-  coordinator_->setAdvertised(advertisedHost, advertisedPort);
+bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, const std::string& internalHost,
+                    uint16_t internalPort, std::string* error) {
+  coordinator_->setAdvertised(advertisedHost, advertisedPort, internalHost, internalPort);
   return start(error);
 }
 
@@ -40,10 +41,24 @@ bool Service::start(std::string* error) {
   }
   spdlog::info("connecting to ZooKeeper at {} (session timeout {} ms)", config_.zkConnect,
                config_.zkSessionTimeout.count());
-  if (zk::Error e = session_->waitConnected(config_.connectWait); e != zk::Error::Ok) {
-    *error = fmt::format("no ZooKeeper session with {} within {} ms: {}", config_.zkConnect,
-                         config_.connectWait.count(), e);
-    return false;
+  // Waited for in slices, each ending in a line that says so: a server
+  // started before its ensemble (a container's) tells why it is not ready.
+  const auto started = std::chrono::steady_clock::now();
+  const bool unlimited = config_.connectWait.count() == 0;
+  for (;;) {
+    const auto waited = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - started);
+    Millis slice = Millis(10000);
+    if (!unlimited) slice = std::min(slice, config_.connectWait - waited);
+    zk::Error e = slice.count() > 0 ? session_->waitConnected(slice) : zk::Error::OperationTimeout;
+    if (e == zk::Error::Ok) break;
+    const auto total = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - started);
+    if (e != zk::Error::OperationTimeout || (!unlimited && total >= config_.connectWait)) {
+      *error = fmt::format("no ZooKeeper session with {} within {} ms: {}", config_.zkConnect, total.count(), e);
+      return false;
+    }
+    spdlog::warn("still no ZooKeeper session with {} after {} s; waiting{}", config_.zkConnect, total.count() / 1000,
+                 unlimited ? " (zk.connect.wait.ms is 0: as long as it takes)"
+                           : fmt::format(" up to {} s (zk.connect.wait.ms)", config_.connectWait.count() / 1000));
   }
   spdlog::info("ZooKeeper session 0x{:x} established with {} (timeout {} ms granted)", session_->sessionId(),
                session_->currentServer(), session_->sessionTimeout().count());

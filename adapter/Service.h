@@ -23,7 +23,7 @@ struct ServiceConfig {
   std::string zkDigestUser;
   std::string zkDigestPassword;
   // How long start() waits for the first ZooKeeper connection.
-  Millis connectWait{30000};
+  Millis connectWait{30000};  // 0: no limit
 };
 
 class Service {
@@ -35,8 +35,10 @@ class Service {
   // claims and the ticker. false with *error set when ZooKeeper could not
   // be reached within connectWait or refused the root paths.
   bool start(std::string* error);
-  // The same, once the advertised endpoint is known (the bound port).
-  bool start(const std::string& advertisedHost, uint16_t advertisedPort, std::string* error);
+  // The same, once the advertised endpoints are known (the bound ports).
+  // internalHost / internalPort: the internal listener's, empty / 0 without.
+  bool start(const std::string& advertisedHost, uint16_t advertisedPort, const std::string& internalHost,
+             uint16_t internalPort, std::string* error);
 
   // Stops the coordinator and closes the ZooKeeper session, so this
   // server's ephemeral znodes (registration, controllers, members) go at

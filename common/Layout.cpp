@@ -173,22 +173,40 @@ std::optional<HistoryRecord> decodeHistory(std::string_view data) {
   return r;
 }
 
-std::string encodeServer(const std::string& host, uint16_t port) {
+std::string encodeServer(const std::string& host, uint16_t port, const std::string& internalHost,
+                         uint16_t internalPort) {
   json j;
   j["host"] = host;
   j["port"] = port;
+  if (!internalHost.empty() && internalPort != 0) {
+    j["internal_host"] = internalHost;
+    j["internal_port"] = internalPort;
+  }
   return j.dump();
 }
 
-std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data) {
+namespace {
+std::optional<protocol::Broker> decodeAddress(int32_t id, std::string_view data, const char* hostKey,
+                                              const char* portKey) {
   json j = json::parse(data, nullptr, false);
   if (!j.is_object()) return std::nullopt;
-  auto host = j.find("host");
-  auto port = j.find("port");
+  auto host = j.find(hostKey);
+  auto port = j.find(portKey);
   if (host == j.end() || !host->is_string() || port == j.end() || !port->is_number_unsigned()) return std::nullopt;
   auto p = port->get<uint64_t>();
   if (p > 65535) return std::nullopt;
   return protocol::Broker{id, host->get<std::string>(), static_cast<uint16_t>(p)};
+}
+}  // namespace
+
+std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data) {
+  return decodeAddress(id, data, "host", "port");
+}
+
+std::optional<protocol::Broker> decodeServerInternal(int32_t id, std::string_view data) {
+  auto b = decodeAddress(id, data, "internal_host", "internal_port");
+  if (b && (b->host.empty() || b->port == 0)) return std::nullopt;
+  return b;
 }
 
 std::string encodeMember(std::string_view clientId) {

@@ -63,8 +63,16 @@ std::string encodeSettings(const GroupSettings& s);
 // nullopt when the data is not a settings document this version understands.
 std::optional<GroupSettings> decodeSettings(std::string_view data);
 
-std::string encodeServer(const std::string& host, uint16_t port);
+// A server's registration: where clients reach it (advertised.host/port)
+// and, when it has an internal listener, where peers and clients inside its
+// own network reach it (internal_host/internal_port; docs/design.md, "Two
+// addresses"). An older server reads the first two and ignores the rest.
+std::string encodeServer(const std::string& host, uint16_t port, const std::string& internalHost = "",
+                         uint16_t internalPort = 0);
 std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data);
+// The internal address of a registration; nullopt when it has none (or it
+// is unreadable).
+std::optional<protocol::Broker> decodeServerInternal(int32_t id, std::string_view data);
 
 std::string encodeMember(std::string_view clientId);
 

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "common/Layout.h"
+#include "common/LogRateLimiter.h"
 #include "common/Sync.h"
 
 namespace groupcoord::topics {
@@ -60,10 +61,15 @@ const char* codeName(int rc) {
 
 // The C client's log lines of this handle: its errors go to stderr, the rest
 // (connection progress, warnings on every retry) nowhere. Per handle, so
-// that the process's global log level stays what it was.
+// that the process's global log level stays what it was. An unreachable
+// node makes an error line every few hundred milliseconds: one per 5 s is
+// shown, and the caller says in its own words what failed.
 void logErrorsOnly(const char* message) {
   std::string_view text(message != nullptr ? message : "");
   if (text.find("ZOO_ERROR@") == std::string_view::npos) return;
+  static LogRateLimiter limit{std::chrono::seconds(5)};
+  uint64_t held = 0;
+  if (!limit.allow(&held)) return;
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   std::fprintf(stderr, "%.*s\n", static_cast<int>(text.size()), text.data());
 }

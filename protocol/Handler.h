@@ -19,11 +19,15 @@ using ResponseCallback = std::function<void(Response)>;
 
 // Who sent a request, as the server saw it. The coordinator records it for
 // DescribeGroup (where a member connects from, who rewound a group); it
-// never decides anything by it.
+// never decides anything by it, except which of a server's addresses to
+// answer with.
 struct Caller {
   std::string host;  // the peer's address as text; "" when not known
   uint16_t port = 0;
   std::string user;  // the authenticated user; "" with authentication off
+  // Came through the internal listener (docs/design.md, "Two addresses"):
+  // controller addresses in its answers are the internal ones.
+  bool internal = false;
 
   // "host:port" ("[host]:port" for IPv6), or "?" when not known: for logs.
   std::string address() const {

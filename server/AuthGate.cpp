@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/Codec.h"
-#include "server/LogRateLimiter.h"
+#include "common/LogRateLimiter.h"
 
 namespace groupcoord::server {
 

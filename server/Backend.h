@@ -21,11 +21,15 @@
 
 namespace groupcoord::server {
 
-// Where clients are told to reach this server.
+// Where clients are told to reach this server, and where peers and
+// clients inside its network reach it (the internal listener; empty / 0
+// without one).
 struct AdvertisedEndpoint {
   int32_t serverId = 0;
   std::string host;
   uint16_t port = 0;
+  std::string internalHost;
+  uint16_t internalPort = 0;
 };
 
 class Backend {

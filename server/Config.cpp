@@ -74,6 +74,18 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::advertisedHost));
   s.push_back(numberOption("advertised.port", "PORT", "port clients are told to reach this server at; 0: the bound port",
                            &ServerConfig::advertisedPort));
+  s.push_back(numberOption("internal.listen.port", "PORT",
+                           "a second protocol port, on the listen address, for peers and clients inside this "
+                           "server's network (a container network): answers through it name the servers' internal "
+                           "addresses, and the other servers dial this one there; -1: none; 0: any free port",
+                           &ServerConfig::internalListenPort));
+  s.push_back(stringOption("internal.advertised.host", "HOST",
+                           "host the internal port is reached at (in a compose file: the service name); empty: as "
+                           "advertised.host defaults",
+                           &ServerConfig::internalAdvertisedHost));
+  s.push_back(numberOption("internal.advertised.port", "PORT",
+                           "port the internal port is reached at; 0: the bound internal port",
+                           &ServerConfig::internalAdvertisedPort));
   s.push_back(stringOption("port.file", "PATH", "once listening, write the bound port to this file; empty: none",
                            &ServerConfig::portFile));
   s.push_back(stringOption("http.address", "ADDRESS",
@@ -128,6 +140,10 @@ std::vector<OptionSpec> makeSpecs() {
                            &ServerConfig::brokersPath));
   s.push_back(numberOption("zk.session.timeout.ms", "MS", "ZooKeeper session timeout asked for, in milliseconds",
                            &ServerConfig::zkSessionTimeoutMs));
+  s.push_back(numberOption("zk.connect.wait.ms", "MS",
+                           "at start, how long to wait for a first ZooKeeper session before exiting non-zero; "
+                           "0: as long as it takes (/health/ready says why meanwhile)",
+                           &ServerConfig::zkConnectWaitMs));
   s.push_back(numberOption("zk.lease.margin.ms", "MS",
                            "heartbeats stop being answered from memory this long before ZooKeeper could expire "
                            "the session; 0: a fifth of the session timeout, at least 200 ms",
@@ -302,6 +318,7 @@ TcpServerOptions ServerConfig::tcpOptions() const {
   TcpServerOptions o;
   o.listenAddress = listenAddress;
   o.port = static_cast<uint16_t>(listenPort);
+  if (internalListenPort >= 0) o.internalPort = static_cast<uint16_t>(internalListenPort);
   o.ioThreads = static_cast<int>(ioThreads);
   o.maxFrameBytes = static_cast<int32_t>(maxFrameBytes);
   o.maxConnections = static_cast<int>(maxConnections);
@@ -340,12 +357,36 @@ uint16_t ServerConfig::effectiveAdvertisedPort(uint16_t boundPort) const {
   return advertisedPort != 0 ? static_cast<uint16_t>(advertisedPort) : boundPort;
 }
 
+std::string ServerConfig::effectiveInternalAdvertisedHost() const {
+  if (!internalAdvertisedHost.empty()) return internalAdvertisedHost;
+  ServerConfig defaults = *this;
+  defaults.advertisedHost.clear();
+  return defaults.effectiveAdvertisedHost();
+}
+
+uint16_t ServerConfig::effectiveInternalAdvertisedPort(uint16_t boundPort) const {
+  return internalAdvertisedPort != 0 ? static_cast<uint16_t>(internalAdvertisedPort) : boundPort;
+}
+
 std::string validateConfig(const ServerConfig& c) {
   auto num = [](auto v) { return std::to_string(v); };
   if (c.listenAddress.empty()) return badValue("listen.address", c.listenAddress, "must not be empty");
   if (c.listenPort < 0 || c.listenPort > 65535) return badValue("listen.port", num(c.listenPort), "must be 0..65535");
   if (c.advertisedPort < 0 || c.advertisedPort > 65535) {
     return badValue("advertised.port", num(c.advertisedPort), "must be 0..65535 (0: the bound port)");
+  }
+  if (c.internalListenPort < -1 || c.internalListenPort > 65535) {
+    return badValue("internal.listen.port", num(c.internalListenPort), "must be -1 (none), 0 (any free port) or a port");
+  }
+  if (c.internalListenPort > 0 && c.internalListenPort == c.listenPort) {
+    return badValue("internal.listen.port", num(c.internalListenPort), "must differ from listen.port");
+  }
+  if (c.internalAdvertisedPort < 0 || c.internalAdvertisedPort > 65535) {
+    return badValue("internal.advertised.port", num(c.internalAdvertisedPort),
+                    "must be 0..65535 (0: the bound internal port)");
+  }
+  if (c.zkConnectWaitMs < 0 || c.zkConnectWaitMs > 86'400'000) {
+    return badValue("zk.connect.wait.ms", num(c.zkConnectWaitMs), "must be 0 (no limit) .. 86400000");
   }
   if (c.httpPort < -1 || c.httpPort > 65535) {
     return badValue("http.port", num(c.httpPort), "must be 0..65535, or -1 for no HTTP server");

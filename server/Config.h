@@ -31,6 +31,10 @@ struct ServerConfig {
   std::string advertisedHost;  // empty: the listen address, or the hostname when listening on 0.0.0.0 / ::
   int advertisedPort = 0;      // 0: the bound port
   std::string portFile;        // empty: none; else the bound port is written there once listening
+  // The internal listener (docs/design.md, "Two addresses").
+  int internalListenPort = -1;         // -1: none; 0: any free port
+  std::string internalAdvertisedHost;  // empty: as advertised.host defaults
+  int internalAdvertisedPort = 0;      // 0: the bound internal port
 
   // Metrics and health over HTTP (server/HttpServer.h).
   std::string httpAddress;     // empty: the listen address
@@ -54,6 +58,7 @@ struct ServerConfig {
   std::string topicsPath = "/brokers/topics";
   std::string brokersPath = "/brokers/ids";
   int64_t zkSessionTimeoutMs = 10000;
+  int64_t zkConnectWaitMs = 30000;  // 0: wait as long as it takes
   int64_t zkLeaseMarginMs = 0;  // 0: a fifth of the granted session timeout, at least 200 ms
   std::string zkDigestUser;      // empty: no digest auth
   std::string zkDigestPassword;  // secret: masked in every log line
@@ -105,6 +110,10 @@ struct ServerConfig {
   std::string effectiveAdvertisedHost() const;
   // advertisedPort, or the bound port when it is 0.
   uint16_t effectiveAdvertisedPort(uint16_t boundPort) const;
+  // internalAdvertisedHost, or the default it stands for.
+  std::string effectiveInternalAdvertisedHost() const;
+  // internalAdvertisedPort, or the bound internal port when it is 0.
+  uint16_t effectiveInternalAdvertisedPort(uint16_t boundPort) const;
 };
 
 // One option: its key and how to read and print it.

@@ -26,7 +26,8 @@
 #include "common/Sync.h"
 #include "server/Handles.h"
 #include "server/HttpRoutes.h"
-#include "server/LogRateLimiter.h"
+#include "common/LogRateLimiter.h"
+#include "server/TcpServer.h"
 #include "server/Tls.h"
 
 namespace groupcoord::server {
@@ -211,6 +212,7 @@ struct HttpServer::Impl {
   ~Impl() { stop(); }
 
   bool start(std::string* error);
+  uint16_t boundPort = 0;  // after start()
   void stop();
 
   // Connection thread.
@@ -273,32 +275,9 @@ bool HttpServer::Impl::start(std::string* error) {
       return false;
     }
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(options.address.c_str(), std::to_string(options.port).c_str(), &hints, &found);
-  if (rc != 0) {
-    *error = "cannot serve HTTP on " + where + ": " + ::gai_strerror(rc);
-    return false;
-  }
-  std::string lastError = "no address";
-  for (addrinfo* ai = found; ai != nullptr && !listenFd.valid(); ai = ai->ai_next) {
-    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
-    const int one = 1;
-    // SO_REUSEADDR without SO_REUSEPORT: a second server on a busy port
-    // must fail, not share it.
-    if (!fd.valid() || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
-      lastError = std::strerror(errno);
-      continue;
-    }
-    listenFd = std::move(fd);
-  }
-  ::freeaddrinfo(found);
-  if (!listenFd.valid()) {
-    *error = "cannot serve HTTP on " + where + ": " + lastError;
+  std::string why;
+  if (!listenOn(options.address, options.port, &listenFd, &boundPort, &why)) {
+    *error = "cannot serve HTTP on " + where + ": " + why;
     return false;
   }
   epollFd.reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -709,11 +688,7 @@ bool HttpServer::start(std::string* error) {
   if (impl_) return true;
   auto impl = std::make_unique<Impl>(options_, registry_, readiness_);
   if (!impl->start(error)) return false;
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  ::getsockname(impl->listenFd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  port_ = impl->boundPort;
   impl_ = std::move(impl);
   return true;
 }

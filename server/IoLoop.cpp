@@ -22,7 +22,7 @@
 
 #include "protocol/Codec.h"
 #include "server/AuthGate.h"
-#include "server/LogRateLimiter.h"
+#include "common/LogRateLimiter.h"
 #include "server/Tls.h"
 
 namespace groupcoord::server::detail {
@@ -67,6 +67,16 @@ protocol::Caller peerOf(int fd) {
     caller.port = ntohs(a->sin6_port);
   }
   return caller;
+}
+
+// The port a connection arrived at (its local port); 0 when not known.
+uint16_t localPortOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+  return 0;
 }
 
 // A request of the given API with every field at its default, so that
@@ -494,6 +504,7 @@ void IoLoop::addConnection(UniqueFd fd) {
   Connection& c = *owned;
   c.fd = std::move(fd);
   c.caller = peerOf(c.fd.get());
+  c.caller.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
   c.peer = c.caller.address();
   c.lastReadAt = now_;
   c.completions = std::make_shared<Completions>();

@@ -138,8 +138,13 @@ class AdapterStatus final : public StatusSource {
                                                               const protocol::Broker& controller,
                                                               const Viewer& viewer) {
     StatusAnswer<protocol::DescribeGroupResponse> out;
+    // Dialled at its internal address when it has one: the advertised one
+    // is for clients, and from inside this server's network (a container)
+    // may lead back to this server itself.
+    protocol::Broker dial = coordinator_.peerAddressOf(controller.brokerId);
+    if (dial.isNone()) dial = controller;
     const std::string where =
-        "server " + std::to_string(controller.brokerId) + " at " + controller.host + ":" + std::to_string(controller.port);
+        "server " + std::to_string(dial.brokerId) + " at " + dial.host + ":" + std::to_string(dial.port);
     client::AdminOptions options;
     options.clientId = "groupcoordd-status";
     options.requestTimeout = kPeerRequestTimeout;
@@ -157,7 +162,7 @@ class AdapterStatus final : public StatusSource {
       options.security.tlsCertificateFile = peer_.certificateFile;
       options.security.tlsKeyFile = peer_.keyFile;
     }
-    client::Admin admin({client::Endpoint{controller.host, controller.port}}, options);
+    client::Admin admin({client::Endpoint{dial.host, dial.port}}, options);
     auto described = admin.describeGroup(name);
     if (!described.ok()) {
       out.error = {described.status.code, "asking the controller (" + where + "): " + described.status.toString()};
@@ -181,7 +186,7 @@ class AdapterBackend final : public Backend {
   protocol::Handler& handler() override { return service_.handler(); }
 
   bool start(const AdvertisedEndpoint& self, std::string* error) override {
-    return service_.start(self.host, self.port, error);
+    return service_.start(self.host, self.port, self.internalHost, self.internalPort, error);
   }
 
   void shutdown() override { service_.stop(); }
@@ -227,6 +232,7 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.maxMetadataBytes = static_cast<size_t>(config.maxMetadataBytes);
   s.zkConnect = config.zkConnect;
   s.zkSessionTimeout = std::chrono::milliseconds(config.zkSessionTimeoutMs);
+  s.connectWait = std::chrono::milliseconds(config.zkConnectWaitMs);
   s.zkDigestUser = config.zkDigestUser;
   s.zkDigestPassword = config.zkDigestPassword;
   PeerSecurity peer;

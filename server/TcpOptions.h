@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,10 @@ class RequestObserver {
 struct TcpServerOptions {
   std::string listenAddress = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
   uint16_t port = 0;                        // 0: any free port; port() tells which
+  // Set: a second listener on the same address (0: any free port) whose
+  // connections the handler sees as internal (protocol::Caller::internal;
+  // docs/design.md, "Two addresses"). After bind(): the bound port.
+  std::optional<uint16_t> internalPort;
   int ioThreads = 0;                        // 0: one per core
   int32_t maxFrameBytes = 1 << 20;          // larger frames close their connection
   int maxConnections = 20000;               // past it, new connections are closed at once

@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/IoLoop.h"
-#include "server/LogRateLimiter.h"
+#include "common/LogRateLimiter.h"
 
 namespace groupcoord::server {
 
@@ -50,21 +50,20 @@ TcpServer::~TcpServer() {
 
 uint16_t TcpServer::port() const { return port_; }
 
-bool TcpServer::bind(std::string* error) {
-  if (listenFd_.valid()) return true;
+bool listenOn(const std::string& address, uint16_t port, UniqueFd* out, uint16_t* bound, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  const std::string service = std::to_string(options_.port);
-  const int rc = ::getaddrinfo(options_.listenAddress.c_str(), service.c_str(), &hints, &found);
+  const int rc = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (rc != 0) {
-    *error = "cannot resolve listen address '" + options_.listenAddress + "': " + ::gai_strerror(rc);
+    *error = std::string("cannot resolve '") + address + "': " + ::gai_strerror(rc);
     return false;
   }
   std::string lastError = "no address";
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+  UniqueFd listening;
+  for (addrinfo* ai = found; ai != nullptr && !listening.valid(); ai = ai->ai_next) {
     UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
     if (!fd.valid()) {
       lastError = errnoText("socket");
@@ -74,26 +73,45 @@ bool TcpServer::bind(std::string* error) {
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
       lastError = errnoText("bind");
-      fd.reset();
       continue;
     }
     if (::listen(fd.get(), SOMAXCONN) != 0) {
       lastError = errnoText("listen");
-      fd.reset();
       continue;
     }
-    sockaddr_storage bound{};
-    socklen_t len = sizeof(bound);
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
-    port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    listenFd_ = std::move(fd);
-    break;
+    listening = std::move(fd);
   }
   ::freeaddrinfo(found);
-  if (!listenFd_.valid()) {
-    *error = "cannot listen on " + options_.listenAddress + ":" + service + ": " + lastError;
+  if (!listening.valid()) {
+    *error = lastError;
     return false;
+  }
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  ::getsockname(listening.get(), reinterpret_cast<sockaddr*>(&local), &len);
+  *bound = local.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port)
+                                       : ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+  *out = std::move(listening);
+  return true;
+}
+
+bool TcpServer::bind(std::string* error) {
+  if (listenFd_.valid()) return true;
+  std::string why;
+  if (!listenOn(options_.listenAddress, options_.port, &listenFd_, &port_, &why)) {
+    *error = "cannot listen on " + options_.listenAddress + ":" + std::to_string(options_.port) + ": " + why;
+    return false;
+  }
+  if (options_.internalPort) {
+    if (!listenOn(options_.listenAddress, *options_.internalPort, &internalListenFd_, &internalPort_, &why)) {
+      *error = "cannot listen on " + options_.listenAddress + ":" + std::to_string(*options_.internalPort) +
+               " (internal.listen.port): " + why;
+      listenFd_.reset();
+      port_ = 0;
+      return false;
+    }
+    // The loops tell internal connections by the port they arrived at.
+    options_.internalPort = internalPort_;
   }
   return true;
 }
@@ -132,24 +150,28 @@ bool TcpServer::start(std::string* error) {
 
 void TcpServer::acceptLoop() {
   ::pthread_setname_np(::pthread_self(), "gc-accept");
-  pollfd fds[2] = {{listenFd_.get(), POLLIN, 0}, {acceptWakeFd_.get(), POLLIN, 0}};
+  // The internal listener last; without one poll() skips its negative fd.
+  pollfd fds[3] = {{acceptWakeFd_.get(), POLLIN, 0},
+                   {listenFd_.get(), POLLIN, 0},
+                   {internalListenFd_.valid() ? internalListenFd_.get() : -1, POLLIN, 0}};
   for (;;) {
-    const int n = ::poll(fds, 2, -1);
+    const int n = ::poll(fds, 3, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       spdlog::critical("acceptor: poll failed: {}; no new connections will be accepted", std::strerror(errno));
       return;
     }
-    if (fds[1].revents != 0) return;  // stop()
-    if (fds[0].revents != 0) acceptReady();
+    if (fds[0].revents != 0) return;  // stop()
+    if (fds[1].revents != 0) acceptReady(listenFd_.get());
+    if (fds[2].revents != 0) acceptReady(internalListenFd_.get());
   }
 }
 
-void TcpServer::acceptReady() {
+void TcpServer::acceptReady(int listenFd) {
   for (;;) {
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
-    UniqueFd fd(::accept4(listenFd_.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    UniqueFd fd(::accept4(listenFd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
@@ -165,7 +187,7 @@ void TcpServer::acceptReady() {
         // socket readable forever. Free the spare descriptor, take the
         // connection and close it, and keep the spare again.
         reserveFd_.reset();
-        UniqueFd dropped(::accept4(listenFd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        UniqueFd dropped(::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC));
         if (dropped.valid()) {
           dropped.reset();
           counters_->connectionsRejected.fetch_add(1, std::memory_order_relaxed);
@@ -204,6 +226,7 @@ void TcpServer::stop() {
   [[maybe_unused]] ssize_t n = ::write(acceptWakeFd_.get(), &one, sizeof(one));
   if (acceptor_.joinable()) acceptor_.join();
   listenFd_.reset();
+  internalListenFd_.reset();
   acceptWakeFd_.reset();
   reserveFd_.reset();
   spdlog::info("stopped accepting; answering what is in flight on {} connection(s) (up to {} ms)",

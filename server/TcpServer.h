@@ -49,26 +49,37 @@ class TcpServer {
 
   // The bound port (after bind()), else 0.
   uint16_t port() const;
+  // The internal listener's bound port (after bind()); 0 without one.
+  uint16_t internalPort() const { return internalPort_; }
   const TcpServerOptions& options() const { return options_; }
   TcpServerStats stats() const;
 
  private:
   void acceptLoop();
-  void acceptReady();
+  void acceptReady(int listenFd);
 
   TcpServerOptions options_;
   protocol::Handler& handler_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
   UniqueFd listenFd_;
+  UniqueFd internalListenFd_;  // options_.internalPort set: the internal listener
   UniqueFd acceptWakeFd_;  // eventfd: tells the acceptor to stop
   UniqueFd reserveFd_;     // kept open to be released when accept() hits EMFILE
   uint16_t port_ = 0;
+  uint16_t internalPort_ = 0;
   size_t nextLoop_ = 0;    // acceptor thread only
   bool started_ = false;
   bool stopped_ = false;
   std::thread acceptor_;
 };
+
+// A listening socket (non-blocking, close-on-exec, SO_REUSEADDR but never
+// SO_REUSEPORT: a second server on a busy port must fail, not share it) on
+// the first address `address` resolves to that takes it. `port` 0: any free
+// port; *bound tells which. false with *error set (the reason alone, e.g.
+// "bind: Address already in use") when no address could be used.
+bool listenOn(const std::string& address, uint16_t port, UniqueFd* fd, uint16_t* bound, std::string* error);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (10,000 idle connections
 // need more than the usual 1024). Returns the soft limit now in force.

@@ -273,8 +273,12 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, credentials, http); rc != EXIT_OK) {
       return rc;
     }
-    const AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),
-                                  config.effectiveAdvertisedPort(server.port())};
+    AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),
+                            config.effectiveAdvertisedPort(server.port())};
+    if (server.internalPort() != 0) {
+      self.internalHost = config.effectiveInternalAdvertisedHost();
+      self.internalPort = config.effectiveInternalAdvertisedPort(server.internalPort());
+    }
     if (!backend->start(self, &error)) {
       spdlog::critical("cannot start serving: {}", error);
       return EXIT_UNAVAILABLE;
@@ -292,6 +296,10 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
     spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{})", config.listenAddress,
                  server.port(), self.serverId, self.host, self.port);
+    if (server.internalPort() != 0) {
+      spdlog::info("internal listener on {}:{} (advertised inside the network as {}:{})", config.listenAddress,
+                   server.internalPort(), self.internalHost, self.internalPort);
+    }
     spdlog::default_logger()->flush();
 
     waitForTerminationRequest();

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/LogRateLimiter.h"
 #include "common/Sync.h"
 #include "zk/Path.h"
 
@@ -81,6 +82,18 @@ void logFromClient(const char* message) {
     level = spdlog::level::info;
   } else if (text.find("ZOO_DEBUG@") != std::string_view::npos) {
     level = spdlog::level::trace;
+  }
+  // A node that is down makes the client retry it every few hundred
+  // milliseconds, each time with an error line (a stopped container: one
+  // whose name no longer resolves). One line per 5 s says as much.
+  static LogRateLimiter loud{std::chrono::seconds(5)};
+  if (level >= spdlog::level::info) {
+    uint64_t suppressed = 0;
+    if (!loud.allow(&suppressed)) return;
+    if (suppressed != 0) {
+      spdlog::log(level, "zookeeper client: {} ({} similar lines held back)", text, suppressed);
+      return;
+    }
   }
   spdlog::log(level, "zookeeper client: {}", text);
 }
@@ -569,7 +582,11 @@ void Session::close() {
   }
   closeHandle(SessionState::Closed);
   setState(SessionState::Closed);
-  if (open) spdlog::info("{}zk session {:#x} closed", config_.logPrefix, id);
+  if (open && id != 0) {
+    spdlog::info("{}zk session {:#x} closed", config_.logPrefix, id);
+  } else if (open) {
+    spdlog::info("{}gave up connecting to ZooKeeper (no session was established)", config_.logPrefix);
+  }
 }
 
 void Session::renew() {

@@ -97,8 +97,9 @@ void usage() {
                "                        [--consumers N] [--seconds S]\n\n"
                "Starts N consumers of GROUP (created if missing, subscribed to TOPIC) and, every few\n"
                "seconds, has one leave and a new one join, printing each consumer's generation and\n"
-               "partitions as they change. Defaults: 127.0.0.1:7400, group demo, topic demo,\n"
-               "3 consumers, 60 seconds. Create the topic first, for example:\n"
+               "partitions as they change. Defaults: $GROUPCTL_BOOTSTRAP (as groupctl), else\n"
+               "127.0.0.1:7400; group demo, topic demo, 3 consumers, 60 seconds. A group that\n"
+               "exists already is joined as it is. Create the topic first, for example:\n"
                "  groupctl topic create demo --partitions 6 --zookeeper 127.0.0.1:2181\n";
 }
 
@@ -106,6 +107,7 @@ void usage() {
 
 int main(int argc, char** argv) {
   std::string bootstrapText = "127.0.0.1:7400", group = "demo", topic = "demo";
+  if (const char* env = std::getenv("GROUPCTL_BOOTSTRAP"); env != nullptr && *env != '\0') bootstrapText = env;
   int consumers = 3, seconds = 60;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -146,12 +148,22 @@ int main(int argc, char** argv) {
 
   groupcoord::client::Admin admin(bootstrap);
   auto created = admin.createGroup(group, 6s, {topic}, /*ephemeral=*/true);
-  if (!created.ok()) {
+  if (created.ok()) {
+    say("watch", "group " + group + " (topic " + topic + ", session timeout 6 s) is controlled by " +
+                     created.value.host + ":" + std::to_string(created.value.port));
+  } else if (created.status.code == groupcoord::protocol::ErrorCode::GROUP_ALREADY_EXISTS) {
+    // Joined as it is: its own topics and session timeout, not these.
+    auto listed = admin.listGroups({group});
+    std::string topics;
+    if (listed.ok() && listed.value.size() == 1) {
+      for (const auto& t : listed.value[0].topics) topics += (topics.empty() ? "" : ",") + t;
+    }
+    say("watch", "group " + group + " exists already (topics " + (topics.empty() ? "?" : topics) +
+                     "): joining it as it is; --topic applies only to a group this creates");
+  } else {
     std::cerr << "cannot create group " << group << ": " << created.status.toString() << "\n";
     return 1;
   }
-  say("watch", "group " + group + " (topic " + topic + ", session timeout 6 s) is controlled by " +
-                   created.value.host + ":" + std::to_string(created.value.port));
 
   std::vector<std::unique_ptr<DemoConsumer>> running;
   int next = 1;

@@ -62,6 +62,26 @@ TEST(Layout, ServerDataRoundTrip) {
   EXPECT_FALSE(decodeServer(1, "garbage").has_value());
 }
 
+TEST(Layout, ServerDataCarriesTheInternalAddressOnlyWhenThereIsOne) {
+  // Without an internal listener the registration is what it always was.
+  EXPECT_EQ(encodeServer("10.0.0.7", 40001), R"({"host":"10.0.0.7","port":40001})");
+  EXPECT_FALSE(decodeServerInternal(7, encodeServer("10.0.0.7", 40001)).has_value());
+
+  const std::string both = encodeServer("127.0.0.1", 7410, "groupcoordd-2", 7402);
+  auto client = decodeServer(2, both);
+  ASSERT_TRUE(client.has_value());
+  EXPECT_EQ(client->host, "127.0.0.1");
+  EXPECT_EQ(client->port, 7410);
+  auto internal = decodeServerInternal(2, both);
+  ASSERT_TRUE(internal.has_value());
+  EXPECT_EQ(internal->brokerId, 2);
+  EXPECT_EQ(internal->host, "groupcoordd-2");
+  EXPECT_EQ(internal->port, 7402);
+
+  EXPECT_FALSE(decodeServerInternal(2, R"({"host":"h","port":1,"internal_host":"","internal_port":7402})"));
+  EXPECT_FALSE(decodeServerInternal(2, R"({"host":"h","port":1,"internal_host":"i","internal_port":70000})"));
+}
+
 TEST(Layout, MemberDataSurvivesInvalidUtf8) {
   std::string bad("\xff\xfe client", 9);
   std::string data = encodeMember(bad);

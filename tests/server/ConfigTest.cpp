@@ -226,5 +226,43 @@ TEST(ConfigTest, AdvertisedEndpointDefaults) {
   EXPECT_EQ(c.effectiveAdvertisedPort(4321), 9000);
 }
 
+TEST(ConfigTest, TheInternalListenerIsOffUnlessAsked) {
+  ServerConfig c;
+  EXPECT_FALSE(c.tcpOptions().internalPort.has_value());
+  c.internalListenPort = 0;
+  ASSERT_TRUE(c.tcpOptions().internalPort.has_value());
+  EXPECT_EQ(*c.tcpOptions().internalPort, 0);
+
+  // Named after the machine as advertised.host would be, not after it.
+  c.listenAddress = "0.0.0.0";
+  c.advertisedHost = "127.0.0.1";
+  char host[256] = {0};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(c.effectiveInternalAdvertisedHost(), std::string(host));
+  EXPECT_EQ(c.effectiveInternalAdvertisedPort(7402), 7402);
+  c.internalAdvertisedHost = "groupcoordd-1";
+  c.internalAdvertisedPort = 17402;
+  EXPECT_EQ(c.effectiveInternalAdvertisedHost(), "groupcoordd-1");
+  EXPECT_EQ(c.effectiveInternalAdvertisedPort(7402), 17402);
+
+  ConfigSources sources;
+  sources.environment = {{"GROUPCOORDD_INTERNAL_LISTEN_PORT", "7402"},
+                         {"GROUPCOORDD_INTERNAL_ADVERTISED_HOST", "groupcoordd-2"},
+                         {"GROUPCOORDD_ZK_CONNECT_WAIT_MS", "0"}};
+  const auto result = loadConfig(sources);
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_EQ(result.config.internalListenPort, 7402);
+  EXPECT_EQ(result.config.internalAdvertisedHost, "groupcoordd-2");
+  EXPECT_EQ(result.config.zkConnectWaitMs, 0);
+}
+
+TEST(ConfigTest, TheInternalListenerNeedsAPortOfItsOwn) {
+  expectRejected("internal.listen.port", "-2", "-1 (none)");
+  expectRejected("internal.listen.port", "65536");
+  expectRejected("internal.listen.port", "7400", "must differ from listen.port");
+  expectRejected("internal.advertised.port", "70000");
+  expectRejected("zk.connect.wait.ms", "-1", "no limit");
+}
+
 }  // namespace
 }  // namespace groupcoord::server

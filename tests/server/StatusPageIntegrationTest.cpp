@@ -6,8 +6,11 @@
 // GROUPCOORD_STATUS_SCREENSHOT=PATH copies the browser test's screenshot
 // there (docs/status-page.png is made so).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,7 +177,24 @@ class Member {
 struct Server {
   std::unique_ptr<ServerProcess> process;
   uint16_t httpPort = 0;
+  uint16_t internalPort = 0;  // its internal listener's, when it has one
 };
+
+// A port of 127.0.0.1 that nothing listened on a moment ago.
+uint16_t unusedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
 
 class StatusPageIntegrationTest : public ::testing::Test {
  protected:
@@ -228,10 +248,25 @@ class StatusPageIntegrationTest : public ::testing::Test {
     return servers_.back();
   }
 
+  // Through the internal listeners when the servers have them.
   std::vector<Endpoint> bootstrap() const {
     std::vector<Endpoint> out;
-    for (const auto& s : servers_) out.push_back({"127.0.0.1", s.process->port()});
+    for (const auto& s : servers_) {
+      out.push_back({"127.0.0.1", s.internalPort != 0 ? s.internalPort : s.process->port()});
+    }
     return out;
+  }
+
+  // A server whose advertised address leads nowhere from here (a port
+  // nothing listens on, as a published port seen from inside a container),
+  // with an internal listener that works.
+  Server& startServerBehindAddressThatLeadsNowhere(int id) {
+    const uint16_t internal = unusedPort();
+    Server& s = startServer(id, {"--advertised-host=127.0.0.1", "--advertised-port=" + std::to_string(unusedPort()),
+                                 "--internal-listen-port=" + std::to_string(internal),
+                                 "--internal-advertised-host=127.0.0.1"});
+    s.internalPort = internal;
+    return s;  // until the next start: servers_ may move it
   }
 
   AdminOptions adminOptions() const {
@@ -433,6 +468,48 @@ TEST_F(StatusPageIntegrationTest, AServerAnswersForAGroupControlledByAnother) {
   expectProxied(servers_, [this](const Server& s, const std::string& path) {
     return curl(dir_, "http://127.0.0.1:" + std::to_string(s.httpPort) + path);
   }, m.id());
+}
+
+// As in a compose deployment: each server advertises the address clients
+// outside reach it at, which leads nowhere from where the servers run; the
+// servers dial each other at their internal addresses, and a client that
+// came through an internal listener is told internal addresses.
+TEST_F(StatusPageIntegrationTest, ServersWhoseAdvertisedAddressesLeadNowhereReachEachOtherInternally) {
+  startServerBehindAddressThatLeadsNowhere(1);
+  startServerBehindAddressThatLeadsNowhere(2);
+  const Server& one = servers_[0];
+  createGroup({"orders"});
+  Member& m = addMember("checkout-api");  // through the internal listeners
+  waitStable(1, 4);
+  expectProxied(servers_, [this](const Server& s, const std::string& path) {
+    return curl(dir_, "http://127.0.0.1:" + std::to_string(s.httpPort) + path);
+  }, m.id());
+
+  // The same question through either port of server 1: the answer names
+  // the controller's address for where the question came from.
+  Admin inside({{"127.0.0.1", one.internalPort}}, adminOptions());
+  Admin outside({{"127.0.0.1", one.process->port()}}, adminOptions());
+  auto viaInternal = inside.listGroups({group_});
+  auto viaClientPort = outside.listGroups({group_});
+  ASSERT_TRUE(viaInternal.ok()) << viaInternal.status.toString();
+  ASSERT_TRUE(viaClientPort.ok()) << viaClientPort.status.toString();
+  ASSERT_EQ(viaInternal.value.size(), 1u);
+  ASSERT_EQ(viaClientPort.value.size(), 1u);
+  const protocol::Broker internal = viaInternal.value[0].controller;
+  const protocol::Broker advertised = viaClientPort.value[0].controller;
+  ASSERT_FALSE(internal.isNone());
+  EXPECT_EQ(internal.brokerId, advertised.brokerId);
+  const Server& controller = servers_[internal.brokerId == 1 ? 0 : 1];
+  EXPECT_EQ(internal.port, controller.internalPort);
+  EXPECT_NE(advertised.port, controller.internalPort);
+  EXPECT_NE(advertised.port, controller.process->port());
+
+  // Followed from inside, the controller's address works.
+  auto described = inside.describeGroup(group_);
+  ASSERT_TRUE(described.ok()) << described.status.toString();
+  EXPECT_EQ(described.value.controller.port, controller.internalPort);
+  ASSERT_EQ(described.value.members.size(), 1u);
+  EXPECT_EQ(described.value.members[0].consumerId, m.id());
 }
 
 TEST_F(StatusPageIntegrationTest, WithTlsAndAuthenticationTheHttpsPortProxiesAsTheAdmin) {

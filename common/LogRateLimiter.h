@@ -1,14 +1,14 @@
 #pragma once
 
-// Keeps a log line that a client can provoke (bad frames, refused
-// connections) from flooding the log: at most one line per interval, and the
+// Keeps a log line that a client (bad frames, refused connections) or a
+// peer (a ZooKeeper node that is down) can provoke from flooding the log: at most one line per interval, and the
 // line that gets through says how many were held back.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
-namespace groupcoord::server {
+namespace groupcoord {
 
 class LogRateLimiter {
  public:
@@ -37,4 +37,4 @@ class LogRateLimiter {
   std::atomic<uint64_t> suppressed_{0};
 };
 
-}  // namespace groupcoord::server
+}  // namespace groupcoord
