@@ -27,11 +27,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY . /src
-# The configure-and-build step of `scripts/dev.sh build`, without the tests
-# and benchmarks, then an install into a staging prefix.
-RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# The configure-and-build step of `scripts/dev.sh build` (the same -O2),
+# without the tests and benchmarks and without debug information (the
+# binaries are stripped below), only the installed programs, then an install
+# into a staging prefix.
+RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
       -DGROUPCOORD_BUILD_TESTS=OFF -DGROUPCOORD_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr > /build.configure.log \
- && cmake --build /build -j "$(nproc)" \
+ && cmake --build /build -j "$(nproc)" --target groupcoordd groupctl groupcoord-watch \
  && DESTDIR=/staging cmake --install /build \
  && strip --strip-unneeded /staging/usr/bin/groupcoordd /staging/usr/bin/groupctl /staging/usr/bin/groupcoord-watch
 
