@@ -41,24 +41,36 @@ bool Service::start(std::string* error) {
   }
   spdlog::info("connecting to ZooKeeper at {} (session timeout {} ms)", config_.zkConnect,
                config_.zkSessionTimeout.count());
-  // Waited for in slices, each ending in a line that says so: a server
-  // started before its ensemble (a container's) tells why it is not ready.
+  // Waited for in short slices, so that a stop request ends the wait at
+  // once, with a line every 10 s: a server started before its ensemble (a
+  // container's) tells why it is not ready.
   const auto started = std::chrono::steady_clock::now();
   const bool unlimited = config_.connectWait.count() == 0;
+  auto nextNotice = started + std::chrono::seconds(10);
   for (;;) {
     const auto waited = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - started);
-    Millis slice = Millis(10000);
+    Millis slice = Millis(250);
     if (!unlimited) slice = std::min(slice, config_.connectWait - waited);
     zk::Error e = slice.count() > 0 ? session_->waitConnected(slice) : zk::Error::OperationTimeout;
     if (e == zk::Error::Ok) break;
-    const auto total = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - started);
+    const auto now = std::chrono::steady_clock::now();
+    const auto total = std::chrono::duration_cast<Millis>(now - started);
     if (e != zk::Error::OperationTimeout || (!unlimited && total >= config_.connectWait)) {
       *error = fmt::format("no ZooKeeper session with {} within {} ms: {}", config_.zkConnect, total.count(), e);
       return false;
     }
-    spdlog::warn("still no ZooKeeper session with {} after {} s; waiting{}", config_.zkConnect, total.count() / 1000,
-                 unlimited ? " (zk.connect.wait.ms is 0: as long as it takes)"
-                           : fmt::format(" up to {} s (zk.connect.wait.ms)", config_.connectWait.count() / 1000));
+    if (stopRequested_ && stopRequested_()) {
+      *error = fmt::format("asked to stop after {} ms of waiting for a ZooKeeper session with {}", total.count(),
+                           config_.zkConnect);
+      return false;
+    }
+    if (now >= nextNotice) {
+      nextNotice += std::chrono::seconds(10);
+      spdlog::warn("still no ZooKeeper session with {} after {} s; waiting{}", config_.zkConnect,
+                   total.count() / 1000,
+                   unlimited ? " (zk.connect.wait.ms is 0: as long as it takes)"
+                             : fmt::format(" up to {} s (zk.connect.wait.ms)", config_.connectWait.count() / 1000));
+    }
   }
   spdlog::info("ZooKeeper session 0x{:x} established with {} (timeout {} ms granted)", session_->sessionId(),
                session_->currentServer(), session_->sessionTimeout().count());

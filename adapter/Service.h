@@ -5,6 +5,7 @@
 // ZooKeeper beyond the connect string it passes on.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,10 @@ class Service {
   bool start(const std::string& advertisedHost, uint16_t advertisedPort, const std::string& internalHost,
              uint16_t internalPort, std::string* error);
 
+  // Polled while start() waits for ZooKeeper: true ends the wait (start()
+  // then fails saying so). Before start() only.
+  void setStopCheck(std::function<bool()> stopRequested) { stopRequested_ = std::move(stopRequested); }
+
   // Stops the coordinator and closes the ZooKeeper session, so this
   // server's ephemeral znodes (registration, controllers, members) go at
   // once and the other servers take its groups over. Idempotent.
@@ -57,6 +62,7 @@ class Service {
   std::unique_ptr<zk::Client> timedSession_;
   std::unique_ptr<Coordinator> coordinator_;
   bool stopped_ = false;
+  std::function<bool()> stopRequested_;
 };
 
 }  // namespace groupcoord::adapter

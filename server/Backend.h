@@ -10,6 +10,7 @@
 // connection closed); shutdown(); the Backend is destroyed.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,7 +41,10 @@ class Backend {
   virtual protocol::Handler& handler() = 0;
   // Once the port is bound, before requests are served. false with *error
   // set: groupcoordd exits non-zero.
-  virtual bool start(const AdvertisedEndpoint& self, std::string* error) = 0;
+  // `stopRequested` is polled while it waits (for ZooKeeper): true ends the
+  // wait, and start() returns false with *error saying so.
+  virtual bool start(const AdvertisedEndpoint& self, const std::function<bool()>& stopRequested,
+                     std::string* error) = 0;
   // After the TCP server stopped and no request is in flight any more:
   // release what lives outside the process (the adapter closes its
   // ZooKeeper session here, so its ephemeral znodes go at once). Bounded.
@@ -63,7 +67,7 @@ class Backend {
 class UnservedBackend : public Backend {
  public:
   protocol::Handler& handler() override { return handler_; }
-  bool start(const AdvertisedEndpoint&, std::string*) override { return true; }
+  bool start(const AdvertisedEndpoint&, const std::function<bool()>&, std::string*) override { return true; }
   void shutdown() override {}
 
  private:

@@ -185,7 +185,9 @@ class AdapterBackend final : public Backend {
 
   protocol::Handler& handler() override { return service_.handler(); }
 
-  bool start(const AdvertisedEndpoint& self, std::string* error) override {
+  bool start(const AdvertisedEndpoint& self, const std::function<bool()>& stopRequested,
+             std::string* error) override {
+    service_.setStopCheck(stopRequested);
     return service_.start(self.host, self.port, self.internalHost, self.internalPort, error);
   }
 

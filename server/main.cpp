@@ -279,7 +279,24 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       self.internalHost = config.effectiveInternalAdvertisedHost();
       self.internalPort = config.effectiveInternalAdvertisedPort(server.internalPort());
     }
-    if (!backend->start(self, &error)) {
+    // SIGTERM and SIGINT are blocked (above) and wait, pending, for
+    // waitForTerminationRequest(); while the backend waits for ZooKeeper
+    // they end that wait instead.
+    const auto stopPending = [] {
+      sigset_t pending;
+      sigemptyset(&pending);
+      if (sigpending(&pending) != 0) return false;
+      for (int sig : {SIGINT, SIGTERM, SIGQUIT}) {
+        if (sigismember(&pending, sig) == 1) return true;
+      }
+      return false;
+    };
+    if (!backend->start(self, stopPending, &error)) {
+      if (stopPending()) {
+        spdlog::info("termination requested while starting: {}; exiting", error);
+        if (http) http->stop();
+        return EXIT_OK;
+      }
       spdlog::critical("cannot start serving: {}", error);
       return EXIT_UNAVAILABLE;
     }

@@ -137,5 +137,30 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
             << log.substr(took, log.find('\n', took) - took) << "\"" << std::endl;
 }
 
+// Started before its ensemble (a container beside ZooKeeper's) with
+// zk.connect.wait.ms 0: the server waits, says so every 10 s, and a SIGTERM
+// ends the wait at once with exit 0 (the signal is blocked for the
+// process's threads and would otherwise wait, pending, until the server
+// served; Docker's stop would then kill it after its grace period).
+TEST(StartingServer, WaitsForZooKeeperAsLongAsItTakesAndStopsAtOnceWhenAsked) {
+  // A port on 127.0.0.1 nothing listens on: connections are refused.
+  ServerProcess s({"--zk-connect=127.0.0.1:1", "--zk-connect-wait-ms=0", "--http-port=-1"});
+  EXPECT_FALSE(s.start(12s)) << "it cannot listen before ZooKeeper answers";
+  ASSERT_TRUE(s.running()) << "it gave up waiting:\n" << s.log();
+  EXPECT_NE(s.log().find("still no ZooKeeper session with 127.0.0.1:1 after 10 s"), std::string::npos) << s.log();
+  const auto asked = Clock::now();
+  EXPECT_EQ(s.terminate(10s), 0) << s.log();
+  EXPECT_LT(msSince(asked), 3000) << "SIGTERM took that long to end the wait";
+  EXPECT_NE(s.log().find("termination requested while starting"), std::string::npos) << s.log();
+}
+
+// The default wait ends with a clear error and a non-zero exit.
+TEST(StartingServer, GivesUpOnZooKeeperAfterZkConnectWaitMs) {
+  ServerProcess s({"--zk-connect=127.0.0.1:1", "--zk-connect-wait-ms=1500", "--http-port=-1"});
+  EXPECT_FALSE(s.start(10s));
+  EXPECT_FALSE(s.running()) << s.log();
+  EXPECT_NE(s.log().find("no ZooKeeper session with 127.0.0.1:1 within"), std::string::npos) << s.log();
+}
+
 }  // namespace
 }  // namespace groupcoord::servertest
