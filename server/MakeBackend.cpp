@@ -169,6 +169,9 @@ class AdapterStatus final : public StatusSource {
       return out;
     }
     out.value = std::move(described.value);
+    // Asked through its internal address, it named itself by that one: the
+    // page shows the address clients are told, as for every other group.
+    out.value.controller = controller;
     return out;
   }
 

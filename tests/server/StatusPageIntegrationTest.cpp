@@ -484,6 +484,13 @@ TEST_F(StatusPageIntegrationTest, ServersWhoseAdvertisedAddressesLeadNowhereReac
   expectProxied(servers_, [this](const Server& s, const std::string& path) {
     return curl(dir_, "http://127.0.0.1:" + std::to_string(s.httpPort) + path);
   }, m.id());
+  // The page names the controller by the address clients are told.
+  for (const Server& s : servers_) {
+    auto g = nlohmann::json::parse(curl(dir_, "http://127.0.0.1:" + std::to_string(s.httpPort) + "/api/groups/shop").body);
+    ASSERT_TRUE(g["controller"].is_object()) << g.dump();
+    const Server& controller = servers_[g["controller"]["id"] == 1 ? 0 : 1];
+    EXPECT_NE(g["controller"]["port"], controller.internalPort) << g.dump();
+  }
 
   // The same question through either port of server 1: the answer names
   // the controller's address for where the question came from.
