@@ -44,13 +44,21 @@
 #          session timeout
 #       g  the ZooKeeper leader stopped: both servers ready again, describe
 #          works, consumers own everything; then it starts again
+#       k  the logs: ZooKeeper client errors at most once per 5 s while the
+#          leader was away; server 2's process killed from the host (a
+#          crash the restart policy answers) says its id is taken once and
+#          is ready again; `groupctl topic create` against no ensemble fails
+#          in a few lines; groupcoord-watch joins a group that exists
 #       h  `down` without -v leaves no anonymous volume and `up` again keeps
 #          the groups; `down -v` leaves no container, volume or network
 #       j  packaging/groupcoord-external/docker-compose.yml: a project of
 #          its own, ps and down without GROUPCOORD_ZK_CONNECT, and servers
-#          that find no ensemble stay up, say so, and turn unhealthy
+#          that find no ensemble stay up, say so, and turn unhealthy; then,
+#          with packaging/groupcoord-external/network.yml, the same file
+#          against the bundled ensemble brought up alone (zk1 zk2 zk3): its
+#          servers healthy and working, and nothing of either project left
 #   - whatever happens, takes the project down with `down -v` when it exits.
-# With the images built, a run takes about two and a half minutes.
+# With the images built, a run takes about four and a half minutes.
 #
 # Output: `PASS <step>: <detail>` or `FAIL <step>: <detail>`, one line per
 # step; `figure <what>: ...` lines with the failover timings; `phase <name>:
@@ -153,6 +161,9 @@ started_dockerd_pid=""
 rootfs_dir=""
 compose_up=0
 ext_up=0            # the external file's project is up (step j)
+ext_net_up=0        # ... with network.yml, on this project's network (step j)
+zk_stop_from=""     # when step g stopped the ZooKeeper leader and when all
+zk_stop_until=""    # was healthy again (seconds since the epoch)
 setup_failed=""
 passed=0
 failed=0
@@ -336,17 +347,21 @@ cleanup() {
   trap - EXIT
   trap '' INT TERM
   stop_consumers
+  # The external file's project first: with network.yml it is on this
+  # project's network, which can go only once nothing is attached to it.
+  if [ "$ext_up" = 1 ] || [ "$ext_net_up" = 1 ]; then
+    local ext_files=()
+    [ "$ext_net_up" = 1 ] && ext_files=(-f "$ext_net_file")
+    note "taking project $ext_project down (down -v)"
+    GROUPCOORD_ZK_CONNECT='' ext_cmd "${ext_files[@]}" down -v --remove-orphans >>"$workdir/down.log" 2>&1 ||
+      echo "-- WARNING: docker-compose down -v of $ext_project failed; see $workdir/down.log"
+  fi
   if [ "$compose_up" = 1 ]; then
     if [ -n "$setup_failed" ] || [ "$failed" -gt 0 ] || [ "$status" -ne 0 ]; then show_unhealthy_logs; fi
     timeout -k 5 60 "${compose_cmd[@]}" logs --no-color >"$workdir/compose.log" 2>&1
     note "taking project $project down (down -v)"
     timeout -k 5 180 "${compose_cmd[@]}" down -v --remove-orphans >>"$workdir/down.log" 2>&1 ||
       echo "-- WARNING: docker-compose down -v failed; see $workdir/down.log"
-  fi
-  if [ "$ext_up" = 1 ]; then
-    note "taking project $ext_project down (down -v)"
-    GROUPCOORD_ZK_CONNECT='' ext_cmd down -v --remove-orphans >>"$workdir/down.log" 2>&1 ||
-      echo "-- WARNING: docker-compose down -v of $ext_project failed; see $workdir/down.log"
   fi
   if [ "${#leaked_volumes[@]}" -gt 0 ]; then docker volume rm "${leaked_volumes[@]}" >/dev/null 2>&1; fi
   if [ -n "$rootfs_dir" ] && [ -d "$rootfs_dir" ]; then
@@ -913,6 +928,7 @@ step_zk_leader() {
     [ "$m" = leader ] && leader=zk$n
   done
   [ -n "$leader" ] || { detail="no ZooKeeper node says Mode: leader"; return 1; }
+  zk_stop_from=$(date +%s)
   t0=$(now)
   timeout 60 "${compose_cmd[@]}" stop "$leader" >"$workdir/zk-stop.log" 2>&1 ||
     { detail="docker-compose stop $leader failed"; return 1; }
@@ -952,6 +968,7 @@ step_zk_leader() {
   t1=$(now)
   timeout 60 "${compose_cmd[@]}" start "$leader" >"$workdir/zk-start.log" 2>&1
   wait_healthy "$failover_timeout" "${services[@]}" && tback=$(since "$t1")
+  zk_stop_until=$(($(date +%s) + 1))
   echo "figure zk-leader-stop: $leader started again, all five healthy after ${tback:-(not within ${failover_timeout} s)} s"
   local bad=""
   [ -n "$newleader" ] || bad+=" no new leader within ${failover_timeout} s;"
@@ -959,6 +976,93 @@ step_zk_leader() {
   [ -n "$tback" ] || bad+=" not all healthy after $leader started again:$not_healthy;"
   [ -z "$bad" ] || { detail="${bad# }"; return 1; }
   detail="leader $leader stopped; new leader $newleader after $tlead s; servers ready, describe and consumers fine after $tok s; $leader back, all healthy after $tback s"
+}
+
+# k: what the logs say when things go wrong, said once, and the rough edges
+# a user met before:
+#   - while the ZooKeeper leader was stopped (step g), at most one
+#     ZooKeeper client line per 5 s per server (the client retries a
+#     stopped node every few hundred milliseconds, each time with an error);
+#   - server 2's process killed from the host (a crash, which the restart
+#     policy answers at once, while ZooKeeper still holds the old session's
+#     registration): one "already registered" line, then one saying the id
+#     was free again, and server 2 healthy;
+#   - `groupctl topic create` against an ensemble that does not answer: a
+#     clear error in a few lines, not a page of client errors;
+#   - groupcoord-watch --group on a group that exists joins it.
+step_quiet_logs() {
+  local bad="" c n allowed dur
+  if [ -z "$zk_stop_from" ] || [ -z "$zk_stop_until" ]; then
+    bad+=" step g did not run to its end (no window to read);"
+  else
+    dur=$((zk_stop_until - zk_stop_from))
+    allowed=$((dur / 5 + 2))
+    local counts=""
+    for c in groupcoordd-1 groupcoordd-2; do
+      n=$(docker logs --since "$zk_stop_from" --until "$zk_stop_until" "${cids[$c]}" 2>&1 |
+        grep -c 'zookeeper client:' || true)
+      counts+=" $c:$n"
+      [ "$n" -le "$allowed" ] || bad+=" $c logged $n ZooKeeper client lines in the $dur s of step g (at most $allowed: one per 5 s);"
+    done
+    echo "figure quiet-logs: ZooKeeper client lines while the leader was away ($dur s):$counts"
+  fi
+
+  # A crash of server 2.
+  local pid t0 since_s trestart="" thealthy="" restarts0 restarts lines taken free
+  restarts0=$(docker inspect -f '{{.RestartCount}}' "${cids[groupcoordd-2]}")
+  pid=$(docker inspect -f '{{.State.Pid}}' "${cids[groupcoordd-2]}")
+  since_s=$(date +%s)
+  t0=$(now)
+  if [ -z "$pid" ] || [ "$pid" = 0 ] || ! kill -KILL "$pid" 2>/dev/null; then
+    bad+=" could not kill server 2's process (pid '${pid}');"
+  else
+    local deadline=$(($(date +%s) + failover_timeout))
+    while :; do
+      restarts=$(docker inspect -f '{{.RestartCount}}' "${cids[groupcoordd-2]}" 2>/dev/null || echo "$restarts0")
+      if [ -z "$trestart" ] && [ "$restarts" -gt "$restarts0" ]; then trestart=$(since "$t0"); fi
+      if [ -n "$trestart" ] && [ "$(state_of groupcoordd-2)" = healthy ]; then
+        http_get http://127.0.0.1:7411/health/ready
+        if [ "$http_code" = 200 ]; then thealthy=$(since "$t0"); break; fi
+      fi
+      [ "$(date +%s)" -lt "$deadline" ] || break
+      sleep 0.5
+    done
+    lines=$(docker logs --since "$since_s" "${cids[groupcoordd-2]}" 2>&1)
+    taken=$(grep -c 'is already registered' <<<"$lines" || true)
+    free=$(grep -c 'was free again after' <<<"$lines" || true)
+    echo "figure quiet-logs: server 2 killed: restarted by Docker after ${trestart:-(never)} s, ready after ${thealthy:-(not within ${failover_timeout} s)} s; 'already registered' said $taken time(s), 'free again' $free time(s)"
+    [ -n "$trestart" ] || bad+=" Docker did not restart the killed server 2 within ${failover_timeout} s;"
+    [ -z "$trestart" ] || [ -n "$thealthy" ] || bad+=" server 2 not ready within ${failover_timeout} s of its crash;"
+    [ "$taken" -le 1 ] || bad+=" 'already registered' said $taken times after one crash;"
+    [ "$taken" = "$free" ] || bad+=" 'already registered' said $taken time(s) but 'was free again' $free;"
+  fi
+
+  # groupctl topic create where nothing answers (127.0.0.1:2181 inside a
+  # server's container).
+  capture cexec groupcoordd-1 sh -c 'groupctl topic create quiet --partitions 2 --zookeeper 127.0.0.1:2181 2>&1'
+  n=$(grep -c . <<<"$out" || true)
+  if [ "$rc" = 0 ]; then
+    bad+=" groupctl topic create against no ensemble exited 0;"
+  elif ! grep -q 'cannot reach ZooKeeper' <<<"$out"; then
+    bad+=" groupctl topic create against no ensemble (exit $rc) never says it cannot reach ZooKeeper: $(oneline "$out");"
+  elif [ "$n" -gt 5 ]; then
+    bad+=" groupctl topic create against no ensemble wrote $n lines (at most 5), e.g. $(oneline "$(head -n 2 <<<"$out")");"
+  fi
+  local topic_lines=$n topic_rc=$rc
+
+  # groupcoord-watch on a group that exists (created in step a).
+  local g=${groups_created[0]:-}
+  if [ -z "$g" ]; then
+    bad+=" no group of step a to join;"
+  else
+    capture cexec groupcoordd-1 sh -c "groupcoord-watch --bootstrap \"\$GROUPCTL_BOOTSTRAP\" --group $g --topic $topic --consumers 1 --seconds 6 2>&1"
+    if [ "$rc" != 0 ] || ! grep -q ' owns ' <<<"$out"; then
+      bad+=" groupcoord-watch --group $g (a group that exists): exit $rc: $(oneline "$(tail -n 3 <<<"$out")");"
+    fi
+  fi
+
+  [ -z "$bad" ] || { detail="${bad# }"; return 1; }
+  detail="ZooKeeper client lines within one per 5 s while the leader was away; a crash of server 2: restarted after $trestart s, ready after $thealthy s, 'already registered' said $taken time(s); topic create against no ensemble: exit $topic_rc in $topic_lines line(s); groupcoord-watch joined the existing group $g"
 }
 
 # h: `down` without -v, then `up -d` again.
@@ -1002,20 +1106,31 @@ step_down_keep() {
   detail="down (no -v) kept $named named volume(s) and left no anonymous one; up -d again: healthy after $tup s, all ${#groups_created[@]} groups kept"
 }
 
+# What is left labelled with this project (" N container(s) left ..."), or
+# nothing.
+project_leftovers() {
+  local kind n out=""
+  for kind in container volume network; do
+    case $kind in
+      container) n=$(docker ps -aq --filter "label=com.docker.compose.project=$project" | grep -c . || true) ;;
+      *) n=$(docker "$kind" ls -q --filter "label=com.docker.compose.project=$project" | grep -c . || true) ;;
+    esac
+    [ "$n" = 0 ] || out+=" $n $kind(s) left"
+  done
+  printf '%s' "$out"
+}
+
 # h: `down -v` leaves nothing of the project.
 step_down_clean() {
-  local c v nw n_anon bad=""
+  local n_anon bad=""
   timeout 60 "${compose_cmd[@]}" logs --no-color >"$workdir/compose.log" 2>&1
   timeout 180 "${compose_cmd[@]}" down -v --remove-orphans >>"$workdir/down.log" 2>&1 ||
     bad+=" docker-compose down -v failed;"
   compose_up=0
-  c=$(docker ps -aq --filter "label=com.docker.compose.project=$project" | grep -c . || true)
-  v=$(docker volume ls -q --filter "label=com.docker.compose.project=$project" | grep -c . || true)
-  nw=$(docker network ls -q --filter "label=com.docker.compose.project=$project" | grep -c . || true)
+  local left
+  left=$(project_leftovers)
   n_anon=$(dangling_anonymous | grep -c . || true)
-  [ "$c" = 0 ] || bad+=" $c container(s) left;"
-  [ "$v" = 0 ] || bad+=" $v volume(s) left;"
-  [ "$nw" = 0 ] || bad+=" $nw network(s) left;"
+  [ -z "$left" ] || bad+="$left;"
   if [ "$n_anon" -gt "$n_dangling_before" ]; then
     bad+=" $n_anon dangling anonymous volumes, $n_dangling_before before the run;"
   fi
@@ -1067,25 +1182,108 @@ step_external() {
     sleep 2
   done
   [ -n "$tunhealthy" ] || bad+=" not both running and unhealthy within 120 s (running/restarts/health:$st);"
-  logs=$(ext_cmd logs --no-color 2>&1 || true)
-  grep -q 'still no ZooKeeper session with 127.0.0.1:2181' <<<"$logs" ||
-    bad+=" the logs never say they still wait for ZooKeeper;"
   # Still waiting for ZooKeeper, the servers must stop at SIGTERM, not at
   # the SIGKILL 30 s later (stop_grace_period).
   local tdown
   tdown=$(now)
-  capture env -u GROUPCOORD_ZK_CONNECT docker-compose -f "$ext_file" ${extra_compose:+-f "$extra_compose"} down -v
+  capture env -u GROUPCOORD_ZK_CONNECT docker-compose -f "$ext_file" ${extra_compose:+-f "$extra_compose"} stop
   tdown=$(since "$tdown")
-  [ "$rc" = 0 ] || bad+=" down without GROUPCOORD_ZK_CONNECT: exit $rc: $err;"
+  [ "$rc" = 0 ] || bad+=" stop without GROUPCOORD_ZK_CONNECT: exit $rc: $err;"
   awk -v t="$tdown" 'BEGIN { exit !(t < 20) }' ||
-    bad+=" down took $tdown s: the servers waiting for ZooKeeper did not stop at SIGTERM;"
+    bad+=" stop took $tdown s: the servers waiting for ZooKeeper did not stop at SIGTERM;"
+  # Their logs to the end: they waited, and no session they never had
+  # "closed" when they stopped.
+  logs=$(ext_cmd logs --no-color 2>&1 || true)
+  grep -q 'still no ZooKeeper session with 127.0.0.1:2181' <<<"$logs" ||
+    bad+=" the logs never say they still wait for ZooKeeper;"
+  if grep -Eq 'zk session 0x[0-9a-f]+ closed' <<<"$logs"; then
+    bad+=" a server that never had a ZooKeeper session logged one closing: $(oneline "$(grep -Em 1 'zk session 0x[0-9a-f]+ closed' <<<"$logs")");"
+  fi
+  capture env -u GROUPCOORD_ZK_CONNECT docker-compose -f "$ext_file" ${extra_compose:+-f "$extra_compose"} down -v
+  [ "$rc" = 0 ] || bad+=" down without GROUPCOORD_ZK_CONNECT: exit $rc: $err;"
   [ -z "$(docker ps -aq --filter "label=com.docker.compose.project=$ext_project")" ] && ext_up=0 ||
     bad+=" containers of $ext_project left after down;"
   [ -n "$(docker network ls -q --filter "label=com.docker.compose.project=$ext_project")" ] &&
     bad+=" a network of $ext_project left after down;"
-  echo "figure external: both servers running and unhealthy after ${tunhealthy:-(never)} s without ZooKeeper, no restart; down in $tdown s"
+  echo "figure external: both servers running and unhealthy after ${tunhealthy:-(never)} s without ZooKeeper, no restart; stopped in $tdown s"
   [ -z "$bad" ] || { detail="${bad# }"; return 1; }
-  detail="project $ext_project; ps and down without GROUPCOORD_ZK_CONNECT; with no ensemble answering both servers stay up (no restart), log that they wait, and are unhealthy after $tunhealthy s; down (SIGTERM) in $tdown s"
+  detail="project $ext_project; ps and down without GROUPCOORD_ZK_CONNECT; with no ensemble answering both servers stay up (no restart), log that they wait, and are unhealthy after $tunhealthy s; stopped (SIGTERM) in $tdown s, logging no session closed"
+}
+
+# j: the external file pointed at an ensemble in containers on this machine
+# (the bundled one of docker-compose.yml, brought up alone as its header
+# says) through network.yml: both servers healthy, a topic and a group made
+# and controlled, then both projects taken down, the external file's without
+# touching the network it joined, and nothing left of either.
+ext_net_file=$root/packaging/groupcoord-external/network.yml
+step_external_network() {
+  local bad="" t0 tzk="" tup="" id net="${project}_default" c
+  if [ -n "$(docker ps -aq --filter "label=com.docker.compose.project=$ext_project")" ]; then
+    detail="containers of the project $ext_project exist already: not touched"
+    return 1
+  fi
+  t0=$(now)
+  compose_up=1
+  timeout 300 "${compose_cmd[@]}" up -d --no-build zk1 zk2 zk3 >"$workdir/zk-alone-up.log" 2>&1 ||
+    { detail="docker-compose up -d zk1 zk2 zk3 failed: $(oneline "$(tail -n 3 "$workdir/zk-alone-up.log")")"; return 1; }
+  refresh_cids
+  wait_healthy "$health_timeout" zk1 zk2 zk3 && tzk=$(since "$t0")
+  [ -n "$tzk" ] || { detail="the bundled ensemble alone not healthy within $health_timeout s:$not_healthy"; return 1; }
+  export GROUPCOORD_NETWORK=$net GROUPCOORD_ZK_CONNECT=$zk_internal
+  t0=$(now)
+  ext_net_up=1
+  if ! ext_cmd -f "$ext_net_file" up -d --no-build >"$workdir/external-net-up.log" 2>&1; then
+    bad+=" up with network.yml failed: $(oneline "$(tail -n 3 "$workdir/external-net-up.log")");"
+  else
+    local deadline=$(($(date +%s) + health_timeout)) st
+    while :; do
+      st=""
+      for c in $(docker ps -aq --filter "label=com.docker.compose.project=$ext_project"); do
+        st+=" $(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$c")"
+      done
+      if [ "$(grep -o healthy <<<"$st" | grep -c . || true)" = 2 ] && ! grep -q unhealthy <<<"$st"; then
+        tup=$(since "$t0"); break
+      fi
+      [ "$(date +%s)" -lt "$deadline" ] || break
+      sleep 1
+    done
+    [ -n "$tup" ] || bad+=" the external file's servers not both healthy within $health_timeout s:$st;"
+  fi
+  if [ -n "$tup" ]; then
+    capture ext_cmd -f "$ext_net_file" exec -T groupcoordd-1 groupctl topic create ext --partitions 2 --zookeeper "$zk_internal"
+    [ "$rc" = 0 ] || bad+=" topic create: exit $rc: $err;"
+    capture ext_cmd -f "$ext_net_file" exec -T groupcoordd-2 groupctl create ext-group --topics ext --session-timeout 10s
+    [ "$rc" = 0 ] || bad+=" groupctl create ext-group in groupcoordd-2: exit $rc: $err $(oneline "$out");"
+    local dl=$(($(date +%s) + 30))
+    while :; do
+      capture ext_cmd -f "$ext_net_file" exec -T groupcoordd-1 groupctl --output json list
+      id=""
+      [ "$rc" = 0 ] && id=$(controller_in "$out" ext-group 2>/dev/null || true)
+      case "$id" in 1|2) break ;; esac
+      [ "$(date +%s)" -lt "$dl" ] || break
+      sleep 1
+    done
+    case "$id" in 1|2) ;; *) bad+=" groupctl list in groupcoordd-1 does not show ext-group controlled (controller '${id}', exit $rc $err);" ;; esac
+  fi
+  local tdown
+  tdown=$(now)
+  ext_cmd -f "$ext_net_file" down -v >"$workdir/external-net-down.log" 2>&1 ||
+    bad+=" down of the external file with network.yml failed: $(oneline "$(tail -n 3 "$workdir/external-net-down.log")");"
+  tdown=$(since "$tdown")
+  [ -z "$(docker ps -aq --filter "label=com.docker.compose.project=$ext_project")" ] && ext_net_up=0 ||
+    bad+=" containers of $ext_project left after down;"
+  docker network inspect "$net" >/dev/null 2>&1 ||
+    bad+=" the external file's down removed the network it joined ($net);"
+  unset GROUPCOORD_NETWORK GROUPCOORD_ZK_CONNECT
+  timeout 180 "${compose_cmd[@]}" down -v --remove-orphans >>"$workdir/down.log" 2>&1 ||
+    bad+=" docker-compose down -v of the ensemble failed;"
+  compose_up=0
+  local left
+  left=$(project_leftovers)
+  [ -z "$left" ] || bad+=" after both downs:$left;"
+  echo "figure external-network: the ensemble alone healthy after $tzk s; the external file's servers on its network healthy after ${tup:-(never)} s; their down in $tdown s"
+  [ -z "$bad" ] || { detail="${bad# }"; return 1; }
+  detail="the bundled ensemble alone (zk1 zk2 zk3) healthy after $tzk s; the external file with network.yml (GROUPCOORD_NETWORK=$net) healthy after $tup s, made a topic and a group that server $id controls; down left the network to its project; nothing of either left"
 }
 
 t=$(now)
@@ -1101,6 +1299,7 @@ run_step i.nofile-logs step_nofile_logs
 run_step e.stop-server2 step_stop_server2
 run_step f.kill-server2 step_kill_server2
 run_step g.zk-leader-stop step_zk_leader
+run_step k.quiet-logs step_quiet_logs
 phase steps "$t"
 t=$(now)
 run_step h.down-up-volumes step_down_keep
@@ -1108,6 +1307,7 @@ run_step h.down-v-clean step_down_clean
 phase teardown "$t"
 t=$(now)
 run_step j.external-file step_external
+run_step j.external-network step_external_network
 phase external "$t"
 phase total "$t_all"
 

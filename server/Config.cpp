@@ -343,8 +343,7 @@ HttpOptions ServerConfig::httpOptions() const {
   return o;
 }
 
-std::string ServerConfig::effectiveAdvertisedHost() const {
-  if (!advertisedHost.empty()) return advertisedHost;
+std::string ServerConfig::listenHost() const {
   if (listenAddress == "0.0.0.0" || listenAddress == "::" || listenAddress.empty()) {
     char name[256] = {0};
     if (::gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
@@ -353,15 +352,16 @@ std::string ServerConfig::effectiveAdvertisedHost() const {
   return listenAddress;
 }
 
+std::string ServerConfig::effectiveAdvertisedHost() const {
+  return advertisedHost.empty() ? listenHost() : advertisedHost;
+}
+
 uint16_t ServerConfig::effectiveAdvertisedPort(uint16_t boundPort) const {
   return advertisedPort != 0 ? static_cast<uint16_t>(advertisedPort) : boundPort;
 }
 
 std::string ServerConfig::effectiveInternalAdvertisedHost() const {
-  if (!internalAdvertisedHost.empty()) return internalAdvertisedHost;
-  ServerConfig defaults = *this;
-  defaults.advertisedHost.clear();
-  return defaults.effectiveAdvertisedHost();
+  return internalAdvertisedHost.empty() ? listenHost() : internalAdvertisedHost;
 }
 
 uint16_t ServerConfig::effectiveInternalAdvertisedPort(uint16_t boundPort) const {

@@ -106,11 +106,14 @@ struct ServerConfig {
   HttpOptions httpOptions() const;
   // httpAddress, or the listen address when it is empty.
   std::string effectiveHttpAddress() const { return httpAddress.empty() ? listenAddress : httpAddress; }
-  // advertisedHost, or the default it stands for.
+  // The host both advertised addresses default to: the listen address, or
+  // this machine's name when that is a wildcard.
+  std::string listenHost() const;
+  // advertisedHost, or listenHost().
   std::string effectiveAdvertisedHost() const;
   // advertisedPort, or the bound port when it is 0.
   uint16_t effectiveAdvertisedPort(uint16_t boundPort) const;
-  // internalAdvertisedHost, or the default it stands for.
+  // internalAdvertisedHost, or listenHost().
   std::string effectiveInternalAdvertisedHost() const;
   // internalAdvertisedPort, or the bound internal port when it is 0.
   uint16_t effectiveInternalAdvertisedPort(uint16_t boundPort) const;

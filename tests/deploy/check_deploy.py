@@ -38,6 +38,9 @@ ZooKeeper nodes those whose image is zookeeper. Checked against it:
       the variable: the same two servers as docker-compose.yml (apart from
       GROUPCOORDD_ZK_*), no ZooKeeper services, and the servers' zk.connect
       is the variable.
+  packaging/groupcoord-external/network.yml (given after the external file)
+      Accepted without GROUPCOORD_NETWORK; with it, the default network is
+      the one it names, external (the project neither makes nor removes it).
   Dockerfile, .dockerignore
       Debian bookworm stages. The build stage installs with
       --no-install-recommends the -dev package of every library the CMake
@@ -279,8 +282,11 @@ SERVERS_COMPOSE = "docker-compose.groupcoordd.yml"
 # In a folder of its own: Compose names a project after the folder of its
 # (first) file, so this one is groupcoord-external, not the source tree's.
 EXTERNAL_COMPOSE = os.path.join("packaging", "groupcoord-external", "docker-compose.yml")
+# Given after it: its servers on the Docker network of an ensemble that runs
+# in containers (GROUPCOORD_NETWORK), which it neither makes nor removes.
+NETWORK_COMPOSE = os.path.join("packaging", "groupcoord-external", "network.yml")
 # The files a broken copy of the deployment needs (see check_mutations).
-DEPLOY_FILES = (MAIN_COMPOSE, SERVERS_COMPOSE, EXTERNAL_COMPOSE, "Dockerfile", ".dockerignore")
+DEPLOY_FILES = (MAIN_COMPOSE, SERVERS_COMPOSE, EXTERNAL_COMPOSE, NETWORK_COMPOSE, "Dockerfile", ".dockerignore")
 
 SERVER_IMAGE = "groupcoord/groupcoordd:*"
 # Volumes the official ZooKeeper image declares (VOLUME): left unnamed, each
@@ -298,9 +304,13 @@ def clean_env(env_extra=None):
     return env
 
 
-def compose_config(src, filename, env_extra=None):
-    """`docker-compose -f FILE config` in a clean environment: (rc, parsed or None, output)."""
-    out = subprocess.run(["docker-compose", "-f", os.path.join(src, filename), "config"],
+def compose_config(src, filename, env_extra=None, more=()):
+    """`docker-compose -f FILE [-f MORE ...] config` in a clean environment:
+    (rc, parsed or None, output)."""
+    files = []
+    for name in (filename,) + tuple(more):
+        files += ["-f", os.path.join(src, name)]
+    out = subprocess.run(["docker-compose"] + files + ["config"],
                          capture_output=True, text=True, env=clean_env(env_extra), cwd=src, timeout=120)
     parsed = None
     if out.returncode == 0:
@@ -772,6 +782,7 @@ def check_external_compose(src, options, groupcoordd, run_server=True, filename=
         got = env_of(s).get("GROUPCOORDD_ZK_CONNECT")
         if got != connect:
             problems.append(f"{name}: GROUPCOORDD_ZK_CONNECT is {got!r}, not GROUPCOORD_ZK_CONNECT's {connect!r}")
+    problems += check_network_file(src, filename, connect)
     rc, main, _ = compose_config(src, MAIN_COMPOSE)
     if rc == 0:
         _, _, main_servers = split_services(main)
@@ -793,6 +804,39 @@ def check_external_compose(src, options, groupcoordd, run_server=True, filename=
             if deps_a != deps_b:
                 problems.append(f"{name}: depends on the servers {sorted(deps_a)}, docker-compose.yml's {name} on "
                                 f"{sorted(deps_b)}")
+    return problems
+
+
+def check_network_file(src, filename, connect):
+    """network.yml after the external file: the servers on the network
+    GROUPCOORD_NETWORK names, external (never made or removed by this
+    project), and `config` (so `ps` and `down`) working without it."""
+    problems = []
+    if not os.path.isfile(os.path.join(src, NETWORK_COMPOSE)):
+        return [f"{NETWORK_COMPOSE} is missing"]
+    rc, _, output = compose_config(src, filename, more=(NETWORK_COMPOSE,))
+    if rc != 0:
+        problems.append(f"with {NETWORK_COMPOSE}, docker-compose config fails without GROUPCOORD_NETWORK "
+                        f"(exit {rc}), so `ps` and `down` fail too: {output}")
+    wanted = "ensemble-project_default"
+    rc, parsed, output = compose_config(src, filename, {"GROUPCOORD_ZK_CONNECT": connect,
+                                                        "GROUPCOORD_NETWORK": wanted}, more=(NETWORK_COMPOSE,))
+    if rc != 0:
+        return problems + [f"with {NETWORK_COMPOSE} and GROUPCOORD_NETWORK, docker-compose config fails "
+                           f"(exit {rc}): {output}"]
+    networks = parsed.get("networks") or {}
+    default = networks.get("default") or {}
+    if default.get("name") != wanted:
+        problems.append(f"with {NETWORK_COMPOSE}, the default network is named {default.get('name')!r}, not "
+                        f"GROUPCOORD_NETWORK's {wanted!r}")
+    if default.get("external") not in (True, {"name": wanted}):
+        problems.append(f"with {NETWORK_COMPOSE}, the network {wanted!r} is not external: `up` would make it "
+                        "and `down` try to remove it from under its own project")
+    _, _, servers = split_services(parsed)
+    for name, svc in sorted(servers.items()):
+        nets = svc.get("networks")
+        if nets not in (None, {}, ["default"], {"default": None}) and "default" not in (nets or {}):
+            problems.append(f"{name}: with {NETWORK_COMPOSE} it is on {sorted(nets)}, not the joined network")
     return problems
 
 
@@ -859,6 +903,15 @@ def apt_installs(args):
 
 def apt_packages(args):
     return [p for _, pkgs in apt_installs(args) for p in pkgs]
+
+
+def stage_packages(instructions):
+    """The packages every RUN of a stage's [(instruction, arguments)] installs."""
+    pkgs = set()
+    for instr, args in instructions:
+        if instr == "RUN":
+            pkgs |= set(apt_packages(args))
+    return pkgs
 
 
 def dpkg_owner(path):
@@ -1062,10 +1115,7 @@ def check_dockerfile(docker_dir, src, build, options, needed, binaries):
         if "dev.sh" in a:
             problems.append(f"the build stage uses scripts/dev.sh ({i} {a[:60]}...), which installs what only the "
                             "tests and a development machine need")
-    build_pkgs = set()
-    for i, a in build_stage:
-        if i == "RUN":
-            build_pkgs |= set(apt_packages(a))
+    build_pkgs = stage_packages(build_stage)
     wanted, dep_problems = build_dependencies(src, build)
     problems += dep_problems
     for lib, pkg in sorted(wanted.items()):
@@ -1105,10 +1155,7 @@ def check_dockerfile(docker_dir, src, build, options, needed, binaries):
     if expose != want:
         problems.append(f"EXPOSE {sorted(expose)}, but groupcoordd's default ports are {sorted(want)} "
                         "(listen.port, http.port)")
-    runtime_pkgs = set()
-    for i, a in runtime:
-        if i == "RUN":
-            runtime_pkgs |= set(apt_packages(a))
+    runtime_pkgs = stage_packages(runtime)
     base_libs = {"libc6", "libgcc-s1", "libstdc++6"}
     for pkg in sorted(set(needed) - runtime_pkgs):
         problems.append(f"the runtime stage does not install {pkg}, which provides {sorted(needed[pkg])}")
@@ -1422,6 +1469,11 @@ MUTATIONS = [
      "groupcoordd-2 not waiting for the image groupcoordd-1 builds"),
     (EXTERNAL_COMPOSE, "file: ../../docker-compose.groupcoordd.yml", "file: docker-compose.groupcoordd.yml",
      "the file in the source tree's folder (its compose project)", "docker-compose.external.yml"),
+    (NETWORK_COMPOSE, "    external: true\n", "", "a joined network the project would make and remove"),
+    (NETWORK_COMPOSE, "${GROUPCOORD_NETWORK:-groupcoord_default}", "${GROUPCOORD_NETWORK:?set it}",
+     "a network file refused without GROUPCOORD_NETWORK"),
+    (NETWORK_COMPOSE, "${GROUPCOORD_NETWORK:-groupcoord_default}", "groupcoord_default",
+     "a network file ignoring GROUPCOORD_NETWORK"),
     # The Dockerfile.
     ("Dockerfile", "apt-get install -y --no-install-recommends \\\n      build-essential",
      "apt-get install -y \\\n      build-essential", "a build stage installing recommended packages"),
@@ -1440,6 +1492,7 @@ CHECKS_OF = {
     MAIN_COMPOSE: ("main",),
     SERVERS_COMPOSE: ("main", "external"),
     EXTERNAL_COMPOSE: ("external",),
+    NETWORK_COMPOSE: ("external",),
     "Dockerfile": ("dockerfile",),
 }
 
