@@ -42,7 +42,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev openssl
   docker-compose python3-yaml
-  clang libclang-rt-14-dev nftables
+  clang libclang-rt-14-dev nftables iproute2
   chromium fonts-dejavu-core curl
   python3 python3-venv python3-setuptools python3-wheel
 )

@@ -202,11 +202,13 @@ void SimMember::releaseAll(CheckerClock::time_point at) {
 
 bool SimMember::connectToController() {
   if (conn_.isOpen()) return true;
+  auto dial = [this](uint16_t port) { return options_.route ? options_.route(index_, port) : port; };
   for (uint16_t port : ports_.get()) {
-    auto info = askOnce<protocol::ListGroupsResponse>(port, protocol::ListGroupsRequest{{options_.group}}, 1000ms);
+    auto info =
+        askOnce<protocol::ListGroupsResponse>(dial(port), protocol::ListGroupsRequest{{options_.group}}, 1000ms);
     if (!info || info->groups.size() != 1 || info->groups[0].controller.isNone()) continue;
     conn_.setClientId("checker-" + std::to_string(index_));
-    if (conn_.connect("127.0.0.1", info->groups[0].controller.port, 1000ms)) {
+    if (conn_.connect("127.0.0.1", dial(info->groups[0].controller.port), 1000ms)) {
       connPort_ = info->groups[0].controller.port;
       return true;
     }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -137,6 +138,10 @@ struct SimMemberOptions {
   std::chrono::milliseconds callTimeout{3000};
   std::chrono::milliseconds loopInterval{200};
   int commitPermille = 300;  // chance of a commit after each heartbeat
+  // The port member `index` dials for the server known (listed, advertised)
+  // by `port`: its own link to that server, e.g. a proxy a partition test
+  // can cut for this member alone. Unset: the port itself.
+  std::function<uint16_t(int index, uint16_t port)> route;
 };
 
 // One simulated consumer process.

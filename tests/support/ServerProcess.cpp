@@ -1,8 +1,8 @@
 #include "support/ServerProcess.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
-#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -49,23 +48,6 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
   argv.push_back("--port-file=" + portFile_);
   for (auto& a : args_) argv.push_back(a);
   ::unlink(portFile_.c_str());
-  if (uid_ != 0) {
-    // The server writes its port file into dir_.
-    if (::chown(dir_.c_str(), uid_, uid_) != 0) {
-      std::cerr << "cannot give " << dir_ << " to uid " << uid_ << std::endl;
-      return false;
-    }
-    // The build tree may sit below a folder only the test's user can enter
-    // (a clone in a mktemp -d folder is mode 700): the uid runs its own copy.
-    const std::string copy = dir_ + "/groupcoordd";
-    std::error_code ec;
-    std::filesystem::copy_file(argv[0], copy, std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec || ::chmod(copy.c_str(), 0755) != 0) {
-      std::cerr << "cannot copy " << argv[0] << " to " << copy << ": " << ec.message() << std::endl;
-      return false;
-    }
-    argv[0] = copy;
-  }
 
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -75,9 +57,13 @@ bool ServerProcess::start(std::chrono::milliseconds wait) {
       ::dup2(fd, 2);
       ::close(fd);
     }
-    if (uid_ != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(uid_) != 0 || ::setuid(uid_) != 0)) {
-      std::perror("groupcoordd test: cannot switch to its uid");
-      ::_exit(126);
+    if (!netnsPath_.empty()) {
+      int ns = ::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) {
+        std::fprintf(stderr, "groupcoordd test: cannot enter %s: %s\n", netnsPath_.c_str(), std::strerror(errno));
+        ::_exit(126);
+      }
+      ::close(ns);
     }
     // Several servers run side by side: each takes a free port for its HTTP
     // endpoints (the environment loses to a --http-port a test gives, and a

@@ -23,10 +23,10 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
-  // Runs it under this uid (and the gid of the same number) from the next
-  // start() on, so that a firewall rule matching the uid can cut its
-  // traffic alone (tests/fault/PartitionTest.cpp). The test runs as root.
-  void runAs(uid_t uid) { uid_ = uid; }
+  // Runs it in the network namespace of this file (/var/run/netns/NAME, a
+  // NetLab node's) from the next start() on. Give it --listen-address (the
+  // node's address) and --zk-connect too: 127.0.0.1 there is the node's own.
+  void runInNetns(std::string path) { netnsPath_ = std::move(path); }
 
   // Starts it and waits until it listens; false (and the log is printed) if
   // it did not within `wait`.
@@ -56,7 +56,7 @@ class ServerProcess {
   std::string portFile_;
   pid_t pid_ = -1;
   uint16_t port_ = 0;
-  uid_t uid_ = 0;  // 0: as the test
+  std::string netnsPath_;  // empty: the test's namespace
 };
 
 }  // namespace groupcoord::testing
