@@ -213,6 +213,20 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     Rejoin{r.consumerId, Registrant{std::move(done), h.version}}.answer(e, name_, out);
     return Registration::Refused;
   };
+  // Sent on a connection older than the one the member last registered on:
+  // a request its client gave up on, held up in the network until the
+  // client had moved to a new connection. Nothing it says is current, and
+  // what it would grant would go in an answer nobody reads, leaving the
+  // controller sure the member holds partitions it never got (docs/design.md,
+  // "Stale registrations").
+  if (auto known = members_.find(id); known != members_.end() && caller.connection != 0 &&
+                                      known->second.connection > caller.connection) {
+    spdlog::info("group {}: a registration of member {} from {} came on an older connection than its last one: "
+                 "refused as stale",
+                 name_, id, caller.address());
+    ++staleRegistrations_;
+    return refuse(ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  }
   // What the member says it holds: releases what it no longer reports and,
   // after a takeover, tells this controller who holds what.
   ownership_.reportOwned(id, r.owned);
@@ -224,6 +238,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     // rebalance. A queued eviction or leave is called off.
     Member& m = member->second;
     m.lastSeen = at.now;
+    m.connection = std::max(m.connection, caller.connection);
     if (caller.port != 0) {
       m.host = caller.host;
       m.port = caller.port;
@@ -270,6 +285,7 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
   j.clientId = h.clientId.value_or("");
   j.host = caller.host;
   j.port = caller.port;
+  j.connection = std::max(j.connection, caller.connection);
   j.metadata = r.metadata;
   j.rack = r.rack;
   if (r.consumerId.empty() && caller.port != 0) {

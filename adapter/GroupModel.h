@@ -76,6 +76,9 @@ class GroupModel {
     int32_t registeredAt = -1;  // the generation it last registered at
     // Ownership::epoch() when a heartbeat last found it in sync; 0: not known.
     uint64_t inSyncAt = 0;
+    // The newest connection it registered on (Caller::connection); 0: none
+    // known (found in ZooKeeper).
+    uint64_t connection = 0;
   };
   // One connection's last member found by heartbeat(): used while the
   // member map is unchanged since (no member joined or left, so the
@@ -142,6 +145,9 @@ class GroupModel {
   Registration registerMember(const protocol::RequestHeader& h, protocol::RegisterConsumerRequest& r,
                               const std::string& id, const protocol::Caller& caller, Instant at, Serving s,
                               protocol::ResponseCallback& done, Outbox& out);
+  // Registrations refused because they came on an older connection than
+  // the member's last one.
+  uint64_t staleRegistrations() const { return staleRegistrations_; }
   // A LeaveGroup while the group is served; true when a removal was queued.
   bool leave(const protocol::LeaveGroupRequest& r, bool connected, protocol::ResponseCallback& done, Outbox& out);
   // NONE when the group may be deleted (nobody in it or joining).
@@ -325,6 +331,7 @@ class GroupModel {
   Ownership ownership_;
   CommittedOffsets committed_;
   int32_t rewoundAt_ = -1;  // generation of the last rewind: older commits are fenced
+  uint64_t staleRegistrations_ = 0;
 };
 
 // Inline because it is most of the traffic (docs/design.md, "Heartbeats"):

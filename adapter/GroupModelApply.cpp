@@ -246,7 +246,8 @@ GroupModel::Applied GroupModel::applyBatch(int32_t version, Instant at, std::opt
   a.joined = joined.size();
   if (!joined.empty()) hadMembers_ = true;
   for (auto& [id, j] : joined) {
-    members_[id] = Member{j.clientId, now, j.host, j.port, at.wallMs, j.metadata, j.rack};
+    Member& m = members_[id] = Member{j.clientId, now, j.host, j.port, at.wallMs, j.metadata, j.rack};
+    m.connection = j.connection;
   }
   movedHere_ = true;
   generationMoved(now);

@@ -34,6 +34,7 @@ struct Join {
   std::string clientId;
   std::string host;  // where it registers from (DescribeGroup)
   uint16_t port = 0;
+  uint64_t connection = 0;  // the newest connection it registered on (Caller::connection)
   std::string replaces;  // the id it had before, when it registers again under a new one
   std::string metadata;  // RegisterConsumer v1
   std::string rack;
@@ -47,6 +48,7 @@ struct Join {
       port = older.port;
     }
     if (replaces.empty()) replaces = std::move(older.replaces);
+    connection = std::max(connection, older.connection);
     for (auto& w : older.waiters) waiters.push_back(std::move(w));
   }
 };

@@ -28,6 +28,11 @@ struct Caller {
   // Came through the internal listener (docs/design.md, "Two addresses"):
   // controller addresses in its answers are the internal ones.
   bool internal = false;
+  // The server's serial number of the connection, rising with each one it
+  // accepts; 0 when not known (calls made inside the server). A controller
+  // refuses a member's registration sent on an older connection than the
+  // one it last registered on (docs/design.md, "Stale registrations").
+  uint64_t connection = 0;
 
   // "host:port" ("[host]:port" for IPv6), or "?" when not known: for logs.
   std::string address() const {

@@ -48,6 +48,9 @@ LogRateLimiter gIdleLog{std::chrono::seconds(1)};
 LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
 LogRateLimiter gTlsLog{std::chrono::seconds(1)};
 
+// Caller::connection: one count for every loop of the process.
+std::atomic<uint64_t> gConnectionSerial{0};
+
 // The peer's address and port; host "" when getpeername fails.
 protocol::Caller peerOf(int fd) {
   protocol::Caller caller;
@@ -504,6 +507,7 @@ void IoLoop::addConnection(UniqueFd fd) {
   Connection& c = *owned;
   c.fd = std::move(fd);
   c.caller = peerOf(c.fd.get());
+  c.caller.connection = gConnectionSerial.fetch_add(1, std::memory_order_relaxed) + 1;
   c.caller.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
   c.peer = c.caller.address();
   c.lastReadAt = now_;

@@ -94,13 +94,18 @@ class GroupModelTest : public ::testing::Test {
   }
   GroupModel::Registration registerAs(const std::string& id, Answers& a, Serving s = {},
                                       std::vector<P> owned = {}, int16_t version = 1, int64_t known = -1,
-                                      std::string metadata = "") {
+                                      std::string metadata = "", uint64_t connection = 0) {
     protocol::RegisterConsumerRequest r{"g", id, std::move(owned), std::move(metadata)};
     r.knownGeneration = known;
     auto done = a.callback();
     Outbox out;
-    return model_.registerMember(header(version), r, id, protocol::Caller{"10.0.0.1", 4000, ""}, at(), s, done,
-                                 out);
+    protocol::Caller caller{"10.0.0.1", 4000, ""};
+    caller.connection = connection;
+    return model_.registerMember(header(version), r, id, caller, at(), s, done, out);
+  }
+  // The same, on the server's connection number `connection`.
+  GroupModel::Registration registerOn(uint64_t connection, const std::string& id, Answers& a) {
+    return registerAs(id, a, {}, {}, 1, -1, "", connection);
   }
   // A LeaveGroup of `id`; true when a removal was queued.
   bool leave(const std::string& id, Answers& a, bool connected = true) {
@@ -431,6 +436,45 @@ TEST_F(GroupModelTest, APartitionMovesWhenItsHolderHeartbeatsAndTheGroupSettles)
   moved = false;
   EXPECT_EQ(beat("a", 2, &moved).error, ErrorCode::NONE);
   EXPECT_FALSE(moved);
+}
+
+// A registration held up in the network until its client had given up on
+// its connection and registered on a new one: answering it would grant
+// partitions in an answer nobody reads, and the controller would count them
+// as held by a member that never got them, for good (its heartbeats at the
+// generation find it in sync).
+TEST_F(GroupModelTest, ARegistrationOnAnOlderConnectionThanTheMembersLastIsRefusedAndGrantsNothing) {
+  load(0);
+  join("a");
+  Answers b;
+  registerOn(10, "b", b);
+  write();
+  EXPECT_EQ(b.last<protocol::RegisterConsumerResponse>().partitions.size(), 0u) << "a still holds them";
+  EXPECT_EQ(beat("a", 2).error, ErrorCode::NONE);
+  EXPECT_EQ(beat("b", 2).error, ErrorCode::REBALANCE_NEEDED) << "b's partitions are free";
+
+  // b's registration sent on connection 7, before it moved to 10.
+  Answers stale;
+  EXPECT_EQ(registerOn(7, "b", stale), GroupModel::Registration::Refused);
+  EXPECT_EQ(stale.last<protocol::RegisterConsumerResponse>().error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_TRUE(stale.last<protocol::RegisterConsumerResponse>().partitions.empty());
+  EXPECT_EQ(model_.staleRegistrations(), 1u);
+  EXPECT_FALSE(model_.settled()) << "granted on a stale registration";
+  EXPECT_EQ(beat("b", 2).error, ErrorCode::REBALANCE_NEEDED) << "b is still told to come for its partitions";
+
+  // On its own connection it gets them; a newer connection is taken too.
+  Answers again;
+  EXPECT_EQ(registerOn(10, "b", again), GroupModel::Registration::Answered);
+  EXPECT_EQ(again.last<protocol::RegisterConsumerResponse>().partitions.size(), 2u);
+  EXPECT_TRUE(model_.settled());
+  Answers newer;
+  EXPECT_EQ(registerOn(12, "b", newer), GroupModel::Registration::Answered);
+  EXPECT_EQ(newer.last<protocol::RegisterConsumerResponse>().error, ErrorCode::NONE);
+  Answers older;
+  EXPECT_EQ(registerOn(10, "b", older), GroupModel::Registration::Refused) << "12 is its connection now";
+  // Calls made inside the server (no connection) are never stale.
+  Answers inside;
+  EXPECT_EQ(registerOn(0, "b", inside), GroupModel::Registration::Answered);
 }
 
 // ---- Leaving and liveness ----

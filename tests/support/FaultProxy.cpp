@@ -448,7 +448,16 @@ void FaultProxy::Engine::readFlow(Pair& p, Flow& f, int from, std::chrono::milli
 void FaultProxy::Engine::advance(Pair& p) {
   const Cut cut = cutOf(p);
   if (p.state == PairState::Hanging) {
-    if (!cut.up && !cut.down) startConnect(p);
+    if (cut.up || cut.down) return;
+    // A client that gave up while its connection hung (closed it, or reset
+    // it) is gone: across a real partition its SYN was never answered and
+    // nothing of it reaches the target, so nothing of it does here.
+    pollfd gone{p.client, POLLRDHUP, 0};
+    if (::poll(&gone, 1, 0) == 1 && (gone.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      resetPair(p);
+      return;
+    }
+    startConnect(p);
     return;
   }
   if (p.state != PairState::Open) return;

@@ -350,6 +350,22 @@ TEST(FaultProxy, NewConnectionsHangWhileCut) {
   EXPECT_EQ(readFor(c.fd(), 7, 20s).data, "anyone?");
   expectEcho(c.fd(), "again");
   EXPECT_EQ(echo.accepted(), 1);
+
+  // A client that gave up while it hung never reaches the target: its
+  // request does not arrive after the heal.
+  proxy.setCut(true, true);
+  {
+    Socket gaveUp = connectTo(proxy.port());
+    ASSERT_TRUE(sendAll(gaveUp.fd(), "stale"));
+    EXPECT_TRUE(eventually([&] { return proxy.stats().open == 2; }));
+  }
+  const size_t received = echo.received();
+  proxy.setCut(false, false);
+  EXPECT_TRUE(eventually([&] { return proxy.stats().open == 1; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(echo.accepted(), 1) << "the proxy connected for a client that had gone";
+  EXPECT_EQ(echo.received(), received);
+  expectEcho(c.fd(), "still here");
 }
 
 TEST(FaultProxy, CutClientBlocksOnlyThatClient) {
