@@ -230,6 +230,12 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
   // What the member says it holds: releases what it no longer reports and,
   // after a takeover, tells this controller who holds what.
   ownership_.reportOwned(id, r.owned);
+  if (!members_.count(id)) {
+    // Not a member (yet): if it never becomes one, what it reported is
+    // freed one session timeout after it was last heard (scanLiveness).
+    unjoinedHeard_[id] = at.now;
+    nextLivenessScan_ = std::min(nextLivenessScan_, at.now + Millis(settings_.sessionTimeoutMs));
+  }
   // A version-0 answer cannot carry the member list a client-mode member needs.
   if (clientMode() && h.version < 1) return refuse(ErrorCode::UNSUPPORTED_VERSION);
   auto member = members_.find(id);
@@ -456,6 +462,29 @@ size_t GroupModel::scanLiveness(TimePoint now) {
     } else {
       next = std::min(next, m.lastSeen + timeout);
       if (clientMode() && m.registeredAt != version_) next = std::min(next, movedAt_ + timeout);
+    }
+  }
+  // Partitions reported by registrations that never became members (refused,
+  // or left before they were written): the client, answered nothing it could
+  // use, fences one session timeout after its last renewal, which came
+  // before this controller last heard it; from then on nobody holds them.
+  for (auto u = unjoinedHeard_.begin(); u != unjoinedHeard_.end();) {
+    const std::string& id = u->first;
+    if (members_.count(id)) {
+      u = unjoinedHeard_.erase(u);
+    } else if (batch_.joins.pending().count(id) || batch_.joins.inFlight().count(id) || batch_.written.count(id)) {
+      next = std::min(next, now + timeout);
+      ++u;
+    } else if (now - u->second > timeout) {
+      if (size_t freed = ownership_.releaseAll(id); freed > 0) {
+        spdlog::info("group {}: {} partitions reported by {}, which never became a member, are free after its "
+                     "session timeout",
+                     name_, freed, id);
+      }
+      u = unjoinedHeard_.erase(u);
+    } else {
+      next = std::min(next, u->second + timeout);
+      ++u;
     }
   }
   nextLivenessScan_ = removing ? now : next;

@@ -308,6 +308,9 @@ class GroupModel {
   // later; members join with lastSeen = now), or until the count changes.
   TimePoint nextLivenessScan_;
   size_t membersAtScan_ = 0;
+  // Registrations of ids that are not members, by when last heard: what
+  // they reported holding is freed if they never become members.
+  std::map<std::string, TimePoint> unjoinedHeard_;
   TimePoint emptySince_;
   bool hadMembers_ = false;  // a member joined since this server took the group
   size_t registeredAtCurrent_ = 0;  // members registered at the current generation

@@ -477,6 +477,33 @@ TEST_F(GroupModelTest, ARegistrationOnAnOlderConnectionThanTheMembersLastIsRefus
   EXPECT_EQ(registerOn(0, "b", inside), GroupModel::Registration::Answered);
 }
 
+// A registration that never became a member (refused while ZooKeeper was
+// away, here) reported a partition: it is that client's until the client
+// must have fenced, one session timeout after it was last heard, and then
+// free, or the partition would wait for it for good.
+TEST_F(GroupModelTest, WhatARegistrationThatNeverBecameAMemberReportedIsFreedAfterItsSessionTimeout) {
+  load(0);
+  Answers refused;
+  EXPECT_EQ(registerAs("x", refused, Serving{true, /*connected=*/false}, {P{"t", 0}}),
+            GroupModel::Registration::Refused);
+  EXPECT_TRUE(model_.ownership().owns("x", P{"t", 0}));
+  EXPECT_EQ(join("a").partitions.size(), 3u) << "t-0 is x's";
+
+  advance(kTimeoutMs / 2);
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::NONE);
+  model_.scanLiveness(now_);
+  EXPECT_TRUE(model_.ownership().owns("x", P{"t", 0})) << "freed before x must have fenced";
+  advance(kTimeoutMs / 2 + 1);
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::NONE);
+  EXPECT_EQ(model_.scanLiveness(now_), 0u) << "a is heard: nobody to evict";
+  EXPECT_FALSE(model_.ownership().owns("x", P{"t", 0}));
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::REBALANCE_NEEDED) << "t-0 is free: a comes for it";
+  Answers again;
+  EXPECT_EQ(registerAs("a", again), GroupModel::Registration::Answered);
+  EXPECT_EQ(again.last<protocol::RegisterConsumerResponse>().partitions.size(), 4u);
+  EXPECT_TRUE(model_.settled());
+}
+
 // ---- Leaving and liveness ----
 
 TEST_F(GroupModelTest, LeaveOfAMemberQueuesItsRemovalAndItIsUnknownFromThen) {

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,10 +122,15 @@ bool LabEnsemble::startNode(int i) {
   const std::string log4j = "-Dlog4j.configuration=file:" + nd + "/log4j.properties";
   const std::string cfg = nd + "/zoo.cfg";
   const std::string out = nd + "/stdout.log";
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
     ::setsid();
+    // Gone with the test, even when it is killed: nothing else would stop a
+    // JVM left in a namespace nobody can name any more.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
     int ns = ::open(netnsPath.c_str(), O_RDONLY | O_CLOEXEC);
     if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) {
       std::fprintf(stderr, "lab ensemble: cannot enter %s: %s\n", netnsPath.c_str(), std::strerror(errno));
