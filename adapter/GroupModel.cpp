@@ -468,6 +468,10 @@ size_t GroupModel::scanLiveness(TimePoint now) {
   // or left before they were written): the client, answered nothing it could
   // use, fences one session timeout after its last renewal, which came
   // before this controller last heard it; from then on nobody holds them.
+  // Any other holder outside the member list starts its clock now.
+  for (const auto& id : ownership_.holders()) {
+    if (!members_.count(id) && !unjoinedHeard_.count(id)) unjoinedHeard_[id] = now;
+  }
   for (auto u = unjoinedHeard_.begin(); u != unjoinedHeard_.end();) {
     const std::string& id = u->first;
     if (members_.count(id)) {

@@ -53,7 +53,11 @@ GroupModel::Loaded GroupModel::applyRead(Read read, bool first, Instant at, Outb
   std::set<std::string> inZk(read.members.begin(), read.members.end());
   for (auto it = members_.begin(); it != members_.end();) {
     if (!inZk.count(it->first)) {
-      spdlog::warn("group {}: member {} is not in ZooKeeper any more; it must register again", name_, it->first);
+      // A removal whose answer was lost was applied: as when it is applied
+      // with its answer, what the member held is free.
+      const size_t freed = ownership_.releaseAll(it->first);
+      spdlog::warn("group {}: member {} is not in ZooKeeper any more; it must register again ({} partitions free)",
+                   name_, it->first, freed);
       it = members_.erase(it);
     } else {
       ++it;

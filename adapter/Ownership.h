@@ -63,6 +63,13 @@ class Ownership {
   const std::string& holderOf(const Partition& p) const;
   std::vector<Partition> heldBy(const std::string& member) const;
   size_t heldCount() const { return holder_.size(); }
+  // Every member id that holds something.
+  std::vector<std::string> holders() const {
+    std::vector<std::string> ids;
+    ids.reserve(held_.size());
+    for (const auto& [id, ps] : held_) ids.push_back(id);
+    return ids;
+  }
   // Every partition of the target is held by the member it is assigned to.
   // Kept as a count on every change, so asking costs nothing.
   bool settled() const { return placed_ == targetOf_.size(); }

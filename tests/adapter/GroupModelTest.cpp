@@ -176,6 +176,10 @@ TEST_F(GroupModelTest, AReReadDropsMembersGoneFromZooKeeperAndAnswersTheirRemova
   load(0);
   join("a");
   join("b");
+  EXPECT_EQ(beat("a", 2).error, ErrorCode::NONE);
+  Answers took;
+  registerAs("b", took);
+  ASSERT_EQ(took.last<protocol::RegisterConsumerResponse>().partitions.size(), 2u);
   Answers left;
   ASSERT_TRUE(leave("b", left));
   EXPECT_EQ(stateOf("b"), MemberState::Leaving);
@@ -191,6 +195,8 @@ TEST_F(GroupModelTest, AReReadDropsMembersGoneFromZooKeeperAndAnswersTheirRemova
   EXPECT_EQ(model_.member("b"), nullptr);
   EXPECT_EQ(left.last<protocol::LeaveGroupResponse>().error, ErrorCode::NONE);
   EXPECT_EQ(stateOf("a"), MemberState::Unregistered) << "the generation moved under it";
+  EXPECT_EQ(model_.ownership().heldCount(), 2u) << "what b held is free, as when the leave is applied";
+  for (int32_t p = 0; p < 4; ++p) EXPECT_FALSE(model_.ownership().owns("b", P{"t", p}));
 }
 
 // ---- Registration and the batch ----
