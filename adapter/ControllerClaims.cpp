@@ -80,6 +80,7 @@ void ControllerClaims::onGroupsListed(std::vector<std::string> names) {
       }
     }
   }
+  if (!added.empty() || !removed.empty()) ++version_;
   for (auto& n : removed) events_.lost(n, ErrorCode::UNKNOWN_GROUP, "its znode was deleted");
   for (auto& n : added) watchController(n);
 }
@@ -96,18 +97,21 @@ void ControllerClaims::watchController(const std::string& group) {
           KnownGroup& k = it->second;
           if (r.error == zk::Error::Ok) {
             k.hasController = true;
-            return;
-          }
-          if (r.error != zk::Error::NoNode) {
+          } else if (r.error != zk::Error::NoNode) {
             k.watching = false;  // watched again by the tick
             attention_.insert(group);
             rewatchNeeded_ = true;
             return;
+          } else {
+            if (k.hasController || k.noControllerSince == TimePoint{}) k.noControllerSince = now;
+            k.hasController = false;
+            k.controller = -1;
+            k.controllerRead = true;
+            attention_.insert(group);
           }
-          if (k.hasController || k.noControllerSince == TimePoint{}) k.noControllerSince = now;
-          k.hasController = false;
-          attention_.insert(group);
         }
+        if (r.error == zk::Error::Ok) return readController(group);
+        ++version_;
         // A group that lost its controller here (our own znode vanished
         // without our session expiring) is no longer ours.
         events_.lost(group, ErrorCode::NOT_CONTROLLER, "its controller znode vanished");
@@ -116,16 +120,50 @@ void ControllerClaims::watchController(const std::string& group) {
       epoch_.bind([this, group](const zk::WatchEvent& ev) {
         if (ev.type == zk::WatchEvent::Type::Session) return;
         if (ev.type == zk::WatchEvent::Type::Deleted) {
-          MutexLock lock(mu_);
-          auto it = known_.find(group);
-          if (it != known_.end() && it->second.hasController) {
-            it->second.hasController = false;
-            it->second.noControllerSince = time_.now();
-            attention_.insert(group);
+          {
+            MutexLock lock(mu_);
+            auto it = known_.find(group);
+            if (it != known_.end() && it->second.hasController) {
+              it->second.hasController = false;
+              it->second.noControllerSince = time_.now();
+              attention_.insert(group);
+            }
+            if (it != known_.end()) {
+              it->second.controller = -1;
+              it->second.controllerRead = false;  // until the watch set again says
+            }
           }
+          ++version_;
         }
         watchController(group);
       }));
+}
+
+// Which server the controller znode names. Not watched: the exists watch
+// above tells when it changes, and reads it again.
+void ControllerClaims::readController(const std::string& group) {
+  zk_.get(layout_.controllerPath(group), epoch_.bind([this, group](zk::GetResult g) {
+    {
+      MutexLock lock(mu_);
+      auto it = known_.find(group);
+      if (it == known_.end() || !it->second.hasController) return;
+      if (g.error == zk::Error::Ok) {
+        auto id = parseServerId(g.data);
+        if (!id) spdlog::warn("group {}: controller znode holds '{}', not a server id", group, g.data);
+        it->second.controller = id.value_or(-1);
+        it->second.controllerRead = true;
+      } else if (g.error != zk::Error::NoNode) {
+        // Read again with the next watch; counted as unread until then.
+        it->second.watching = false;
+        attention_.insert(group);
+        rewatchNeeded_ = true;
+        return;
+      } else {
+        return;  // gone again: the exists watch follows
+      }
+    }
+    ++version_;
+  }));
 }
 
 void ControllerClaims::reconsider() {
@@ -142,7 +180,8 @@ void ControllerClaims::reconsider() {
 void ControllerClaims::maybeClaim(const std::string& group, TimePoint now) {
   if (!events_.mayClaim()) return;
   // Asked before the lock: the registry has a lock of its own.
-  const bool preferred = servers_.preferredServer(group) == servers_.self().id;
+  const int32_t want = events_.preferred ? events_.preferred(group) : servers_.preferredServer(group);
+  const bool preferred = want == servers_.self().id;
   {
     MutexLock lock(mu_);
     auto it = known_.find(group);
@@ -170,9 +209,14 @@ void ControllerClaims::claim(const std::string& group) {
                  if (it != known_.end()) {
                    it->second.claiming = false;
                    if (r.error == zk::Error::Ok || r.error == zk::Error::NodeExists) it->second.hasController = true;
+                   if (r.error == zk::Error::Ok) {
+                     it->second.controller = servers_.self().id;
+                     it->second.controllerRead = true;
+                   }
                    if (!it->second.hasController) attention_.insert(group);
                  }
                }
+               if (r.error == zk::Error::Ok) ++version_;
                if (r.error == zk::Error::Ok) {
                  events_.claimed(group);
                } else if (r.error != zk::Error::NodeExists && r.error != zk::Error::NoNode) {
@@ -242,9 +286,32 @@ void ControllerClaims::rewatchSoon() {
 }
 
 void ControllerClaims::reset() {
+  {
+    MutexLock lock(mu_);
+    known_.clear();
+    attention_.clear();
+  }
+  ++version_;
+}
+
+int32_t ControllerClaims::controllerOf(const std::string& group) const {
   MutexLock lock(mu_);
-  known_.clear();
-  attention_.clear();
+  auto it = known_.find(group);
+  if (it == known_.end()) return -1;
+  return it->second.hasController && it->second.controllerRead ? it->second.controller : -1;
+}
+
+std::vector<std::pair<std::string, int32_t>> ControllerClaims::controllers(bool* complete) const {
+  std::vector<std::pair<std::string, int32_t>> out;
+  bool all = true;
+  MutexLock lock(mu_);
+  out.reserve(known_.size());
+  for (auto& [name, k] : known_) {
+    out.emplace_back(name, k.hasController && k.controllerRead ? k.controller : -1);
+    if (!k.controllerRead) all = false;
+  }
+  if (complete) *complete = all;
+  return out;
 }
 
 ErrorCode ControllerClaims::notHere(const std::string& group, bool connected) const {

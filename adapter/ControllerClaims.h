@@ -23,6 +23,7 @@
 #include <set>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapter/Clock.h"
@@ -54,6 +55,9 @@ class ControllerClaims {
     std::function<void(const std::string& group, protocol::ErrorCode answer, const char* why)> lost;
     // May this server claim now? (registered, connected, not stopping)
     std::function<bool()> mayClaim;
+    // The server that should control the group (FleetPlacement); when
+    // empty, the registry's rendezvous choice.
+    std::function<int32_t(const std::string& group)> preferred;
   };
 
   ControllerClaims(zk::Client& zk, const layout::Layout& layout, const TimeSource& time, const SessionEpoch& epoch,
@@ -83,12 +87,23 @@ class ControllerClaims {
   // The error for a controller-only request of a group not controlled here.
   protocol::ErrorCode notHere(const std::string& group, bool connected) const EXCLUDES(mu_);
 
+  // Every known group and the server id its controller znode names (-1:
+  // none, or not read yet). *complete: every one has been read.
+  std::vector<std::pair<std::string, int32_t>> controllers(bool* complete = nullptr) const EXCLUDES(mu_);
+  // The id one group's controller znode names; -1: none, unknown or not
+  // read yet.
+  int32_t controllerOf(const std::string& group) const EXCLUDES(mu_);
+  // Changes whenever a group or a controller changes.
+  uint64_t version() const { return version_.load(); }
+
  private:
   struct KnownGroup {
     bool hasController = false;
     bool claiming = false;
     bool watching = false;
     TimePoint noControllerSince;
+    int32_t controller = -1;      // the id its znode names; -1: none or not read
+    bool controllerRead = false;  // read since it was last seen to change
   };
   struct Waiter {
     std::string group;
@@ -103,6 +118,7 @@ class ControllerClaims {
 
   void onGroupsListed(std::vector<std::string> names) EXCLUDES(mu_);
   void watchController(const std::string& group) EXCLUDES(mu_);
+  void readController(const std::string& group) EXCLUDES(mu_);
   void maybeClaim(const std::string& group, TimePoint now) EXCLUDES(mu_);
   void claim(const std::string& group) EXCLUDES(mu_);
   void watchForController(const std::shared_ptr<Waiter>& w) EXCLUDES(mu_);
@@ -123,6 +139,7 @@ class ControllerClaims {
   std::set<std::string> attention_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mu_);
   bool rewatchNeeded_ GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace groupcoord::adapter

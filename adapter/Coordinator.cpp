@@ -46,7 +46,10 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
               ControllerClaims::Events{
                   [this](const std::string& g) { onClaimed(g); },
                   [this](const std::string& g, ErrorCode answer, const char* why) { dropGroup(g, answer, why); },
-                  [this] { return mayClaim(); }}),
+                  [this] { return mayClaim(); },
+                  [this](const std::string& g) { return placement_.target(g); }}),
+      board_(zk_, layout_, time_, epoch_, config_.serverId),
+      placement_(servers_, claims_, board_, config_.placement),
       directory_(zk_, layout_, servers_, offsets_, connected_),
       stall_(zk_, layout_.root(), time_, epoch_),
       lease_(zk_, layout_.root(), epoch_, config_.leaseMargin),
@@ -63,7 +66,8 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                     offsets_,
                     [this](const std::string& g, ErrorCode answer, const char* why) { dropGroup(g, answer, why); },
                     [this](const std::optional<std::string>& clientId) { return memberIds_.next(clientId); }},
-      handovers_(servers_, groups_, time_, HandoverConfig{config_.handoverMaxInFlight}) {
+      handovers_(servers_, placement_, groups_, time_,
+                 HandoverConfig{config_.handoverMaxInFlight, Millis(1000), config_.placementInterval}) {
   servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
                                       config_.internalHost, config_.internalPort});
   zk_.setListener(this);
@@ -91,7 +95,7 @@ void Coordinator::setAdvertised(std::string host, uint16_t port, std::string int
 }
 
 zk::Error Coordinator::start(Millis wait) {
-  for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath()}) {
+  for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath(), layout_.loadsPath()}) {
     zk::Error e = zk_.ensurePathSync(p, wait);
     if (e != zk::Error::Ok) {
       spdlog::error("cannot create {} in ZooKeeper: {}", p, e);
@@ -107,6 +111,7 @@ zk::Error Coordinator::start(Millis wait) {
   servers_.registerSelf();
   servers_.watch();
   claims_.watchGroups();
+  board_.watch();
   brokers_.watch();
   return zk::Error::Ok;
 }
@@ -154,6 +159,8 @@ void Coordinator::tick() {
   if (connected_) {
     servers_.tick(now);
     claims_.tick(now);
+    board_.tick(now);
+    if (servers_.registered()) publishWeights(now);
     topics_.rewatch();
     brokers_.rewatch();
   }
@@ -205,11 +212,13 @@ void Coordinator::onNewSession(int64_t id) {
     servers_.registerSelf();
     servers_.watch();
     claims_.watchGroups();
+    board_.watch();
     brokers_.watch();
   } else {
     spdlog::info("ZooKeeper connection restored, session 0x{:x} kept: evictions resume", id);
     servers_.rewatchSoon();
     claims_.rewatchSoon();
+    board_.rewatchSoon();
   }
 }
 
@@ -221,6 +230,7 @@ void Coordinator::onSessionLost(zk::SessionState state) {
   auto lost = groups_.removeAll();
   for (auto& g : lost) g->drop(ErrorCode::CONTROLLER_NOT_AVAILABLE, "the ZooKeeper session ended");
   claims_.reset();
+  board_.reset();
   topics_.clear();  // their watches went with the session
   brokers_.clear();
   spdlog::error(
@@ -241,6 +251,16 @@ void Coordinator::serversChanged() {
   claims_.reconsider();
   handovers_.recheckSoon();
 }
+
+void Coordinator::publishWeights(TimePoint now) {
+  if (now < nextWeightsCheck_) return;
+  nextWeightsCheck_ = now + Millis(1000);
+  std::vector<std::pair<std::string, uint64_t>> mine;
+  for (auto& g : groups_.snapshot()) mine.emplace_back(g->name(), placement_.weightOf(g->memberCount()));
+  board_.publish(now, mine);
+}
+
+PlacementView Coordinator::placementView() { return placement_.view(); }
 
 void Coordinator::onClaimed(const std::string& group) {
   auto g = std::make_shared<GroupController>(groupContext_, group);

@@ -19,6 +19,9 @@
 //   StallGuard        the stall rule
 //   SessionLease      the session lease: answers from memory only while
 //                     the ZooKeeper session is certainly alive
+//   LoadBoard         every group's weight, as its controller published it
+//   FleetPlacement    where each group should be controlled: bounded
+//                     loads over the candidate servers, cached
 //   Handovers         groups handed over to the server that should
 //                     control them, a few at a time
 //
@@ -48,7 +51,9 @@
 #include "adapter/GroupController.h"
 #include "adapter/GroupDirectory.h"
 #include "adapter/GroupTable.h"
+#include "adapter/FleetPlacement.h"
 #include "adapter/Handovers.h"
+#include "adapter/LoadBoard.h"
 #include "adapter/MemberIds.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/ServerRegistry.h"
@@ -105,6 +110,11 @@ struct CoordinatorConfig {
   Millis handoverSettleDelay{10000};
   // Groups this server hands over at once.
   size_t handoverMaxInFlight = 8;
+  // The fleet's placement by load (docs/design.md, "Placement"): the bound,
+  // the margin, the weights, and how often a server over its bound hands
+  // groups over.
+  FleetPlacementConfig placement;
+  Millis placementInterval{30000};
   // Largest member metadata a registration may carry (RegisterConsumer v1).
   size_t maxMetadataBytes = 4096;
   // The session lease ends this long before ZooKeeper could expire the
@@ -183,6 +193,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   std::vector<ServerView> fleetServers() const;
   // This server's id and where clients reach it.
   protocol::Broker self() const;
+  // The fleet's placement as this server computes it: each live server's
+  // load and bound, and the groups that should move (docs/design.md,
+  // "Placement").
+  PlacementView placementView();
   // Where this server dials another one (the status page asking a group's
   // controller): its internal address when it has one, else the advertised
   // one; an empty Broker when not known.
@@ -196,6 +210,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
 
   // From the parts.
   void onClaimed(const std::string& group);
+  // Publishes the weights of the groups controlled here (at most once a
+  // second; LoadBoard paces the writes).
+  void publishWeights(TimePoint now);
+  TimePoint nextWeightsCheck_;
   void dropGroup(const std::string& group, protocol::ErrorCode answer, const char* why);
   bool mayClaim() const;
   void serversChanged();
@@ -218,6 +236,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::AuthenticateRequest r, protocol::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DrainServerRequest r, protocol::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DescribeGroupRequest r,
+             protocol::ResponseCallback& done);
+  // adapter/CoordinatorServers.cpp
+  void route(const protocol::Caller&, const protocol::RequestHeader&, protocol::DescribeServersRequest r,
              protocol::ResponseCallback& done);
   // A controller-only request: f(GroupController&) when the group is
   // controlled here, else the error saying where to go.
@@ -245,6 +266,8 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   TopicWatcher topics_;
   OffsetStore offsets_;
   ControllerClaims claims_;
+  LoadBoard board_;
+  FleetPlacement placement_;
   GroupDirectory directory_;
   StallGuard stall_;
   SessionLease lease_;

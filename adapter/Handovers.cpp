@@ -1,6 +1,8 @@
 #include "adapter/Handovers.h"
 
 #include <deque>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -9,9 +11,9 @@
 
 namespace groupcoord::adapter {
 
-Handovers::Handovers(const ServerRegistry& servers, const GroupTable& groups, const TimeSource& time,
-                     HandoverConfig config)
-    : servers_(servers), groups_(groups), time_(time), config_(config) {}
+Handovers::Handovers(const ServerRegistry& servers, FleetPlacement& placement, const GroupTable& groups,
+                     const TimeSource& time, HandoverConfig config)
+    : servers_(servers), placement_(placement), groups_(groups), time_(time), config_(config) {}
 
 void Handovers::recheckSoon() {
   MutexLock lock(mu_);
@@ -27,14 +29,30 @@ void Handovers::tick(TimePoint now) {
     if (rescan) nextCheck_ = now + config_.checkInterval;
     if (!rescan && queue_.empty()) return;
   }
+  const bool candidate = placement_.selfCandidate();
+  bool forLoad = false;
   if (rescan) {
-    // Every controlled group against its preferred server: O(groups x
-    // servers), once per check interval or change, not per tick.
+    // Every controlled group against its target: once per check interval
+    // or change, not per tick (the placement itself is cached).
+    bool loadRound;
+    std::set<std::string> queued;
+    {
+      MutexLock lock(mu_);
+      loadRound = now >= nextLoadRound_;
+      queued.insert(queue_.begin(), queue_.end());
+    }
+    loadRound = loadRound && candidate && placement_.complete();
     std::deque<std::string> due;
     for (auto& g : groups_.snapshot()) {
-      if (servers_.preferredServer(g->name()) != self) due.push_back(g->name());
+      const int32_t to = placement_.target(g->name());
+      if (to < 0 || to == self) continue;
+      // Not a candidate: every group goes at once. A candidate over its
+      // bound: in a round, and what a round queued stays queued.
+      if (!candidate || loadRound || queued.count(g->name())) due.push_back(g->name());
+      if (candidate && loadRound) forLoad = true;
     }
     MutexLock lock(mu_);
+    if (forLoad) nextLoadRound_ = now + config_.loadInterval;
     queue_ = std::move(due);
   }
   std::vector<std::string> next;
@@ -53,14 +71,23 @@ void Handovers::tick(TimePoint now) {
   for (auto& name : next) {
     auto g = groups_.find(name);
     if (!g) continue;
-    const int32_t to = servers_.preferredServer(name);  // may have changed since the scan
-    if (to == self) continue;
+    const int32_t to = placement_.target(name);  // may have changed since the scan
+    if (to < 0 || to == self) continue;
     if (start(g, to, drain)) ++started;
   }
   if (started > 0 && rescan) {
+    std::string why = drain       ? "this server is drained"
+                      : !candidate ? "this server has not been live for the settle delay"
+                                   : "this server is over its bound in the fleet's placement";
+    if (forLoad) {
+      const PlacementView v = placement_.view();
+      for (auto& s : v.servers) {
+        if (s.id == self) why += fmt::format(": load {}, bound {}", s.load, v.bound);
+      }
+    }
     spdlog::info("{} of the groups controlled here should be controlled elsewhere ({}); handing them over, {} at a "
                  "time",
-                 started + waiting, drain ? "this server is drained" : "the live servers changed", config_.maxInFlight);
+                 started + waiting, why, config_.maxInFlight);
   }
 }
 

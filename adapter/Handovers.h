@@ -1,12 +1,14 @@
 #pragma once
 
 // Handing groups over to the server that should control them
-// (docs/design.md, "Handover"): after the live servers or the drain markers
-// change, every group controlled here whose preferred server
-// (ServerRegistry) is another one is handed over to it, at most
-// `maxInFlight` at a time. The settle delay lives in ServerRegistry: a
-// server that has not been live for it is nobody's preferred server, so a
-// server that comes and goes draws no group.
+// (docs/design.md, "Handover" and "Placement"): every group controlled here
+// whose target in the fleet's placement (FleetPlacement) is another server
+// is handed over to it, at most `maxInFlight` at a time. When this server
+// is drained or not settled, at once; when it is a candidate but over its
+// bound, in rounds at most one `loadInterval` apart, and only once the
+// whole fleet's controllers have been read. The settle delay lives in
+// ServerRegistry: a server that has not been live for it is no candidate,
+// so a server that comes and goes draws no group.
 //
 // Threads: tick() on the ticker; the handovers' ends on the completion
 // thread. Lock: mu_ guards the set in flight and the queue of groups due;
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "adapter/Clock.h"
+#include "adapter/FleetPlacement.h"
 #include "adapter/GroupTable.h"
 #include "adapter/ServerRegistry.h"
 #include "common/Sync.h"
@@ -31,11 +34,14 @@ struct HandoverConfig {
   // servers when nothing changed (a server settling changes nothing that
   // is watched).
   Millis checkInterval{1000};
+  // Moves for load (this server over its bound) start at most this often.
+  Millis loadInterval{30000};
 };
 
 class Handovers {
  public:
-  Handovers(const ServerRegistry& servers, const GroupTable& groups, const TimeSource& time, HandoverConfig config);
+  Handovers(const ServerRegistry& servers, FleetPlacement& placement, const GroupTable& groups,
+            const TimeSource& time, HandoverConfig config);
 
   // Starts the handovers that are due and fit. Called by the tick while
   // this server is registered, connected and not stopping.
@@ -47,6 +53,7 @@ class Handovers {
   bool start(const GroupTable::Ptr& group, int32_t to, bool drain) EXCLUDES(mu_);
 
   const ServerRegistry& servers_;
+  FleetPlacement& placement_;
   const GroupTable& groups_;
   const TimeSource& time_;
   const HandoverConfig config_;
@@ -55,6 +62,7 @@ class Handovers {
   std::set<std::string> inFlight_ GUARDED_BY(mu_);
   std::deque<std::string> queue_ GUARDED_BY(mu_);  // due, from the last scan, not started yet
   TimePoint nextCheck_ GUARDED_BY(mu_);
+  TimePoint nextLoadRound_ GUARDED_BY(mu_);
 };
 
 }  // namespace groupcoord::adapter

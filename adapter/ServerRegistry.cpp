@@ -1,5 +1,6 @@
 #include "adapter/ServerRegistry.h"
 
+#include <algorithm>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -247,6 +248,32 @@ int32_t ServerRegistry::preferredServer(const std::string& group) const {
   if (settled.id >= 0) return settled.id;
   if (undrained.id >= 0) return undrained.id;
   return any.id;
+}
+
+std::vector<ServerRegistry::ServerState> ServerRegistry::serverStates() const {
+  const TimePoint now = time_.now();
+  std::vector<ServerState> out;
+  MutexLock lock(mu_);
+  out.reserve(servers_.size() + 1);
+  out.push_back({self_.id, draining_.count(self_.id) > 0, now - selfSince_ >= settleDelay_});
+  for (auto& [id, known] : servers_) {
+    if (id != self_.id) out.push_back({id, draining_.count(id) > 0, now - known.since >= settleDelay_});
+  }
+  std::sort(out.begin(), out.end(), [](const ServerState& a, const ServerState& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<int32_t> ServerRegistry::candidates() const {
+  std::vector<int32_t> settled, undrained, any;
+  for (const ServerState& s : serverStates()) {
+    any.push_back(s.id);
+    if (s.drained) continue;
+    undrained.push_back(s.id);
+    if (s.settled) settled.push_back(s.id);
+  }
+  if (!settled.empty()) return settled;
+  if (!undrained.empty()) return undrained;
+  return any;
 }
 
 bool ServerRegistry::mayTakeGroups() const {

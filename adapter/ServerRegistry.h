@@ -80,6 +80,17 @@ class ServerRegistry {
   // delay, the one rendezvous hashing scores highest. When no candidate has
   // settled, any undrained one; when every server is drained, any.
   int32_t preferredServer(const std::string& group) const EXCLUDES(mu_);
+  struct ServerState {
+    int32_t id = -1;
+    bool drained = false;
+    bool settled = false;  // live for the settle delay, as this server saw it
+  };
+  // The live servers (this one included), by id.
+  std::vector<ServerState> serverStates() const EXCLUDES(mu_);
+  // The servers groups may be placed on (docs/design.md, "Placement"): the
+  // settled undrained ones; when none has settled, the undrained ones; when
+  // every server is drained, all. By id.
+  std::vector<int32_t> candidates() const EXCLUDES(mu_);
   // True unless this server is drained while another live server is not.
   bool mayTakeGroups() const EXCLUDES(mu_);
   bool draining(int32_t serverId) const EXCLUDES(mu_);

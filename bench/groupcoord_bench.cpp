@@ -9,6 +9,7 @@
 //   groupcoord-bench direct     --ports P [--members 100]
 //   groupcoord-bench failover   --ports P1,P2 --pids PID1,PID2 [--zk-session-ms 4000]
 //   groupcoord-bench fleet      --server-bin GROUPCOORDD [--work-dir DIR] [--members 30000] [--groups 300]
+//   groupcoord-bench placement  --server-bin GROUPCOORDD [--work-dir DIR] [--steady-seconds 600]
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,10 +38,13 @@
 #include <deque>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -47,6 +52,8 @@
 #include <vector>
 
 #include "adapter/Assignment.h"
+#include "adapter/FleetSnapshot.h"
+#include "adapter/Placement.h"
 #include "adapter/Hash.h"
 #include "common/Layout.h"
 #include "bench/Ensemble.h"
@@ -1849,6 +1856,12 @@ class ServerFarm {
     if (servers_[id].pid > 0) ::kill(servers_[id].pid, SIGTERM);
   }
 
+  // SIGKILL, as a crash; returns once the process is reaped.
+  void crash(int32_t id) {
+    if (servers_[id].pid > 0) ::kill(servers_[id].pid, SIGKILL);
+    while (!reaped(id)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
   // True once the process has exited (it is reaped).
   bool reaped(int32_t id) {
     FleetServer& s = servers_[id];
@@ -1941,35 +1954,39 @@ class BalanceWatch {
     }
   }
 
-  // Reads every controller znode; true when all name the expected server.
+  // Reads every controller znode and the published weights; true when
+  // every group is controlled by a candidate and the placement function
+  // the servers use would move none of them.
   bool read(const std::vector<int32_t>& candidates, std::map<int32_t, int>& counts) {
-    struct Shared {
-      std::mutex mu;
-      std::condition_variable cv;
-      size_t left = 0;
-      std::map<std::string, int32_t> ids;
-    };
-    auto sh = std::make_shared<Shared>();
-    sh->left = groups_.size();
-    for (const auto& g : groups_) {
-      zk_.get(layout_.controllerPath(g), [sh, g](zk::GetResult r) {
-        int32_t id = -1;
-        if (r.error == zk::Error::Ok) id = static_cast<int32_t>(std::strtol(r.data.c_str(), nullptr, 10));
-        std::lock_guard lock(sh->mu);
-        sh->ids[g] = id;
-        if (--sh->left == 0) sh->cv.notify_all();
-      });
-    }
-    std::unique_lock lock(sh->mu);
-    if (!sh->cv.wait_for(lock, std::chrono::seconds(10), [&] { return sh->left == 0; })) return false;
+    auto snap = adapter::readFleet(zk_, layout_, groups_, adapter::Weighting::Members, 10);
+    if (!snap.ok) return false;
+    auto placed = adapter::place(candidates, snap.groups, adapter::PlacementConfig{});
     bool ok = true;
-    for (const auto& [g, id] : sh->ids) {
-      ++counts[id];
-      if (id != adapter::rendezvousPick(g, candidates)) ok = false;
+    const std::set<int32_t> allowed(candidates.begin(), candidates.end());
+    for (size_t i = 0; i < snap.groups.size(); ++i) {
+      ++counts[snap.groups[i].controller];
+      if (!allowed.count(snap.groups[i].controller) || placed.target[i] != snap.groups[i].controller) ok = false;
     }
+    std::lock_guard lock(mu_);
+    last_ = std::move(snap.groups);
+    placed_ = std::move(placed);
     return ok;
   }
 
+ public:
+  // The last read: controllers and weights, and their placement.
+  std::vector<adapter::PlacementGroup> lastGroups() const {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
+  adapter::PlacementResult lastPlacement() const {
+    std::lock_guard lock(mu_);
+    return placed_;
+  }
+
+ private:
+  std::vector<adapter::PlacementGroup> last_;
+  adapter::PlacementResult placed_;
   zk::Session& zk_;
   const layout::Layout layout_;
   const std::vector<std::string> groups_;
@@ -2355,7 +2372,7 @@ void fleetScenario(const Args& args) {
         r.stopped.text() + "; " + count(static_cast<double>(r.stopped.registrations)));
     std::string spread;
     for (const auto& [sid, c] : r.spread) spread += (spread.empty() ? "" : ", ") + std::to_string(c);
-    row(sc, s + " back: balanced (every group at its rendezvous server) / all members in sync, ms after its return "
+    row(sc, s + " back: placed (no group the placement would still move) / all members in sync, ms after its return "
                 "(settle delay " + std::to_string(settleMs) + " ms); groups per server after",
         fmt(r.balancedMs) + " / " + fmt(r.backSyncMs) + "; " + spread);
     row(sc, s + " back: handover window (settle delay elapsed until a heartbeat interval + 1 s after balanced): "
@@ -2374,6 +2391,548 @@ void fleetScenario(const Args& args) {
       p50Max(toHandedOver) + "; " + p50Max(toServing));
   ::alarm(0);
   log("fleet: done in %.0f s (logs: %s/fleet-server*.log)", static_cast<double>(nowNs() - t00) / kSec, dir.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// 7 placement. The bounded-load placement of groups over servers
+// (docs/design.md, "Placement"), judged from outside: each reading takes
+// every group's controller and published weight from ZooKeeper and asks the
+// servers' own placement function whether it would still move a group. Each
+// phase starts its own servers (ServerFarm) under a fresh ZooKeeper root:
+//   equal groups: 30 empty groups over 3 servers, one SIGKILLed and back;
+//   a fourth server joins 3 holding 300 empty groups; then a fifth comes
+//   and goes within the settle delay, three times;
+//   uneven groups: 30 groups of heartbeating members, sizes drawn
+//   log-uniform, one server SIGKILLed and back; then steady weights for
+//   --steady-seconds.
+
+void onPlacementAlarm(int) {
+  static const char msg[] = "[bench] FAILED: the placement scenario ran past its time limit\n";
+  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  killFleetChildren();
+  ::_exit(1);
+}
+
+// What every group weighs besides its members (the servers'
+// placement.group.weight, left at its default).
+constexpr uint64_t kGroupWeight = 10;
+
+// One reading of a fleet under test.
+struct PlacementRead {
+  bool placed = false;
+  std::string why;                              // why not placed
+  std::vector<adapter::PlacementGroup> groups;  // controllers (-1: none) and weights, in the order asked
+  double worstWeight = 0;  // with members: the largest |published - (members + 10)| / (members + 10)
+};
+
+// Placed: every group is controlled by one of `candidates`, the placement
+// over them would move none, and each of them says it controls as many in
+// groupcoord_groups_controlled. With `members` (each group's member count)
+// also: every published weight is its member count + 10 within what the
+// servers republish, a tenth or 10 when that is more (a smaller change of
+// weight is never published again).
+PlacementRead readPlacement(zk::Session& zk, const layout::Layout& layout, const std::vector<std::string>& names,
+                            const std::vector<int32_t>& candidates, const std::vector<uint16_t>& https,
+                            const std::vector<uint64_t>* members) {
+  PlacementRead r;
+  auto snap = adapter::readFleet(zk, layout, names, adapter::Weighting::Members, kGroupWeight);
+  if (!snap.ok) {
+    r.why = snap.error;
+    return r;
+  }
+  r.groups = std::move(snap.groups);
+  const auto placed = adapter::place(candidates, r.groups, adapter::PlacementConfig{});
+  const std::set<int32_t> allowed(candidates.begin(), candidates.end());
+  std::map<int32_t, int> counts;
+  auto because = [&](std::string text) {
+    if (r.why.empty()) r.why = std::move(text);
+  };
+  for (size_t i = 0; i < r.groups.size(); ++i) {
+    const auto& g = r.groups[i];
+    ++counts[g.controller];
+    if (!allowed.count(g.controller)) {
+      because(g.name + " controlled by " + std::to_string(g.controller));
+    } else if (placed.target[i] != g.controller) {
+      because(g.name + " would move from server " + std::to_string(g.controller) + " to " +
+              std::to_string(placed.target[i]));
+    }
+    if (members) {
+      const uint64_t expected = (*members)[i] + kGroupWeight;
+      const uint64_t d = g.weight > expected ? g.weight - expected : expected - g.weight;
+      r.worstWeight = std::max(r.worstWeight, static_cast<double>(d) / static_cast<double>(expected));
+      if (d > std::max<uint64_t>(kGroupWeight, std::max(expected, g.weight) / 10)) {
+        because(g.name + " published at weight " + std::to_string(g.weight) + ", has " +
+                std::to_string((*members)[i]) + " members");
+      }
+    }
+  }
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    auto m = scrapeMetrics(https[c]);
+    auto it = m.find("groupcoord_groups_controlled");
+    if (it == m.end() || static_cast<int>(it->second) != counts[candidates[c]]) {
+      because("server " + std::to_string(candidates[c]) + " reports " +
+              (it == m.end() ? std::string("no gauge") : fmt(it->second)) + " groups controlled, ZooKeeper says " +
+              std::to_string(counts[candidates[c]]));
+    }
+  }
+  r.placed = r.why.empty();
+  return r;
+}
+
+// The groups seen controlled by another server than at the start (a group
+// between two controllers counts once the next has claimed it), and those
+// seen without a controller.
+struct ControllerChanges {
+  std::vector<int32_t> start;
+  std::set<size_t> moved, uncontrolled;
+  uint64_t readings = 0;
+
+  explicit ControllerChanges(const std::vector<adapter::PlacementGroup>& groups) {
+    for (const auto& g : groups) start.push_back(g.controller);
+  }
+  void see(const std::vector<adapter::PlacementGroup>& groups) {
+    if (groups.size() != start.size()) return;
+    ++readings;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i].controller < 0) {
+        uncontrolled.insert(i);
+      } else if (groups[i].controller != start[i]) {
+        moved.insert(i);
+      }
+    }
+  }
+};
+
+// Runs `f` on a thread of its own while the loop keeps running, so that a
+// slow ZooKeeper read or server start does not stop the members'
+// heartbeats nor the reading of their answers; f's result.
+template <class F>
+auto offLoop(Loop& loop, F&& f) {
+  auto result = std::async(std::launch::async, std::forward<F>(f));
+  auto ready = [&] { return result.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  while (!ready()) loop.runUntil(ready, 5 * kMs);
+  return result.get();
+}
+
+// Reads every 500 ms, the loop running meanwhile (so that members keep
+// heartbeating), until two readings in a row are placed with the same
+// controllers; every reading also goes to `seen`. Fails after `timeoutNs`.
+PlacementRead waitPlaced(Loop& loop, const std::function<PlacementRead()>& read, uint64_t timeoutNs,
+                         const std::string& what, ControllerChanges* seen = nullptr) {
+  const uint64_t t0 = nowNs();
+  auto controllers = [](const PlacementRead& r) {
+    std::vector<int32_t> c;
+    for (const auto& g : r.groups) c.push_back(g.controller);
+    return c;
+  };
+  PlacementRead prev;
+  for (;;) {
+    PlacementRead cur = offLoop(loop, read);
+    if (seen && !cur.groups.empty()) seen->see(cur.groups);
+    if (cur.placed && prev.placed && controllers(cur) == controllers(prev)) {
+      log("placement: %s: placed after %.1f s", what.c_str(), static_cast<double>(nowNs() - t0) / kSec);
+      return cur;
+    }
+    if (nowNs() - t0 >= timeoutNs) {
+      fail(what + ": not placed within " + fmt(static_cast<double>(timeoutNs) / kSec) + " s (" + cur.why + ")");
+    }
+    prev = std::move(cur);
+    loop.runFor(500 * kMs);
+  }
+}
+
+// Each server's load: the weights of the groups it holds (owner[i] holds
+// group i); every server of `ids` appears.
+std::map<int32_t, uint64_t> loadsOf(const std::vector<int32_t>& ids, const std::vector<int32_t>& owner,
+                                    const std::vector<uint64_t>& weight) {
+  std::map<int32_t, uint64_t> out;
+  for (int32_t id : ids) out[id] = 0;
+  for (size_t i = 0; i < owner.size(); ++i) out[owner[i]] += weight[i];
+  return out;
+}
+
+double maxOverMean(const std::map<int32_t, uint64_t>& loads) {
+  uint64_t total = 0, most = 0;
+  for (const auto& [_, l] : loads) total += l, most = std::max(most, l);
+  return total ? static_cast<double>(most) * static_cast<double>(loads.size()) / static_cast<double>(total) : 0;
+}
+
+std::string loadsText(const std::map<int32_t, uint64_t>& loads) {
+  std::string out;
+  for (const auto& [_, l] : loads) out += (out.empty() ? "" : " / ") + count(static_cast<double>(l));
+  return out;
+}
+
+std::vector<int32_t> controllersOf(const std::vector<adapter::PlacementGroup>& groups) {
+  std::vector<int32_t> out;
+  for (const auto& g : groups) out.push_back(g.controller);
+  return out;
+}
+
+std::vector<uint64_t> weightsOf(const std::vector<adapter::PlacementGroup>& groups) {
+  std::vector<uint64_t> out;
+  for (const auto& g : groups) out.push_back(g.weight);
+  return out;
+}
+
+// "server: weight weight ...; server: ..." for the log.
+std::string holdingsText(const std::vector<adapter::PlacementGroup>& groups) {
+  std::map<int32_t, std::vector<uint64_t>> held;
+  for (const auto& g : groups) held[g.controller].push_back(g.weight);
+  std::string out;
+  for (auto& [id, ws] : held) {
+    std::sort(ws.rbegin(), ws.rend());
+    out += (out.empty() ? "" : "; ") + std::to_string(id) + ":";
+    for (uint64_t w : ws) out += " " + std::to_string(w);
+  }
+  return out;
+}
+
+std::vector<int32_t> rendezvousOwners(const std::vector<std::string>& names, const std::vector<int32_t>& ids) {
+  std::vector<int32_t> out;
+  for (const auto& n : names) out.push_back(adapter::rendezvousPick(n, ids));
+  return out;
+}
+
+void placementScenario(const Args& args) {
+  const std::string bin = args.get("server-bin");
+  const std::string dir = args.get("work-dir", "/tmp");
+  const int64_t zkSessionMs = args.num("zk-session-ms", 4000);
+  const int64_t settleMs = args.num("settle-ms", 2000);
+  const int64_t intervalMs = args.num("placement-interval-ms", 3000);
+  const long steadySeconds = args.num("steady-seconds", 600);
+  // Outside the steady window it has taken 110 to 240 s on two cores.
+  const long maxSeconds = args.num("max-seconds", steadySeconds + 420);
+  const uint64_t seed = static_cast<uint64_t>(args.num("seed", 20240611));
+  const uint64_t minMembers = static_cast<uint64_t>(args.num("min-members", 2));
+  const uint64_t maxMembers = static_cast<uint64_t>(args.num("max-members", 5000));
+  const int32_t partitions = static_cast<int32_t>(args.num("partitions", 64));
+  const size_t conns = static_cast<size_t>(args.num("conns", 50));
+  const uint64_t heartbeat = static_cast<uint64_t>(args.num("heartbeat-ms", 3000)) * kMs;
+  const int64_t memberSessionMs = args.num("member-session-ms", 10000);
+  const std::string topicsPath = args.get("topics-path", "/brokers/topics");
+  EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
+  if (bin.empty()) fail("placement needs --server-bin (the groupcoordd binary; it starts and kills the servers)");
+  if (minMembers < 1 || maxMembers < minMembers) fail("placement needs 1 <= --min-members <= --max-members");
+
+  // However it ends, no server is left behind, and it ends in time.
+  std::atexit(killFleetChildren);
+  ::signal(SIGALRM, onPlacementAlarm);
+  ::alarm(static_cast<unsigned>(maxSeconds));
+  const uint64_t t00 = nowNs();
+  const std::string sc = "7 placement";
+  const std::string base = "pl-" + stamp();
+  const std::string topic = base + "-t";
+  createTopic(zk, topicsPath, topic, partitions);
+
+  zk::SessionConfig cfg;
+  cfg.connect = zk.connectString();
+  zk::Session observer(cfg);
+  observer.start();
+  if (observer.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper");
+  Loop loop;
+
+  // A phase: its own root, its servers' files in a directory of their own.
+  struct Phase {
+    std::string root;
+    layout::Layout layout;
+    std::unique_ptr<ServerFarm> farm;
+  };
+  auto startPhase = [&](const std::string& name, int servers) {
+    Phase p{"/bench-" + base + "-" + name, layout::Layout("/bench-" + base + "-" + name), nullptr};
+    const std::string sub = dir + "/placement-" + name;
+    ::mkdir(sub.c_str(), 0755);
+    p.farm = std::make_unique<ServerFarm>(
+        bin, sub,
+        std::vector<std::string>{"--zk-connect=" + zk.connectString(), "--zk-root=" + p.root,
+                                 "--zk-topics-path=" + topicsPath,
+                                 "--zk-session-timeout-ms=" + std::to_string(zkSessionMs),
+                                 "--handover-settle-ms=" + std::to_string(settleMs),
+                                 "--placement-interval-ms=" + std::to_string(intervalMs)});
+    for (int32_t id = 1; id <= servers; ++id) p.farm->start(id);
+    for (int i = 0; i < 400; ++i) {
+      auto r = observer.getChildrenSync(p.layout.serversPath());
+      if (r.error == zk::Error::Ok && static_cast<int>(r.children.size()) == servers) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // Every server has seen the others for the settle delay: groups are
+    // claimed where they belong.
+    std::this_thread::sleep_for(std::chrono::milliseconds(settleMs + 500));
+    log("placement: %s: %d servers under %s (logs in %s)", name.c_str(), servers, p.root.c_str(), sub.c_str());
+    return p;
+  };
+  // The same names in every run (each phase has a root of its own), so
+  // that the rendezvous orders, and with the seed the whole setup, repeat.
+  auto groupNames = [&](const std::string& tag, size_t n) {
+    std::vector<std::string> out;
+    for (size_t g = 0; g < n; ++g) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "placement-%s%03zu", tag.c_str(), g);
+      out.push_back(buf);
+    }
+    return out;
+  };
+  // Creates the groups through the servers in turn; each one's controller port.
+  auto createGroups = [&](Phase& p, const std::vector<std::string>& names, const std::vector<int32_t>& ids) {
+    std::vector<uint16_t> out;
+    for (size_t g = 0; g < names.size(); ++g) {
+      const uint16_t port = p.farm->at(ids[g % ids.size()]).port;
+      protocol::Broker controller;
+      if (auto e = createGroup(loop, port, names[g], memberSessionMs, {topic}, &controller); e != ErrorCode::NONE) {
+        fail("CreateGroup " + names[g] + ": " + std::string(protocol::errorName(e)));
+      }
+      out.push_back(controller.isNone() ? port : controller.port);
+    }
+    return out;
+  };
+  auto reader = [&](Phase& p, const std::vector<std::string>& names, std::vector<int32_t> ids,
+                    const std::vector<uint64_t>* members = nullptr) {
+    std::vector<uint16_t> https;
+    for (int32_t id : ids) https.push_back(p.farm->at(id).http);
+    return [&observer, &p, &names, ids, https, members] {
+      return readPlacement(observer, p.layout, names, ids, https, members);
+    };
+  };
+  // Reads the controllers every `everyNs` for `durationNs`, the loop
+  // running in between; each reading to `seen`.
+  auto watchFor = [&](Phase& p, const std::vector<std::string>& names, uint64_t durationNs, uint64_t everyNs,
+                      ControllerChanges& seen, uint64_t* failed = nullptr) {
+    const uint64_t end = nowNs() + durationNs;
+    for (;;) {
+      auto snap = offLoop(loop, [&] {
+        return adapter::readFleet(observer, p.layout, names, adapter::Weighting::Members, kGroupWeight);
+      });
+      if (snap.ok) {
+        seen.see(snap.groups);
+      } else if (failed) {
+        ++*failed;
+      }
+      const uint64_t now = nowNs();
+      if (now >= end) return;
+      loop.runFor(std::min(everyNs, end - now));
+    }
+  };
+  const std::vector<int32_t> three{1, 2, 3}, four{1, 2, 3, 4};
+  auto maxMinText = [](const std::map<int32_t, uint64_t>& groups) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& [_, g] : groups) lo = std::min(lo, g), hi = std::max(hi, g);
+    return fmt(maxOverMean(groups), 2) + " (max - min " + std::to_string(hi - lo) + ")";
+  };
+  auto movesText = [](size_t moved, size_t minimum) {
+    return std::to_string(moved) + " / " + std::to_string(minimum) +
+           (minimum ? " (" + fmt(static_cast<double>(moved) / static_cast<double>(minimum), 2) + " x)" : "");
+  };
+
+  // --- Equal groups after a restart ---------------------------------------
+  {
+    Phase p = startPhase("equal", 3);
+    const auto names = groupNames("e", 30);
+    createGroups(p, names, three);
+    const std::vector<uint64_t> ones(names.size(), 1);
+    const auto atStart = waitPlaced(loop, reader(p, names, three), 60 * kSec, "equal groups at start");
+    log("placement: equal groups: SIGKILL to server 3");
+    p.farm->crash(3);
+    const auto over2 = waitPlaced(loop, reader(p, names, {1, 2}), 90 * kSec, "equal groups, server 3 killed");
+    p.farm->start(3);
+    log("placement: equal groups: server 3 is back");
+    ControllerChanges changes(over2.groups);
+    const auto back = waitPlaced(loop, reader(p, names, three), 120 * kSec, "equal groups, server 3 back", &changes);
+    const uint64_t bound = adapter::place(three, over2.groups, adapter::PlacementConfig{}).bound;
+    const size_t minimum = adapter::minimumMoves(three, over2.groups, bound);
+    const auto perServer = loadsOf(three, controllersOf(back.groups), ones);
+    const auto rendezvous = loadsOf(three, rendezvousOwners(names, three), ones);
+    row(sc, "equal groups: 30 empty groups over 3 servers, groups per server: at start; over 1, 2 after server 3's "
+            "SIGKILL; after its return",
+        loadsText(loadsOf(three, controllersOf(atStart.groups), ones)) + "; " +
+            loadsText(loadsOf({1, 2}, controllersOf(over2.groups), ones)) + "; " + loadsText(perServer));
+    row(sc, "equal groups after the return: max / mean groups per server", maxMinText(perServer),
+        "<= 1.10, or max - min <= 1");
+    row(sc, "equal groups: groups moved on the return / the least any placement within the bound (" +
+                std::to_string(bound / kGroupWeight) + " groups) must move",
+        movesText(changes.moved.size(), minimum), "<= 1.1 x minimum");
+    row(sc, "control: rendezvous hashing alone, the same 30 groups over 3 servers: groups per server; max / mean",
+        loadsText(rendezvous) + "; " + maxMinText(rendezvous));
+    p.farm->stopAll();
+  }
+
+  // --- A fourth server joins; then a fifth flaps ----------------------------
+  {
+    Phase p = startPhase("join", 3);
+    const auto names = groupNames("j", 300);
+    createGroups(p, names, three);
+    const std::vector<uint64_t> ones(names.size(), 1);
+    const auto before = waitPlaced(loop, reader(p, names, three), 90 * kSec, "300 groups over 3 servers");
+    p.farm->start(4);
+    log("placement: fourth server started");
+    ControllerChanges changes(before.groups);
+    const auto after = waitPlaced(loop, reader(p, names, four), 120 * kSec, "300 groups, server 4 joined", &changes);
+    const uint64_t bound = adapter::place(four, before.groups, adapter::PlacementConfig{}).bound;
+    const size_t minimum = adapter::minimumMoves(four, before.groups, bound);
+    const auto owners3 = rendezvousOwners(names, three), owners4 = rendezvousOwners(names, four);
+    size_t rendezvousMoves = 0;
+    for (size_t i = 0; i < names.size(); ++i) rendezvousMoves += owners3[i] != owners4[i];
+    row(sc, "fourth server joins 3 holding 300 empty groups: groups moved / the least any placement within the bound (" +
+                std::to_string(bound / kGroupWeight) + " groups) must move; groups per server after",
+        movesText(changes.moved.size(), minimum) + "; " + loadsText(loadsOf(four, controllersOf(after.groups), ones)),
+        "<= 1.1 x minimum");
+    row(sc, "control: rendezvous hashing alone would move (share of 300); groups per server before; after",
+        std::to_string(rendezvousMoves) + " (" + fmt(100.0 * static_cast<double>(rendezvousMoves) / 300, 1) + "%); " +
+            loadsText(loadsOf(three, owners3, ones)) + "; " + loadsText(loadsOf(four, owners4, ones)));
+
+    // A fifth server that comes and goes within the settle delay draws no
+    // group: watched from its first start until settle delay + 3 s after it
+    // last stopped.
+    ControllerChanges flap(after.groups);
+    for (int k = 0; k < 3; ++k) {
+      p.farm->start(5);
+      watchFor(p, names, 1 * kSec, 200 * kMs, flap);
+      p.farm->terminate(5);
+      while (!p.farm->reaped(5)) watchFor(p, names, 100 * kMs, 100 * kMs, flap);
+    }
+    log("placement: fifth server started and stopped three times");
+    watchFor(p, names, static_cast<uint64_t>(settleMs) * kMs + 3 * kSec, 200 * kMs, flap);
+    const auto end = reader(p, names, four)();
+    row(sc, "flapping fifth server (up 1 s, then SIGTERM, three times; settle delay " + std::to_string(settleMs) +
+                " ms), until settle delay + 3 s after: groups that changed controller; seen without one (" +
+                std::to_string(flap.readings) + " readings); still placed over 4",
+        std::to_string(flap.moved.size()) + "; " + std::to_string(flap.uncontrolled.size()) + "; " +
+            (end.placed ? "yes" : "no (" + end.why + ")"),
+        "0; 0; yes");
+    p.farm->stopAll();
+  }
+
+  // --- Uneven groups by weight; then steady weights -------------------------
+  {
+    Phase p = startPhase("uneven", 3);
+    const auto names = groupNames("u", 30);
+    // Member counts log-uniform in [min, max], from the seed alone.
+    std::mt19937_64 rng(seed);
+    std::vector<uint64_t> sizes;
+    uint64_t total = 0;
+    for (size_t g = 0; g < names.size(); ++g) {
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      const double lo = std::log(static_cast<double>(minMembers)), hi = std::log(static_cast<double>(maxMembers));
+      const uint64_t n = static_cast<uint64_t>(std::llround(std::exp(lo + u * (hi - lo))));
+      sizes.push_back(std::clamp(n, minMembers, maxMembers));
+      total += sizes.back();
+    }
+    const auto ports = createGroups(p, names, three);
+    std::vector<uint16_t> serverPorts;
+    for (int32_t id : three) serverPorts.push_back(p.farm->at(id).port);
+    Fleet fleet(loop, serverPorts, conns);
+    fleet.followWithoutRegistering = true;
+    for (size_t g = 0; g < names.size(); ++g) {
+      for (uint64_t k = 0; k < sizes[g]; ++k) fleet.add(names[g], ports[g]);
+    }
+    log("placement: uneven groups: %llu members (seed %llu) joining %zu groups", static_cast<unsigned long long>(total),
+        static_cast<unsigned long long>(seed), names.size());
+    const uint64_t j0 = nowNs();
+    if (!fleet.joinAll(300 * kSec)) fail("members could not join (errors: " + errorsText(fleet.stats()) + ")");
+    // In sync at the members' own heartbeat interval, which they keep
+    // from then on (a faster one would only load the machine more).
+    settle(loop, fleet, heartbeat, 300 * kSec, {}, nullptr, true);
+    log("placement: uneven groups: all members in sync after %.1f s", static_cast<double>(nowNs() - j0) / kSec);
+    const uint64_t w0 = nowNs();
+    const auto placed = waitPlaced(loop, reader(p, names, three, &sizes), 180 * kSec, "uneven groups, weights published");
+    const double placedSeconds = static_cast<double>(nowNs() - w0) / kSec;
+    log("placement: uneven groups placed, weights by server: %s", holdingsText(placed.groups).c_str());
+    std::vector<uint64_t> trueWeights;
+    for (uint64_t n : sizes) trueWeights.push_back(n + kGroupWeight);
+    const auto loads = loadsOf(three, controllersOf(placed.groups), weightsOf(placed.groups));
+    const auto trueLoads = loadsOf(three, controllersOf(placed.groups), trueWeights);
+    const auto rendezvous = loadsOf(three, rendezvousOwners(names, three), weightsOf(placed.groups));
+    row(sc, "uneven groups: 30 groups, member counts log-uniform " + std::to_string(minMembers) + ".." +
+                std::to_string(maxMembers) + " (seed " + std::to_string(seed) +
+                "), members heartbeating every " + std::to_string(heartbeat / kMs) +
+                " ms: members in all; smallest / largest group",
+        count(static_cast<double>(total)) + "; " + count(static_cast<double>(*std::min_element(sizes.begin(), sizes.end()))) +
+            " / " + count(static_cast<double>(*std::max_element(sizes.begin(), sizes.end()))));
+    row(sc, "uneven groups, placed with weights published (" + fmt(placedSeconds, 1) +
+                " s after all in sync; published weights within " + fmt(100 * placed.worstWeight, 1) +
+                "% of members + 10): server load by weight, max / mean (loads); by members + 10",
+        fmt(maxOverMean(loads), 2) + " (" + loadsText(loads) + "); " + fmt(maxOverMean(trueLoads), 2), "<= 1.15");
+    row(sc, "control: rendezvous hashing alone, the same weights: max / mean (loads)",
+        fmt(maxOverMean(rendezvous), 2) + " (" + loadsText(rendezvous) + ")");
+
+    // The most loaded server crashes and comes back.
+    int32_t victim = three.front();
+    for (const auto& [id, l] : loads)
+      if (l > loads.at(victim)) victim = id;
+    std::vector<int32_t> survivors;
+    for (int32_t id : three)
+      if (id != victim) survivors.push_back(id);
+    log("placement: uneven groups: SIGKILL to server %d (load %llu)", victim,
+        static_cast<unsigned long long>(loads.at(victim)));
+    offLoop(loop, [&] { p.farm->crash(victim); });
+    const auto over2 =
+        waitPlaced(loop, reader(p, names, survivors, &sizes), 180 * kSec, "uneven groups, the most loaded killed");
+    log("placement: uneven groups placed over the other two, weights by server: %s", holdingsText(over2.groups).c_str());
+    // On this thread: a server started from another would be killed when
+    // that thread ends (its parent-death signal follows the thread).
+    p.farm->start(victim);
+    log("placement: uneven groups: server %d is back", victim);
+    ControllerChanges changes(over2.groups);
+    const auto back =
+        waitPlaced(loop, reader(p, names, three, &sizes), 180 * kSec, "uneven groups, the killed server back", &changes);
+    log("placement: uneven groups placed again, weights by server: %s", holdingsText(back.groups).c_str());
+    const uint64_t bound = adapter::place(three, over2.groups, adapter::PlacementConfig{}).bound;
+    const size_t minimum = adapter::minimumMoves(three, over2.groups, bound);
+    const auto backLoads = loadsOf(three, controllersOf(back.groups), weightsOf(back.groups));
+    row(sc, "uneven groups, server " + std::to_string(victim) +
+                " (the most loaded) SIGKILLed and back, placed again: max / mean (loads; the bound); loads over the "
+                "other two meanwhile",
+        fmt(maxOverMean(backLoads), 2) + " (" + loadsText(backLoads) + "; " +
+            count(static_cast<double>(adapter::place(three, back.groups, adapter::PlacementConfig{}).bound)) + "); " +
+            loadsText(loadsOf(survivors, controllersOf(over2.groups), weightsOf(over2.groups))),
+        "<= 1.15");
+    row(sc, "uneven groups, on server " + std::to_string(victim) +
+                "'s return: groups moved / the least any placement within the bound must move",
+        movesText(changes.moved.size(), minimum), "<= 1.1 x minimum");
+
+    // Steady weights: once every member is in sync again (those the crash
+    // sent elsewhere have registered again) and the weights are published,
+    // members keep heartbeating and nothing else happens.
+    const uint64_t s0 = nowNs();
+    uint64_t lastCheck = 0;
+    const bool inSync = loop.runUntil(
+        [&] {
+          const uint64_t now = nowNs();
+          if (now - lastCheck < 1 * kSec) return false;
+          lastCheck = now;
+          return fleet.allInSync();
+        },
+        180 * kSec);
+    size_t notInSync = 0;
+    for (const auto& m : fleet.members()) notInSync += (!m.crashed && !m.inSync);
+    const double syncSeconds = static_cast<double>(nowNs() - s0) / kSec;
+    log("placement: uneven groups: members in sync again after %.1f s: %s", syncSeconds, inSync ? "yes" : "no");
+    const auto steadyStart =
+        waitPlaced(loop, reader(p, names, three, &sizes), 180 * kSec, "uneven groups, before the steady window");
+    log("placement: steady weights for %ld s", steadySeconds);
+    ControllerChanges steady(steadyStart.groups);
+    uint64_t failedReads = 0;
+    watchFor(p, names, static_cast<uint64_t>(steadySeconds) * kSec, 5 * kSec, steady, &failedReads);
+    const auto end = offLoop(loop, reader(p, names, three, &sizes));
+    const auto endLoads = loadsOf(three, controllersOf(end.groups), weightsOf(end.groups));
+    row(sc, "steady weights: the uneven groups for " + std::to_string(steadySeconds) +
+                " s from when all members were in sync again (" +
+                (inSync ? fmt(syncSeconds, 1) + " s after placed" : std::to_string(notInSync) + " not in sync after " + fmt(syncSeconds) + " s") +
+                ") and placed, members heartbeating, controllers read every 5 s (" + std::to_string(steady.readings) +
+                " readings" + (failedReads ? ", " + std::to_string(failedReads) + " failed" : "") +
+                "): groups that changed controller; seen without one; max / mean at the end",
+        std::to_string(steady.moved.size()) + "; " + std::to_string(steady.uncontrolled.size()) + "; " +
+            (end.groups.empty() ? std::string("-") : fmt(maxOverMean(endLoads), 2)),
+        "0; 0; <= 1.15");
+    row(sc, "uneven groups: answers the members saw over the whole phase (not NONE)", errorsText(fleet.stats()));
+    fleet.stopBeating();
+    loop.runFor(500 * kMs);
+    fleet.closeAll();
+    p.farm->stopAll();
+  }
+  observer.close();
+  ::alarm(0);
+  log("placement: done in %.0f s (logs: %s/placement-*/)", static_cast<double>(nowNs() - t00) / kSec, dir.c_str());
 }
 
 // ---------------------------------------------------------------------------
@@ -2515,6 +3074,13 @@ int usage(int code) {
                "              [--zk-session-ms 4000] [--settle-ms 2000] [--max-seconds 540] [--restarts SERVERS]\n"
                "              (starts and restarts its own servers: a rolling restart under load, of the\n"
                "              first --restarts of them, all by default)\n"
+               "  placement   --server-bin GROUPCOORDD [--work-dir DIR] [--steady-seconds 600] [--seed 20240611]\n"
+               "              [--min-members 2] [--max-members 5000] [--settle-ms 2000] [--zk-session-ms 4000]\n"
+               "              [--placement-interval-ms 3000] [--heartbeat-ms 3000] [--member-session-ms 10000]\n"
+               "              [--conns 50] [--partitions 64] [--max-seconds STEADY+420]\n"
+               "              (starts and kills its own servers: the bounded-load placement of groups over\n"
+               "              servers after a crash, with uneven weights, a server joining, one flapping,\n"
+               "              and steady weights)\n"
                "  big-group   --ports P --server-log FILE [--members 10000] [--partitions 10000] [--conns 1000]\n"
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "              [--register-version 2] [--client-mode 1] (0: no client-mode group after)\n"
@@ -2575,6 +3141,8 @@ int main(int argc, char** argv) {
       failover(args);
     } else if (scenario == "fleet") {
       fleetScenario(args);
+    } else if (scenario == "placement") {
+      placementScenario(args);
     } else if (scenario == "big-group") {
       bigGroup(args);
     } else if (scenario == "assign") {

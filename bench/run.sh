@@ -5,7 +5,8 @@
 #
 # SCENARIO: throughput, members, instructions, members-100k, members-1conn,
 # scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
-# all, in that order). throughput: heartbeats at depth 1 and 16, groupcoordd
+# all, in that order), placement (run by fleet too, after it).
+# throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
 # members at one heartbeat a second on an absolute schedule, latency from
@@ -24,7 +25,12 @@
 # group of 10,000 members on 10,000 partitions, then a client-mode group of
 # 3,000; big-partitions: 1,000 members on 100,000 partitions; assign: the
 # optimiser alone, one join and one leave in three shapes; fleet starts and restarts its own three
-# servers: a rolling restart under 30,000 members.
+# servers: a rolling restart under 30,000 members; placement (after fleet, or
+# alone) starts its own servers for each of its phases: the bounded-load
+# placement of groups over servers after a SIGKILL and return (empty groups,
+# and groups of log-uniform sizes with heartbeating members), a fourth
+# server joining, a fifth flapping, then PLACEMENT_STEADY_SECONDS (default
+# 600; 30 with --quick) of steady weights.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
 # the table's. Each scenario's time is logged.
@@ -41,7 +47,8 @@
 # GROUPCOORD_BENCH_ZK_BASE_PORT (23800), JOBS (cores), BENCH_OUT (also write
 # the table to this file), BENCH_NO_BUILD=1 (use the binaries already in
 # BUILD_DIR), BENCH_REGISTER_VERSION (the RegisterConsumer version the
-# big-group and big-partitions members speak; default 2, 1 to compare).
+# big-group and big-partitions members speak; default 2, 1 to compare),
+# PLACEMENT_STEADY_SECONDS (placement's steady phase; default 600).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,6 +73,7 @@ chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
 q() { if [ -n "$quick" ]; then echo "$2"; else echo "$1"; fi; }
+placement_steady=${PLACEMENT_STEADY_SECONDS:-$(q 600 30)}
 
 log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
@@ -166,6 +174,13 @@ table="$work/table.md"
 run() {
   log "scenario: $*"
   "${gen_cpu[@]}" "$bench" "$@" --zk-base-port="$base" | tee -a "$table"
+}
+# It starts its servers itself, for each phase, with their logs in
+# $work/placement-*.
+run_placement() {
+  run placement --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
+    --settle-ms=2000 --placement-interval-ms=3000 --steady-seconds="$placement_steady" \
+    --max-members="$(q 5000 500)"
 }
 
 for s in "${scenarios[@]}"; do
@@ -301,9 +316,13 @@ for s in "${scenarios[@]}"; do
       # It starts its servers itself (it restarts them), with their logs in $work.
       run fleet --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
         --members="$(q 30000 900)" --groups="$(q 300 9)" --restarts="$(q 3 1)"
+      run_placement
+      ;;
+    placement)
+      run_placement
       ;;
     *)
-      log "unknown scenario '$s' (${all_scenarios[*]})"
+      log "unknown scenario '$s' (${all_scenarios[*]} placement)"
       exit 2
       ;;
   esac

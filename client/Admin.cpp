@@ -57,6 +57,19 @@ std::string describeDrainError(ErrorCode code, const protocol::DrainServerReques
   }
 }
 
+// DescribeServers names no group either.
+std::string describeServersError(ErrorCode code, const Endpoint& server) {
+  const std::string where = server.first + ":" + std::to_string(server.second);
+  switch (code) {
+    case ErrorCode::UNKNOWN_API:
+      return "the server at " + where + " does not know DescribeServers (it is older than this client)";
+    case ErrorCode::CONTROLLER_NOT_AVAILABLE:
+      return "the server at " + where + " is not connected to ZooKeeper; retry";
+    default:
+      return "DescribeServers at " + where + ": " + std::string(protocol::errorMessage(code));
+  }
+}
+
 // Sleeps the next step of a bounded exponential backoff; false when the
 // budget would be exceeded.
 bool backoff(std::chrono::milliseconds& step, Clock::time_point deadline) {
@@ -115,9 +128,14 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
   ErrorCode code = responseErrorOf(out.value);
   if (code != ErrorCode::NONE) {
     const auto* drain = std::get_if<protocol::DrainServerRequest>(&request);
-    out.status = Status::error(code, drain ? describeDrainError(code, *drain, server)
-                                           : describeError(code, protocol::apiName(protocol::apiKeyOf(request)),
-                                                           server, group));
+    if (drain) {
+      out.status = Status::error(code, describeDrainError(code, *drain, server));
+    } else if (std::holds_alternative<protocol::DescribeServersRequest>(request)) {
+      out.status = Status::error(code, describeServersError(code, server));
+    } else {
+      out.status =
+          Status::error(code, describeError(code, protocol::apiName(protocol::apiKeyOf(request)), server, group));
+    }
   }
   return out;
 }
@@ -231,6 +249,14 @@ Result<std::vector<protocol::PartitionError>> Admin::rewind(const std::string& g
   auto r = callController(group, protocol::RewindConsumerRequest{group, offsets});
   out.status = r.status;
   if (auto* resp = std::get_if<protocol::RewindConsumerResponse>(&r.value)) out.value = std::move(resp->results);
+  return out;
+}
+
+Result<protocol::DescribeServersResponse> Admin::describeServers() {
+  Result<protocol::DescribeServersResponse> out;
+  auto r = callAny(protocol::DescribeServersRequest{});
+  out.status = r.status;
+  if (auto* resp = std::get_if<protocol::DescribeServersResponse>(&r.value)) out.value = std::move(*resp);
   return out;
 }
 

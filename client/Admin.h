@@ -1,7 +1,8 @@
 #pragma once
 
 // Administrative calls against a groupcoord cluster: create, list, delete
-// groups, read and rewind committed offsets, drain and undrain servers. Each
+// groups, read and rewind committed offsets, drain and undrain servers, and
+// see how groups are placed on the servers. Each
 // call finds a server that answers among the bootstrap servers, and the
 // group's controller (through ListGroups) for the calls only the controller
 // serves. Blocking; one thread at a time per Admin.
@@ -69,6 +70,13 @@ class Admin {
   // twice succeeds. Needs an admin when the servers authenticate
   // (NOT_AUTHORIZED otherwise); a negative id is INVALID_REQUEST.
   Status drainServer(int32_t serverId, bool drain = true);
+  // The fleet's placement as the server that answers computes it
+  // (DescribeServers, docs/protocol.md "12 DescribeServers"): each live
+  // server with its state, load and load once the groups that should move
+  // have moved, the bound, and those groups. Any server answers; a server
+  // older than the call answers UNKNOWN_API, and one without ZooKeeper
+  // CONTROLLER_NOT_AVAILABLE (retried on the others within the budget).
+  Result<protocol::DescribeServersResponse> describeServers();
 
  private:
   // Sends to any bootstrap server, trying the next one when one cannot be

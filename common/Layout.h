@@ -34,6 +34,11 @@ class Layout {
   // group and hands over those it controls (`groupctl drain`).
   std::string drainingPath() const { return root_ + "/draining"; }
   std::string drainingPath(int32_t id) const { return drainingPath() + "/" + std::to_string(id); }
+  // Persistent: the weight of each group a server controls, as it last
+  // published them (docs/design.md, "Placement"). They outlive the server,
+  // so a crashed server's groups are placed by their real weight.
+  std::string loadsPath() const { return root_ + "/loads"; }
+  std::string loadsPath(int32_t id) const { return loadsPath() + "/" + std::to_string(id); }
   std::string groupsPath() const { return root_ + "/groups"; }
   std::string groupPath(std::string_view group) const { return groupsPath() + "/" + std::string(group); }
   std::string controllerPath(std::string_view group) const { return groupPath(group) + "/controller"; }

@@ -127,6 +127,25 @@ bool readRebalanceEvent(Reader& r, RebalanceEvent& e) {
   return r.readString(e.detail, "Detail");
 }
 
+bool readServerPlacement(Reader& r, ServerPlacement& s) {
+  r.readInt32(s.id, "ServerId");
+  r.readString(s.host, "Host");
+  r.readInt32(s.port, "Port");
+  r.readBool(s.drained, "Drained");
+  r.readBool(s.settled, "Settled");
+  r.readBool(s.candidate, "Candidate");
+  r.readInt64(s.load, "Load");
+  r.readInt32(s.groups, "Groups");
+  return r.readInt64(s.placed, "Placed");
+}
+
+bool readGroupMove(Reader& r, GroupMove& m) {
+  r.readString(m.group, "ConsumerGroup");
+  r.readInt64(m.weight, "Weight");
+  r.readInt32(m.controller, "Controller");
+  return r.readInt32(m.target, "Target");
+}
+
 // ---- Request bodies ------------------------------------------------------------
 
 bool readBody(Reader& r, HeartbeatRequest& m) {
@@ -202,6 +221,9 @@ bool readBody(Reader& r, DrainServerRequest& m) {
 }
 
 bool readBody(Reader& r, DescribeGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
+
+// No field: the header is the whole request.
+bool readBody(Reader& r, DescribeServersRequest&) { return r.ok(); }
 
 // ---- Response bodies -----------------------------------------------------------
 
@@ -294,6 +316,20 @@ bool readBody(Reader& r, DescribeGroupResponse& m, int16_t version) {
   return version < 1 || readMode(r, m.mode);
 }
 
+bool readBody(Reader& r, DescribeServersResponse& m) {
+  readErrorCode(r, m.error, "ErrorCode");
+  r.readInt32(m.server, "ServerId");
+  r.readInt32(m.epsilonPermille, "EpsilonPermille");
+  r.readInt32(m.marginPermille, "MarginPermille");
+  r.readString(m.weighting, "Weighting");
+  r.readInt64(m.groupWeight, "GroupWeight");
+  r.readInt64(m.total, "Total");
+  r.readInt64(m.bound, "Bound");
+  r.readBool(m.complete, "Complete");
+  wire::readArray(r, m.servers, wire::kMinServerPlacementBytes, "Servers", readServerPlacement);
+  return wire::readArray(r, m.moves, wire::kMinGroupMoveBytes, "Moves", readGroupMove);
+}
+
 bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
 // The bodies that are the same in every version.
@@ -360,10 +396,12 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key, int16_t version) {
       return decodeApi<ApiKey::DrainServer>(r, v, version);
     case ApiKey::DescribeGroup:
       return decodeApi<ApiKey::DescribeGroup>(r, v, version);
+    case ApiKey::DescribeServers:
+      return decodeApi<ApiKey::DescribeServers>(r, v, version);
   }
   return false;
 }
-static_assert(kApiCount == 12, "decodeByKey covers every ApiKey");
+static_assert(kApiCount == 13, "decodeByKey covers every ApiKey");
 
 // ---- Writing -------------------------------------------------------------------
 
@@ -452,6 +490,25 @@ void writeRebalanceEvent(Writer& w, const RebalanceEvent& e) {
   w.writeString(e.detail);
 }
 
+void writeServerPlacement(Writer& w, const ServerPlacement& s) {
+  w.writeInt32(s.id);
+  w.writeString(s.host);
+  w.writeInt32(s.port);
+  w.writeBool(s.drained);
+  w.writeBool(s.settled);
+  w.writeBool(s.candidate);
+  w.writeInt64(s.load);
+  w.writeInt32(s.groups);
+  w.writeInt64(s.placed);
+}
+
+void writeGroupMove(Writer& w, const GroupMove& m) {
+  w.writeString(m.group);
+  w.writeInt64(m.weight);
+  w.writeInt32(m.controller);
+  w.writeInt32(m.target);
+}
+
 void writeBody(Writer& w, const HeartbeatRequest& m) {
   w.writeString(m.group);
   w.writeString(m.consumerId);
@@ -521,6 +578,8 @@ void writeBody(Writer& w, const DrainServerRequest& m) {
 }
 
 void writeBody(Writer& w, const DescribeGroupRequest& m) { w.writeString(m.group); }
+
+void writeBody(Writer&, const DescribeServersRequest&) {}
 
 void writeBody(Writer& w, const HeartbeatResponse& m) {
   w.writeInt64(m.generation);
@@ -604,6 +663,20 @@ void writeBody(Writer& w, const DescribeGroupResponse& m, int16_t version) {
   wire::writeArray(w, m.offsets, writePartitionOffset);
   wire::writeArray(w, m.history, writeRebalanceEvent);
   if (version >= 1) writeMode(w, m.mode);
+}
+
+void writeBody(Writer& w, const DescribeServersResponse& m) {
+  writeErrorCode(w, m.error);
+  w.writeInt32(m.server);
+  w.writeInt32(m.epsilonPermille);
+  w.writeInt32(m.marginPermille);
+  w.writeString(m.weighting);
+  w.writeInt64(m.groupWeight);
+  w.writeInt64(m.total);
+  w.writeInt64(m.bound);
+  w.writeBool(m.complete);
+  wire::writeArray(w, m.servers, writeServerPlacement);
+  wire::writeArray(w, m.moves, writeGroupMove);
 }
 
 void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
@@ -700,6 +773,9 @@ ErrorCode namesError(const DrainServerRequest& m) {
 }
 
 ErrorCode namesError(const DescribeGroupRequest& m) { return groupError(m.group); }
+
+// No name, no value.
+ErrorCode namesError(const DescribeServersRequest&) { return ErrorCode::NONE; }
 
 }  // namespace
 
@@ -932,6 +1008,11 @@ Response errorResponse(const Request& request, ErrorCode error) {
     Response operator()(const DescribeGroupRequest& m) const {
       DescribeGroupResponse r;
       r.group = m.group;
+      r.error = error;
+      return r;
+    }
+    Response operator()(const DescribeServersRequest&) const {
+      DescribeServersResponse r;
       r.error = error;
       return r;
     }

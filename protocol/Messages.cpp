@@ -57,7 +57,7 @@ const ErrorEntry* findError(ErrorCode e) {
 constexpr std::array<std::string_view, kApiCount> kApiNames{
     "Heartbeat",  "CreateGroup",   "DeleteGroup",  "RegisterConsumer", "ListGroups",
     "LeaveGroup", "CommitOffsets", "FetchOffsets", "RewindConsumer",   "Authenticate",
-    "DrainServer", "DescribeGroup",
+    "DrainServer", "DescribeGroup", "DescribeServers",
 };
 
 constexpr std::array<std::string_view, 4> kStateNames{"LOADING", "STABLE", "REBALANCING", "HANDING_OVER"};
@@ -147,6 +147,7 @@ bool isControllerOnly(ApiKey k) {
     case ApiKey::FetchOffsets:
     case ApiKey::Authenticate:
     case ApiKey::DrainServer:
+    case ApiKey::DescribeServers:
       return false;
   }
   return false;

@@ -62,8 +62,9 @@ enum class ApiKey : int16_t {
   Authenticate = 9,
   DrainServer = 10,
   DescribeGroup = 11,
+  DescribeServers = 12,
 };
-inline constexpr int kApiCount = 12;
+inline constexpr int kApiCount = 13;
 std::string_view apiName(ApiKey k);  // "Heartbeat", ...; "Unknown" otherwise
 bool isKnownApi(int16_t key);
 // Controller-only APIs answer NOT_CONTROLLER on another server.
@@ -416,6 +417,56 @@ struct DescribeGroupResponse {
   bool operator==(const DescribeGroupResponse&) const = default;
 };
 
+// 12 DescribeServers: the fleet's placement as the answering server computes
+// it (docs/protocol.md; docs/design.md, "Placement"): each live server with
+// where clients reach it, its state, its load and its load once the groups
+// that should move have moved; the bound; and those groups. Any server
+// answers it; it changes nothing.
+struct DescribeServersRequest {
+  static constexpr ApiKey kApi = ApiKey::DescribeServers;
+  bool operator==(const DescribeServersRequest&) const = default;
+};
+
+// One live server as DescribeServers describes it.
+struct ServerPlacement {
+  int32_t id = -1;
+  std::string host;  // where clients reach it; "" when not read yet
+  int32_t port = 0;
+  bool drained = false;
+  bool settled = false;
+  bool candidate = false;  // groups may be placed on it
+  int64_t load = 0;        // the weights of the groups it controls
+  int32_t groups = 0;      // how many groups it controls
+  int64_t placed = 0;      // its load once the moves are made
+  bool operator==(const ServerPlacement&) const = default;
+};
+
+// A group whose target is not its controller.
+struct GroupMove {
+  std::string group;
+  int64_t weight = 0;
+  int32_t controller = -1;  // -1: none
+  int32_t target = -1;      // -1: no candidate
+  bool operator==(const GroupMove&) const = default;
+};
+
+struct DescribeServersResponse {
+  static constexpr ApiKey kApi = ApiKey::DescribeServers;
+  ErrorCode error = ErrorCode::NONE;
+  int32_t server = -1;  // the answering server: whose view this is
+  int32_t epsilonPermille = -1;
+  int32_t marginPermille = -1;
+  std::string weighting;  // "members" or "groups"
+  int64_t groupWeight = -1;
+  int64_t total = -1;  // the weights of every group
+  int64_t bound = -1;  // B = ceil((1 + epsilon) x total / candidates)
+  // Every group's controller has been read; until then no group moves for load.
+  bool complete = false;
+  std::vector<ServerPlacement> servers;  // the live servers, by id
+  std::vector<GroupMove> moves;          // heaviest first
+  bool operator==(const DescribeServersResponse&) const = default;
+};
+
 // UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
 struct ErrorOnlyResponse {
   ErrorCode error = ErrorCode::INVALID_REQUEST;
@@ -428,12 +479,13 @@ struct ErrorOnlyResponse {
 // never the position of an alternative in these variants.
 using Request = std::variant<HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest>;
+                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest,
+                             DescribeServersRequest>;
 
 using Response = std::variant<HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
                               RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, DescribeGroupResponse,
-                              ErrorOnlyResponse>;
+                              DescribeServersResponse, ErrorOnlyResponse>;
 
 // A message type of one API (it has `kApi`).
 template <typename T>

@@ -37,6 +37,10 @@ inline constexpr size_t kMinTopicStateBytes = kMinStringBytes + 4;
 inline constexpr size_t kMinMemberStateBytes = 3 * kMinStringBytes + 2 + 8 + 8 + 4 + 4;
 // Time, Generation, Reason, Count, ConsumerId, ClientId, Host, Subject, Value, Detail.
 inline constexpr size_t kMinRebalanceEventBytes = 8 + 8 + 2 + 4 + 4 * kMinStringBytes + 8 + kMinStringBytes;
+// Id, Host, Port (int32), Drained, Settled, Candidate, Load, Groups, Placed.
+inline constexpr size_t kMinServerPlacementBytes = 4 + kMinStringBytes + 4 + 3 + 8 + 4 + 8;
+// Group, Weight, Controller, Target.
+inline constexpr size_t kMinGroupMoveBytes = kMinStringBytes + 8 + 4 + 4;
 
 // The longest string and the largest array the length prefixes can express.
 inline constexpr size_t kMaxStringBytes = 0x7fff;

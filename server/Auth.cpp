@@ -37,6 +37,7 @@ bool roleAllows(Role role, protocol::ApiKey api) {
     case ApiKey::FetchOffsets:
     case ApiKey::Authenticate:
     case ApiKey::DescribeGroup:
+    case ApiKey::DescribeServers:
       return true;
   }
   return false;

@@ -178,6 +178,25 @@ std::vector<OptionSpec> makeSpecs() {
                            "groups this server hands over to other servers at once (after a server joins, or while "
                            "this one is drained)",
                            &ServerConfig::handoverMaxInFlight));
+  s.push_back(numberOption("placement.epsilon.percent", "PCT",
+                           "no server is placed more than this much over the fleet's mean load: its bound is "
+                           "ceil((1 + PCT/100) x total weight / servers); a group whose preferred server is full "
+                           "goes to the next in its own hash order",
+                           &ServerConfig::placementEpsilonPercent));
+  s.push_back(numberOption("placement.margin.percent", "PCT",
+                           "a server hands groups over for load only when it is over its bound by more than this "
+                           "(of the bound), so small changes of weight move nothing",
+                           &ServerConfig::placementMarginPercent));
+  s.push_back(numberOption("placement.interval.ms", "MS",
+                           "a server over its bound starts handing groups over for load at most this often",
+                           &ServerConfig::placementIntervalMs));
+  s.push_back(stringOption("placement.weight", "members|groups",
+                           "what a group weighs in the placement: its member count plus placement.group.weight "
+                           "(members), or placement.group.weight alone, so that servers count groups (groups)",
+                           &ServerConfig::placementWeight));
+  s.push_back(numberOption("placement.group.weight", "N",
+                           "the weight every group has besides its members (so that empty groups count), >= 1",
+                           &ServerConfig::placementGroupWeight));
   s.push_back(numberOption("group.max.metadata.bytes", "BYTES",
                            "largest member metadata a registration may carry (RegisterConsumer version 1); a "
                            "larger one is answered INVALID_REQUEST",
@@ -452,6 +471,21 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.handoverMaxInFlight < 1 || c.handoverMaxInFlight > 10'000) {
     return badValue("handover.max.in.flight", num(c.handoverMaxInFlight), "must be 1..10000");
+  }
+  if (c.placementEpsilonPercent < 1 || c.placementEpsilonPercent > 1000) {
+    return badValue("placement.epsilon.percent", num(c.placementEpsilonPercent), "must be 1..1000");
+  }
+  if (c.placementMarginPercent < 0 || c.placementMarginPercent > 1000) {
+    return badValue("placement.margin.percent", num(c.placementMarginPercent), "must be 0..1000");
+  }
+  if (c.placementIntervalMs < 0 || c.placementIntervalMs > 86'400'000) {
+    return badValue("placement.interval.ms", num(c.placementIntervalMs), "must be 0..86400000");
+  }
+  if (c.placementWeight != "members" && c.placementWeight != "groups") {
+    return badValue("placement.weight", c.placementWeight, "must be members or groups");
+  }
+  if (c.placementGroupWeight < 1 || c.placementGroupWeight > 1'000'000) {
+    return badValue("placement.group.weight", num(c.placementGroupWeight), "must be 1..1000000");
   }
   if (c.maxMetadataBytes < 0 || c.maxMetadataBytes > 65'536) {
     return badValue("group.max.metadata.bytes", num(c.maxMetadataBytes), "must be 0..65536");

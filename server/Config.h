@@ -75,6 +75,12 @@ struct ServerConfig {
   // Placement of groups across servers.
   int64_t handoverSettleMs = 10000;
   int64_t handoverMaxInFlight = 8;
+  // Bounded-load placement (docs/design.md, "Placement").
+  int64_t placementEpsilonPercent = 10;
+  int64_t placementMarginPercent = 5;
+  int64_t placementIntervalMs = 30000;
+  std::string placementWeight = "members";
+  int64_t placementGroupWeight = 10;
   int64_t maxMetadataBytes = 4096;
 
   // Limits of the TCP server.

@@ -46,9 +46,9 @@ std::optional<std::string> percentDecode(const std::string& s) {
 
 // What the status routes are asked for.
 struct StatusRoute {
-  enum Kind { Fleet, Group, ApiFleet, ApiGroups, ApiGroup, BadGroup, None } kind = None;
+  enum Kind { Fleet, Group, ApiFleet, ApiGroups, ApiGroup, ApiServers, BadGroup, None } kind = None;
   std::string group;
-  bool api() const { return kind == ApiFleet || kind == ApiGroups || kind == ApiGroup; }
+  bool api() const { return kind == ApiFleet || kind == ApiGroups || kind == ApiGroup || kind == ApiServers; }
 };
 
 // A group's name from the rest of the path: percent-decoded, then held to
@@ -72,6 +72,8 @@ StatusRoute statusRoute(const std::string& path) {
     r.kind = StatusRoute::ApiFleet;
   } else if (path == "/api/groups") {
     r.kind = StatusRoute::ApiGroups;
+  } else if (path == "/api/servers") {
+    r.kind = StatusRoute::ApiServers;
   } else if (path.rfind(kGroups, 0) == 0) {
     group(kGroups.size(), StatusRoute::Group);
   } else if (path.rfind(kApiGroups, 0) == 0) {
@@ -139,12 +141,16 @@ HttpAnswer answerStatus(const HttpRequestHead& head, const HttpOptions& options,
                   404);
     case StatusRoute::Fleet:
     case StatusRoute::ApiFleet:
-    case StatusRoute::ApiGroups: {
+    case StatusRoute::ApiGroups:
+    case StatusRoute::ApiServers: {
       auto fleet = options.status->fleet();
       if (!fleet.ok()) return fail(fleet.error, httpStatusOf(fleet.error));
-      if (route.kind == StatusRoute::Fleet) return answer(200, kHtml, renderFleetPage(fleet.value, nowMs()));
-      return answer(200, kJson,
-                    route.kind == StatusRoute::ApiFleet ? fleetJson(fleet.value) : groupsJson(fleet.value));
+      switch (route.kind) {
+        case StatusRoute::Fleet: return answer(200, kHtml, renderFleetPage(fleet.value, nowMs()));
+        case StatusRoute::ApiFleet: return answer(200, kJson, fleetJson(fleet.value));
+        case StatusRoute::ApiServers: return answer(200, kJson, serversJson(fleet.value));
+        default: return answer(200, kJson, groupsJson(fleet.value));
+      }
     }
     case StatusRoute::Group:
     case StatusRoute::ApiGroup: {
@@ -184,8 +190,8 @@ HttpAnswer answerRequest(const HttpRequestHead& head, const HttpContext& context
   }
   return answer(404, kText,
                 context.options.status
-                    ? "not found: serving /, /groups/NAME, /api/fleet, /api/groups, /api/groups/NAME, /metrics, "
-                      "/health/live, /health/ready\n"
+                    ? "not found: serving /, /groups/NAME, /api/fleet, /api/groups, /api/groups/NAME, /api/servers, "
+                      "/metrics, /health/live, /health/ready\n"
                     : "not found: serving /metrics, /health/live, /health/ready\n");
 }
 

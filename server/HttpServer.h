@@ -14,6 +14,8 @@
 //   GET /api/fleet         the servers as JSON
 //   GET /api/groups        every group as JSON
 //   GET /api/groups/<name> one group in full (the DescribeGroup answer) as JSON
+//   GET /api/servers       the servers with their load and the groups that should
+//                          move (the document of `groupctl servers --output json`)
 //
 // With credentials, those require HTTP Basic credentials of an admin (401
 // with WWW-Authenticate otherwise); /metrics and /health/* stay open. A

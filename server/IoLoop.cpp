@@ -100,6 +100,7 @@ protocol::Request blankRequest(protocol::ApiKey api) {
     case ApiKey::Authenticate: return protocol::AuthenticateRequest{};
     case ApiKey::DrainServer: return protocol::DrainServerRequest{};
     case ApiKey::DescribeGroup: return protocol::DescribeGroupRequest{};
+    case ApiKey::DescribeServers: return protocol::DescribeServersRequest{};
   }
   return protocol::HeartbeatRequest{};
 }

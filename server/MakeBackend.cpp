@@ -67,6 +67,7 @@ class AdapterStatus final : public StatusSource {
       s.groups.push_back(g.name);
     }
     for (auto& [_, s] : servers) view.servers.push_back(std::move(s));
+    view.placement = describeServers();
     return out;
   }
 
@@ -102,7 +103,9 @@ class AdapterStatus final : public StatusSource {
   }
 
  private:
-  StatusAnswer<std::vector<protocol::GroupInfo>> listGroups(std::vector<std::string> names) {
+  // A request answered by this server's coordinator, as a client's would
+  // be; nullopt when no answer came within kLocalWait.
+  std::optional<protocol::Response> askLocal(protocol::Request request) {
     struct Wait {
       std::mutex mu;
       std::condition_variable cv;
@@ -110,21 +113,36 @@ class AdapterStatus final : public StatusSource {
     };
     auto wait = std::make_shared<Wait>();
     protocol::RequestHeader header;
-    header.apiKey = protocol::ApiKey::ListGroups;
+    header.apiKey = protocol::apiKeyOf(request);
     header.clientId = "groupcoordd-status";
     // The answer may come after the wait ended: it then goes to `wait` alone.
-    coordinator_.handle(header, protocol::ListGroupsRequest{std::move(names)}, [wait](protocol::Response r) {
+    coordinator_.handle(header, std::move(request), [wait](protocol::Response r) {
       std::lock_guard<std::mutex> lock(wait->mu);
       wait->answer = std::move(r);
       wait->cv.notify_all();
     });
-    StatusAnswer<std::vector<protocol::GroupInfo>> out;
     std::unique_lock<std::mutex> lock(wait->mu);
-    if (!wait->cv.wait_for(lock, kLocalWait, [&] { return wait->answer.has_value(); })) {
+    if (!wait->cv.wait_for(lock, kLocalWait, [&] { return wait->answer.has_value(); })) return std::nullopt;
+    return std::move(wait->answer);
+  }
+
+  // The fleet's placement as this server computes it (DescribeServers);
+  // nullopt when it has none to give (not connected to ZooKeeper).
+  std::optional<protocol::DescribeServersResponse> describeServers() {
+    auto answer = askLocal(protocol::DescribeServersRequest{});
+    auto* described = answer ? std::get_if<protocol::DescribeServersResponse>(&*answer) : nullptr;
+    if (described == nullptr || described->error != ErrorCode::NONE) return std::nullopt;
+    return std::move(*described);
+  }
+
+  StatusAnswer<std::vector<protocol::GroupInfo>> listGroups(std::vector<std::string> names) {
+    auto answer = askLocal(protocol::ListGroupsRequest{std::move(names)});
+    StatusAnswer<std::vector<protocol::GroupInfo>> out;
+    if (!answer) {
       out.error = {ErrorCode::CONTROLLER_NOT_AVAILABLE, "ZooKeeper did not answer the listing of the groups in time"};
       return out;
     }
-    auto* listed = std::get_if<protocol::ListGroupsResponse>(&*wait->answer);
+    auto* listed = std::get_if<protocol::ListGroupsResponse>(&*answer);
     if (listed == nullptr || listed->error != ErrorCode::NONE) {
       const ErrorCode e = listed ? listed->error : ErrorCode::UNKNOWN_SERVER_ERROR;
       out.error = {e, "listing the groups failed: " + std::string(protocol::errorMessage(e))};
@@ -234,6 +252,12 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);
   s.coordinator.leaseMargin = std::chrono::milliseconds(config.zkLeaseMarginMs);
   s.coordinator.handoverMaxInFlight = static_cast<size_t>(config.handoverMaxInFlight);
+  s.coordinator.placement.placement.epsilonPermille = static_cast<uint32_t>(config.placementEpsilonPercent * 10);
+  s.coordinator.placement.placement.marginPermille = static_cast<uint32_t>(config.placementMarginPercent * 10);
+  s.coordinator.placement.weighting =
+      config.placementWeight == "groups" ? adapter::Weighting::Groups : adapter::Weighting::Members;
+  s.coordinator.placement.groupWeight = static_cast<uint64_t>(config.placementGroupWeight);
+  s.coordinator.placementInterval = std::chrono::milliseconds(config.placementIntervalMs);
   s.coordinator.maxMetadataBytes = static_cast<size_t>(config.maxMetadataBytes);
   s.zkConnect = config.zkConnect;
   s.zkSessionTimeout = std::chrono::milliseconds(config.zkSessionTimeoutMs);

@@ -8,6 +8,7 @@
 
 #include "protocol/DescribeJson.h"
 #include "protocol/PartitionRows.h"
+#include "protocol/ServersJson.h"
 
 namespace groupcoord::server {
 
@@ -253,6 +254,76 @@ std::string historyTimeline(const DescribeGroupResponse& g, int64_t nowMs) {
   return out + "</ol></div>";
 }
 
+const protocol::ServerPlacement* placementOf(const FleetView& fleet, int32_t id) {
+  if (!fleet.placement) return nullptr;
+  for (const auto& s : fleet.placement->servers) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+std::string serverState(const FleetServer& s, const protocol::ServerPlacement* p) {
+  if (p == nullptr) return s.drained ? badge("drained", "gray") : badge("live", "green");
+  if (p->candidate) return badge("candidate", "green");
+  if (p->drained) return badge("drained", "gray");
+  return badge("settling", "blue");
+}
+
+std::string serverIdCell(int32_t id) {
+  return id < 0 ? std::string("<span class=\"muted\">none</span>") : "server " + std::to_string(id);
+}
+
+// The servers' table of the fleet page, with each one's load, the bound and
+// its load once the groups that should move have moved when the placement
+// is known, and those groups.
+std::string serversPanel(const FleetView& fleet) {
+  const auto& placement = fleet.placement;
+  std::string body = "<div class=\"panel servers\"><h2>Servers</h2>";
+  if (fleet.servers.empty()) {
+    body += "<p class=\"muted\">No live server known (is ZooKeeper reachable?).</p>";
+  } else {
+    body += "<table><thead><tr><th>Server</th><th>Address</th><th>State</th>";
+    if (placement) body += "<th class=\"num\">Load</th><th class=\"num\">Bound</th><th class=\"num\">After</th>";
+    body += "<th>Controls</th></tr></thead><tbody>";
+    for (const auto& s : fleet.servers) {
+      const protocol::ServerPlacement* p = placementOf(fleet, s.id);
+      body += "<tr><td><strong>" + std::to_string(s.id) + "</strong>" +
+              (s.self ? " <span class=\"muted\">(this one)</span>" : "") + "</td><td>" + hostText(s.host, s.port) +
+              "</td><td>" + serverState(s, p) + "</td>";
+      if (placement) {
+        const std::string none = "<span class=\"muted\">—</span>";
+        body += "<td class=\"num load\">" + (p ? std::to_string(p->load) : none) + "</td><td class=\"num bound\">" +
+                (p && p->candidate ? std::to_string(placement->bound) : none) + "</td><td class=\"num placed\">" +
+                (p ? std::to_string(p->placed) : none) + "</td>";
+      }
+      body += "<td>";
+      if (s.groups.empty()) body += "<span class=\"muted\">no group</span>";
+      for (size_t i = 0; i < s.groups.size(); ++i) body += (i ? ", " : "") + groupLink(s.groups[i]);
+      body += "</td></tr>";
+    }
+    body += "</tbody></table>";
+  }
+  if (placement) {
+    body += "<p class=\"when rule\">" + esc(protocol::boundRuleText(*placement)) + " · total " +
+            std::to_string(placement->total) + " over " + std::to_string(protocol::candidateCount(*placement)) +
+            " candidate(s) · view of server " + std::to_string(placement->server) + "</p>";
+    if (!placement->complete) {
+      body += "<p>" + badge("reading", "blue") +
+              " <span class=\"muted\">still reading the fleet: no group moves for load yet</span></p>";
+    }
+    if (!placement->moves.empty()) {
+      body += "<h2>Groups that should move</h2><table class=\"moves\"><thead><tr><th>Group</th>"
+              "<th class=\"num\">Weight</th><th>From</th><th>To</th></tr></thead><tbody>";
+      for (const auto& m : placement->moves) {
+        body += "<tr><td>" + groupLink(m.group) + "</td><td class=\"num\">" + std::to_string(m.weight) +
+                "</td><td>" + serverIdCell(m.controller) + "</td><td>" + serverIdCell(m.target) + "</td></tr>";
+      }
+      body += "</tbody></table>";
+    }
+  }
+  return body + "<footer>JSON: <a href=\"/api/servers\">/api/servers</a></footer></div>";
+}
+
 // Invalid UTF-8 (a hostile client id) is replaced, not thrown on.
 std::string dump(const nlohmann::json& j) { return protocol::dumpJson(j); }
 
@@ -305,22 +376,7 @@ std::string renderFleetPage(const FleetView& fleet, int64_t nowMs) {
     }
     body += "</tbody></table>";
   }
-  body += "</div><div class=\"panel\"><h2>Servers</h2>";
-  if (fleet.servers.empty()) {
-    body += "<p class=\"muted\">No live server known (is ZooKeeper reachable?).</p>";
-  } else {
-    body += "<table><thead><tr><th>Server</th><th>Address</th><th>State</th><th>Controls</th></tr></thead><tbody>";
-    for (const auto& s : fleet.servers) {
-      body += "<tr><td><strong>" + std::to_string(s.id) + "</strong>" +
-              (s.self ? " <span class=\"muted\">(this one)</span>" : "") + "</td><td>" + hostText(s.host, s.port) +
-              "</td><td>" + (s.drained ? badge("drained", "gray") : badge("live", "green")) + "</td><td>";
-      if (s.groups.empty()) body += "<span class=\"muted\">no group</span>";
-      for (size_t i = 0; i < s.groups.size(); ++i) body += (i ? ", " : "") + groupLink(s.groups[i]);
-      body += "</td></tr>";
-    }
-    body += "</tbody></table>";
-  }
-  body += "</div></div>";
+  body += "</div>" + serversPanel(fleet) + "</div>";
   return page("groupcoord · fleet", "fleet", refreshedAt(nowMs), body, true);
 }
 
@@ -366,6 +422,12 @@ std::string fleetJson(const FleetView& fleet) {
                        {"groups", s.groups}});
   }
   return dump({{"server", fleet.selfId}, {"servers", servers}});
+}
+
+// The document `groupctl servers --output json` prints (docs/protocol.md,
+// "DescribeServers as JSON"): from the groups and, when known, the placement.
+std::string serversJson(const FleetView& fleet) {
+  return dump(protocol::serversJson(fleet.groups, fleet.placement ? &*fleet.placement : nullptr));
 }
 
 // GroupInfo in the encoding `groupctl list` prints too (docs/protocol.md,

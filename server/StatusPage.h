@@ -23,17 +23,21 @@ std::string htmlEscape(std::string_view text);
 // Every byte but [A-Za-z0-9._~-] as %XX.
 std::string urlEncode(std::string_view text);
 
-// GET /: the servers, the groups each controls, and every group.
+// GET /: the servers (with their load, the bound and the groups that should
+// move, when the placement is known), the groups each controls, and every
+// group.
 std::string renderFleetPage(const FleetView& fleet, int64_t nowMs);
 // GET /groups/<name>: members, partitions, offsets, the rebalance history.
 std::string renderGroupPage(const protocol::DescribeGroupResponse& group, int64_t nowMs);
 // An error page: the HTTP status line's text, the error's name and sentence.
 std::string renderErrorPage(int httpStatus, const StatusError& error);
 
-// GET /api/fleet, /api/groups, /api/groups/<name>. The groups and the
-// group are in the JSON encoding groupctl prints too (protocol/DescribeJson.h,
-// docs/protocol.md "DescribeGroup as JSON").
+// GET /api/fleet, /api/groups, /api/groups/<name>, /api/servers. The
+// groups, the group and the servers are in the JSON encoding groupctl
+// prints too (protocol/DescribeJson.h, docs/protocol.md "DescribeGroup as
+// JSON"; protocol/ServersJson.h, "DescribeServers as JSON").
 std::string fleetJson(const FleetView& fleet);
+std::string serversJson(const FleetView& fleet);
 std::string groupsJson(const FleetView& fleet);
 std::string groupJson(const protocol::DescribeGroupResponse& group);
 // {"error": NAME, "message": SENTENCE}

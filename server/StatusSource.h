@@ -3,14 +3,16 @@
 // What the status page and the JSON API on the HTTP port show, and where
 // they get it (docs/design.md, "The HTTP side"). The HTTP server asks a
 // StatusSource; groupcoordd's comes from server/MakeBackend.cpp (the
-// coordinator for what this server knows, ListGroups read fresh from
-// ZooKeeper for the groups, and DescribeGroup asked of the group's
-// controller for one group). Tests give their own.
+// coordinator for what this server knows, its DescribeServers answer for
+// the placement, ListGroups read fresh from ZooKeeper for the groups, and
+// DescribeGroup asked of the group's controller for one group). Tests give
+// their own.
 //
 // Threads: called on the HTTP threads, which may block (bounded by the
 // source's own timeouts).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,10 @@ struct FleetView {
   int32_t selfId = -1;
   std::vector<FleetServer> servers;        // by id
   std::vector<protocol::GroupInfo> groups;  // every group of the fleet, by name
+  // The fleet's placement as this server computes it (DescribeServers,
+  // docs/protocol.md "12 DescribeServers"): each live server's load, the
+  // bound, the groups that should move. None when it could not be had.
+  std::optional<protocol::DescribeServersResponse> placement;
 };
 
 // Why an answer could not be given: the protocol's error and a sentence.

@@ -89,7 +89,9 @@ class RewindCommand final : public Command {
   int run() override;
 };
 
-// `servers`: the servers controlling groups, and the groups without a controller.
+// `servers`: the live servers with their load and the bound (DescribeServers),
+// the groups each controls, the groups without a controller, and the groups
+// that should move.
 class ServersCommand final : public Command {
  public:
   using Command::Command;

@@ -17,7 +17,11 @@
 //   drain         {"server":ID,"draining":true,"waited":BOOL}
 //                 ("waited": --wait was given and no group names ID as its controller any more)
 //   undrain       {"server":ID,"draining":false}
-//   servers       {"servers":[{"id","host","port","groups":[NAME...]}],"without_controller":[NAME...]}
+//   servers       {"servers":[{"id","host","port","groups":[NAME...],"state","load","bound","placed",...}],
+//                  "without_controller":[NAME...],"server","bound","total","moves":[...],...}
+//                 (the same document as the status page's /api/servers; every key: docs/protocol.md,
+//                 "DescribeServers as JSON"; without DescribeServers, an older server, the first line's
+//                 first four keys and "without_controller" only)
 //   GroupInfo, Broker, Offset: as in docs/protocol.md, "DescribeGroup as JSON"
 //
 // This file only dispatches: each command is a class of its own

@@ -80,6 +80,7 @@ malformed = {
     "drain-2": hdr(10) + i32(2) + i8(2),
     "drain-truncated": hdr(10) + i32(2),
     "drain-negative-server": hdr(10) + i32(-1) + i8(1),
+    "describe-servers-trailing": hdr(12) + i8(0),
 }
 for name, body in malformed.items():
     write("malformed-" + name + ".frame", frame(body))

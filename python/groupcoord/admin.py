@@ -1,5 +1,6 @@
 """Administrative calls: create, delete, list and describe groups, fetch
-and rewind offsets, drain servers. Blocking, one thread at a time."""
+and rewind offsets, drain servers and see how groups are placed on them.
+Blocking, one thread at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Sequence
 from .connection import Connection, Security, TransportError
 from .errors import ErrorCode, GroupcoordError, is_retriable
 from .protocol import (Broker, CreateGroupRequest, DeleteGroupRequest, DescribeGroupRequest,
-                       DescribeGroupResponse, DrainServerRequest, FetchOffsetsRequest, GroupInfo,
+                       DescribeGroupResponse, DescribeServersRequest, DescribeServersResponse,
+                       DrainServerRequest, FetchOffsetsRequest, GroupInfo,
                        ListGroupsRequest, PartitionError, PartitionOffset, Request, Response,
                        RewindConsumerRequest, api_name, response_error)
 
@@ -79,6 +81,16 @@ class Admin:
     def drain_server(self, server_id: int, drain: bool = True) -> None:
         """Marks a server drained (it hands its groups over) or undrained."""
         self._call_any(DrainServerRequest(server_id, drain))
+
+    def describe_servers(self) -> DescribeServersResponse:
+        """The fleet's placement as the server that answers computes it
+        (DescribeServers, docs/protocol.md "12 DescribeServers"): each live
+        server's state, load and load once the groups that should move have
+        moved, the bound, and those groups. A server older than the call
+        raises UNKNOWN_API."""
+        r = self._call_any(DescribeServersRequest())
+        assert isinstance(r, DescribeServersResponse)
+        return r
 
     # ---- routing -------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ class ApiKey(enum.IntEnum):
     AUTHENTICATE = 9
     DRAIN_SERVER = 10
     DESCRIBE_GROUP = 11
+    DESCRIBE_SERVERS = 12
 
 
 API_COUNT = len(ApiKey)
@@ -59,7 +60,7 @@ def is_controller_only(key: int) -> bool:
 
 
 def api_name(key: int) -> str:
-    """``Heartbeat``, ``ListGroups``...; ``UnknownApi`` outside 0..11."""
+    """``Heartbeat``, ``ListGroups``...; ``UnknownApi`` outside 0..12."""
     if 0 <= key < API_COUNT:
         return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))
     return "UnknownApi"
@@ -521,12 +522,22 @@ class DescribeGroupRequest:
     FIELDS: ClassVar = [("group", "str")]
 
 
+@dataclass
+class DescribeServersRequest:
+    """ApiKey 12: no field, the header is the whole request."""
+
+    API: ClassVar = ApiKey.DESCRIBE_SERVERS
+    FIELDS: ClassVar = []
+
+
 Request = Union[HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                 ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest]
+                RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest,
+                DescribeServersRequest]
 REQUEST_TYPES: list[type] = [HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
                              ListGroupsRequest, LeaveGroupRequest, CommitOffsetsRequest, FetchOffsetsRequest,
-                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest]
+                             RewindConsumerRequest, AuthenticateRequest, DrainServerRequest, DescribeGroupRequest,
+                             DescribeServersRequest]
 
 
 # ---- Responses ---------------------------------------------------------------------
@@ -684,6 +695,60 @@ class DescribeGroupResponse:
 
 
 @dataclass
+class ServerPlacement:
+    """One live server as DescribeServers describes it: where clients reach
+    it, its state, its load (the weights of the groups it controls) and its
+    load once the groups that should move have moved."""
+
+    server_id: int = -1
+    host: str = ""
+    port: int = 0
+    drained: bool = False
+    settled: bool = False
+    candidate: bool = False
+    load: int = 0
+    groups: int = 0
+    placed: int = 0
+    FIELDS: ClassVar = [("server_id", "i32"), ("host", "str"), ("port", "i32"), ("drained", "bool"),
+                        ("settled", "bool"), ("candidate", "bool"), ("load", "i64"), ("groups", "i32"),
+                        ("placed", "i64")]
+
+
+@dataclass
+class GroupMove:
+    """A group whose target is not its controller (-1: none)."""
+
+    group: str = ""
+    weight: int = 0
+    controller: int = -1
+    target: int = -1
+    FIELDS: ClassVar = [("group", "str"), ("weight", "i64"), ("controller", "i32"), ("target", "i32")]
+
+
+@dataclass
+class DescribeServersResponse:
+    """ApiKey 12: the fleet's placement as the answering server computes it
+    (docs/protocol.md, "12 DescribeServers")."""
+
+    error: int = ErrorCode.NONE
+    server: int = -1
+    epsilon_permille: int = -1
+    margin_permille: int = -1
+    weighting: str = ""
+    group_weight: int = -1
+    total: int = -1
+    bound: int = -1
+    complete: bool = False
+    servers: list[ServerPlacement] = field(default_factory=list)
+    moves: list[GroupMove] = field(default_factory=list)
+    API: ClassVar = ApiKey.DESCRIBE_SERVERS
+    FIELDS: ClassVar = [("error", "error"), ("server", "i32"), ("epsilon_permille", "i32"),
+                        ("margin_permille", "i32"), ("weighting", "str"), ("group_weight", "i64"),
+                        ("total", "i64"), ("bound", "i64"), ("complete", "bool"),
+                        ("servers", _arr(ServerPlacement)), ("moves", _arr(GroupMove))]
+
+
+@dataclass
 class ErrorOnlyResponse:
     """UNKNOWN_API, UNSUPPORTED_VERSION or INVALID_REQUEST: the header and one ErrorCode."""
 
@@ -694,11 +759,11 @@ class ErrorOnlyResponse:
 Response = Union[HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                  ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
                  RewindConsumerResponse, AuthenticateResponse, DrainServerResponse, DescribeGroupResponse,
-                 ErrorOnlyResponse]
+                 DescribeServersResponse, ErrorOnlyResponse]
 RESPONSE_TYPES: list[type] = [HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
                               ListGroupsResponse, LeaveGroupResponse, CommitOffsetsResponse, FetchOffsetsResponse,
                               RewindConsumerResponse, AuthenticateResponse, DrainServerResponse,
-                              DescribeGroupResponse]
+                              DescribeGroupResponse, DescribeServersResponse]
 _LONE_CODE = {ApiKey.LEAVE_GROUP: LeaveGroupResponse, ApiKey.AUTHENTICATE: AuthenticateResponse,
               ApiKey.DRAIN_SERVER: DrainServerResponse}
 
@@ -896,7 +961,7 @@ def is_valid_name(name: str) -> bool:
 
 def validate_names(request: Request) -> int:
     """The first name failure of a decoded request (section 4), or NONE."""
-    if isinstance(request, (ListGroupsRequest, AuthenticateRequest)):
+    if isinstance(request, (ListGroupsRequest, AuthenticateRequest, DescribeServersRequest)):
         return ErrorCode.NONE
     if isinstance(request, DrainServerRequest):
         return ErrorCode.INVALID_REQUEST if request.server_id < 0 else ErrorCode.NONE

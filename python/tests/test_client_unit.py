@@ -95,6 +95,27 @@ class AdminWithFakeServersTest(unittest.TestCase):
         self.assertEqual(self.bootstrap.received, [p.ListGroupsRequest(["orders"])])
         self.assertEqual(self.controller.received, [p.DescribeGroupRequest("orders")])
 
+    def test_describe_servers_asks_any_server(self) -> None:
+        placement = p.DescribeServersResponse(
+            ErrorCode.NONE, 1, 100, 50, "members", 10, 24, 14, True,
+            [p.ServerPlacement(1, "10.0.0.1", 7400, False, True, True, 24, 2, 12),
+             p.ServerPlacement(2, "10.0.0.2", 7400, False, True, True, 0, 0, 12)],
+            [p.GroupMove("clicks", 12, 1, 2)])
+        server = FakeServer(lambda r: placement if isinstance(r, p.DescribeServersRequest)
+                            else p.error_response(r, ErrorCode.NOT_AUTHORIZED))
+        older = FakeServer(lambda r: p.ErrorOnlyResponse(ErrorCode.UNKNOWN_API))
+        try:
+            with Admin([("127.0.0.1", server.port)], retry_budget=2) as admin:
+                self.assertEqual(admin.describe_servers(), placement)
+            self.assertEqual(server.received, [p.DescribeServersRequest()])
+            with Admin([("127.0.0.1", older.port)], retry_budget=2) as admin:
+                with self.assertRaises(GroupcoordError) as ctx:
+                    admin.describe_servers()
+            self.assertEqual(ctx.exception.name, "UNKNOWN_API")
+        finally:
+            server.close()
+            older.close()
+
     def test_errors_carry_the_name_and_what_to_do(self) -> None:
         with Admin([("127.0.0.1", self.bootstrap.port)], retry_budget=2) as admin:
             with self.assertRaises(GroupcoordError) as ctx:

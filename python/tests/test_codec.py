@@ -42,6 +42,7 @@ def _expected(v: dict):  # type: ignore[no-untyped-def]
             9: lambda: p.AuthenticateRequest(f["user"], f["secret"]),
             10: lambda: p.DrainServerRequest(f["server_id"], f["drain"]),
             11: lambda: p.DescribeGroupRequest(f["group"]),
+            12: lambda: p.DescribeServersRequest(**f),
         }[api]()
     if not 0 <= api < p.API_COUNT or v["version"] != 0:
         return p.ErrorOnlyResponse(err())
@@ -63,7 +64,18 @@ def _expected(v: dict):  # type: ignore[no-untyped-def]
         9: lambda: p.AuthenticateResponse(err()),
         10: lambda: p.DrainServerResponse(err()),
         11: lambda: _described(f),
+        12: lambda: _servers(f),
     }[api]()
+
+
+def _servers(f: dict) -> p.DescribeServersResponse:
+    """A DescribeServers answer as a vector's fields give it."""
+    return p.DescribeServersResponse(
+        error_from_name(f["error"]), f["server"], f["epsilon_permille"], f["margin_permille"], f["weighting"],
+        f["group_weight"], f["total"], f["bound"], f["complete"],
+        [p.ServerPlacement(s["id"], s["host"], s["port"], s["drained"], s["settled"], s["candidate"], s["load"],
+                           s["groups"], s["placed"]) for s in f["servers"]],
+        [p.GroupMove(m["group"], m["weight"], m["controller"], m["target"]) for m in f["moves"]])
 
 
 def _described(f: dict) -> p.DescribeGroupResponse:
@@ -210,6 +222,29 @@ DESCRIBE_RESPONSE = (
     "0006" "6a6f696e6564")                       #   Detail "joined"
 
 
+# DescribeServers, byte by byte from docs/protocol.md "12 DescribeServers".
+SERVERS_REQUEST = "00000016" "000c" "0000" "0000000000000017" "0008" "67726f757063746c"  # ApiKey 12, Cid 23, "groupctl"
+SERVERS_RESPONSE = (
+    "000000ac"                                   # Size 172
+    "0000" "0000000000000017"                    # Version 0, CorrelationId 23
+    "0000"                                       # ErrorCode NONE
+    "00000001"                                   # ServerId 1: whose view this is
+    "00000064" "00000032"                        # EpsilonPermille 100, MarginPermille 50
+    "0007" "6d656d62657273"                      # Weighting "members"
+    "000000000000000a"                           # GroupWeight 10
+    "0000000000000018" "000000000000000e"        # Total 24, Bound 14
+    "01"                                         # Complete
+    "00000002"                                   # Servers: two
+    "00000001" "0008" "31302e302e302e31" "00001ce8"  # 1 at 10.0.0.1:7400
+    "00" "01" "01"                               #   not drained, settled, candidate
+    "0000000000000018" "00000002" "000000000000000c"  # Load 24, Groups 2, Placed 12
+    "00000002" "0008" "31302e302e302e32" "00001ce8" "00" "01" "01"  # 2 at 10.0.0.2:7400
+    "0000000000000000" "00000000" "000000000000000c"  # Load 0, Groups 0, Placed 12
+    "00000001"                                   # Moves: one
+    "0006" "636c69636b73" "000000000000000c"     #   clicks, Weight 12
+    "00000001" "00000002")                       #   from 1 to 2
+
+
 def _describe_response_frame() -> bytes:
     body = bytes.fromhex(DESCRIBE_RESPONSE[8:])
     return struct.pack(">i", len(body)) + body
@@ -249,6 +284,52 @@ class HandBytesTest(unittest.TestCase):
                          (p.RebalanceReason.MEMBER_JOINED, 1, "svc-1-7f3a", "", -1, "joined"))
         self.assertEqual(p.encode_response(r, 7), frame)
 
+    def test_describe_servers_request(self) -> None:
+        frame = p.encode_request(p.DescribeServersRequest(), 23, "groupctl")
+        self.assertEqual(frame.hex(), SERVERS_REQUEST)
+        d = p.decode_request(frame[4:])
+        self.assertEqual(d.status, p.DecodeStatus.OK)
+        self.assertEqual(d.request, p.DescribeServersRequest())
+        self.assertFalse(p.is_controller_only(p.ApiKey.DESCRIBE_SERVERS))
+        self.assertEqual(p.api_name(12), "DescribeServers")
+        self.assertEqual(p.validate_names(p.DescribeServersRequest()), ErrorCode.NONE)
+
+    def test_describe_servers_response_field_by_field(self) -> None:
+        frame = bytes.fromhex(SERVERS_RESPONSE)
+        r = p.decode_response(p.ApiKey.DESCRIBE_SERVERS, frame[4:]).response
+        self.assertIsInstance(r, p.DescribeServersResponse)
+        self.assertEqual((r.error, r.server, r.epsilon_permille, r.margin_permille, r.weighting, r.group_weight),
+                         (ErrorCode.NONE, 1, 100, 50, "members", 10))
+        self.assertEqual((r.total, r.bound, r.complete), (24, 14, True))
+        self.assertEqual(r.servers, [p.ServerPlacement(1, "10.0.0.1", 7400, False, True, True, 24, 2, 12),
+                                     p.ServerPlacement(2, "10.0.0.2", 7400, False, True, True, 0, 0, 12)])
+        self.assertEqual(r.moves, [p.GroupMove("clicks", 12, 1, 2)])
+        self.assertEqual(p.encode_response(r, 23), frame)
+
+    def test_describe_servers_error_answer(self) -> None:
+        r = p.error_response(p.DescribeServersRequest(), ErrorCode.CONTROLLER_NOT_AVAILABLE)
+        self.assertEqual(r, p.DescribeServersResponse(ErrorCode.CONTROLLER_NOT_AVAILABLE))
+        self.assertEqual((r.server, r.total, r.bound, r.complete, r.servers, r.moves), (-1, -1, -1, False, [], []))
+        self.assertEqual(p.encode_response(r, 24).hex(),
+                         "0000003b000000000000000000180010ffffffffffffffffffffffff0000ffffffffffffffffffffffff"
+                         "ffffffffffffffffffffffff000000000000000000")
+
+    def test_describe_servers_counts_are_bounded(self) -> None:
+        head = p.encode_response(p.DescribeServersResponse(), 1)[4:-8]  # up to Complete
+        cases = {
+            "servers: one short of a ServerPlacement (33)": head + struct.pack(">i", 1) + b"\0" * 36,
+            "moves: one short of a GroupMove (18)": head + struct.pack(">ii", 0, 1) + b"\0" * 17,
+            "servers: count below -1": head + struct.pack(">ii", -2, 0),
+            "moves: 2^31-1": head + struct.pack(">ii", 0, 2**31 - 1),
+            "complete other than 0 or 1": head[:-1] + b"\x02" + struct.pack(">ii", 0, 0),
+        }
+        for name, body in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(ProtocolError):
+                    p.decode_response(p.ApiKey.DESCRIBE_SERVERS, body)
+        two = p.decode_response(12, head + struct.pack(">ii", -1, 2) + b"\0" * 36).response
+        self.assertEqual((two.servers, len(two.moves)), ([], 2))
+
     def test_unknown_state_and_reason_are_kept_as_numbers(self) -> None:
         r = p.DescribeGroupResponse("g", state=9, history=[p.RebalanceEvent(1, 2, 77)])
         back = p.decode_response(11, p.encode_response(r, 1)[4:]).response
@@ -257,7 +338,7 @@ class HandBytesTest(unittest.TestCase):
 
     def test_smallest_encodings_are_those_of_the_doc(self) -> None:
         sizes = {p.Broker: 8, p.TopicPartition: 6, p.PartitionOffset: 14, p.PartitionError: 8, p.GroupInfo: 37,
-                 p.TopicState: 6, p.MemberState: 32, p.RebalanceEvent: 40}
+                 p.TopicState: 6, p.MemberState: 32, p.RebalanceEvent: 40, p.ServerPlacement: 33, p.GroupMove: 18}
         for cls, size in sizes.items():
             self.assertEqual(p._smallest(cls), size, cls.__name__)
 
@@ -277,7 +358,7 @@ class HandBytesTest(unittest.TestCase):
         self.assertIsInstance(p.decode_response(p.ApiKey.LEAVE_GROUP, body).response, p.LeaveGroupResponse)
         self.assertIsInstance(p.decode_response(p.ApiKey.AUTHENTICATE, body).response, p.AuthenticateResponse)
         self.assertIsInstance(p.decode_response(p.ApiKey.DRAIN_SERVER, body).response, p.DrainServerResponse)
-        for api in (0, 1, 4, 11, 42):
+        for api in (0, 1, 4, 11, 12, 42):
             self.assertEqual(p.decode_response(api, body).response, p.ErrorOnlyResponse(ErrorCode.UNKNOWN_API))
 
     def test_names(self) -> None:
@@ -296,6 +377,7 @@ class HandBytesTest(unittest.TestCase):
             (p.DrainServerRequest(-1, True), ErrorCode.INVALID_REQUEST),
             (p.DrainServerRequest(0, True), ErrorCode.NONE),
             (p.DescribeGroupRequest(".."), ErrorCode.INVALID_GROUP_NAME),
+            (p.DescribeServersRequest(), ErrorCode.NONE),
             (p.CommitOffsetsRequest("g", "m/", 1, []), ErrorCode.INVALID_CONSUMER_ID),
             (p.RewindConsumerRequest("g", [p.PartitionOffset("", 0, 0)]), ErrorCode.INVALID_GROUP_NAME),
         ]
@@ -329,7 +411,8 @@ class MalformedTest(unittest.TestCase):
         self.assertEqual(d.header.correlation_id, 9)
 
     def test_precedence_of_api_version_and_client_id(self) -> None:
-        self.assertEqual(self.status(request_body(12, b"", version=3)), p.DecodeStatus.UNKNOWN_API)
+        self.assertEqual(self.status(request_body(13, b"", version=3)), p.DecodeStatus.UNKNOWN_API)
+        self.assertEqual(self.status(request_body(12, b"", version=1)), p.DecodeStatus.UNSUPPORTED_VERSION)
         self.assertEqual(self.status(request_body(-1, b"")), p.DecodeStatus.UNKNOWN_API)
         d = p.decode_request(request_body(0, b"garbage", version=1))
         self.assertEqual(d.status, p.DecodeStatus.UNSUPPORTED_VERSION)
@@ -360,6 +443,8 @@ class MalformedTest(unittest.TestCase):
             "name breaks the rule but decodes": (request_body(11, s("a/b")), p.DecodeStatus.OK),
             "describe group, nothing after the name": (request_body(11, s("g") + b"x"),
                                                        p.DecodeStatus.INVALID_REQUEST),
+            "describe servers, nothing after the header": (request_body(12, b""), p.DecodeStatus.OK),
+            "describe servers, a byte after the header": (request_body(12, b"\0"), p.DecodeStatus.INVALID_REQUEST),
         }
         for name, (body, status) in cases.items():
             with self.subTest(name):

@@ -388,6 +388,48 @@ TEST_F(CoordinatorTest, WhileZooKeeperIsAwayHeartbeatsGoOnAndEvictionsWait) {
   (void)a;
 }
 
+// DescribeServers (docs/protocol.md, "12 DescribeServers"): any server
+// answers with the placement it computes and where clients reach each live
+// server; without ZooKeeper it answers CONTROLLER_NOT_AVAILABLE.
+TEST_F(CoordinatorTest, DescribeServersAnswersThePlacementFromAnyServer) {
+  auto& a = addServer(1);
+  auto& b = addServer(2);
+  for (int i = 0; i < 6; ++i) create(*a.coordinator, "g" + std::to_string(i));
+  settle();
+  advance(20ms);
+  for (auto* n : {&a, &b}) {
+    auto r = std::get<protocol::DescribeServersResponse>(call(*n->coordinator, protocol::DescribeServersRequest{}));
+    ASSERT_EQ(r.error, ErrorCode::NONE);
+    EXPECT_EQ(r.server, n == &a ? 1 : 2);
+    EXPECT_EQ(r.weighting, "members");
+    EXPECT_GE(r.epsilonPermille, 0);
+    EXPECT_GE(r.marginPermille, 0);
+    ASSERT_EQ(r.servers.size(), 2u);
+    int32_t groups = 0;
+    int64_t load = 0;
+    for (size_t i = 0; i < r.servers.size(); ++i) {
+      const auto& s = r.servers[i];
+      EXPECT_EQ(s.id, static_cast<int32_t>(i + 1));
+      EXPECT_EQ(s.host, "127.0.0.1");
+      EXPECT_EQ(s.port, 7400 + s.id);
+      EXPECT_FALSE(s.drained);
+      groups += s.groups;
+      load += s.load;
+    }
+    EXPECT_EQ(groups, 6);
+    EXPECT_EQ(load, r.total);
+    EXPECT_GT(r.total, 0);
+    EXPECT_GE(r.bound, (r.total + 1) / 2);
+  }
+  b.zk->disconnect();
+  settle();
+  auto refused = std::get<protocol::DescribeServersResponse>(call(*b.coordinator, protocol::DescribeServersRequest{}));
+  EXPECT_EQ(refused.error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_TRUE(refused.servers.empty());
+  b.zk->reconnect();
+  settle();
+}
+
 // The session lease (docs/design.md): cut off from ZooKeeper, a controller
 // stops answering from memory before the ensemble could expire its session
 // (one session timeout after it last heard from the server), so before any

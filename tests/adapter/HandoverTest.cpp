@@ -1,8 +1,9 @@
 // Groups moving to the server that should control them, on the in-memory
-// ZooKeeper with a hand-driven clock: a server that joins receives only its
-// groups once it has settled, one that comes and goes receives none, a
-// drained server hands everything over, handovers are paced, and a handover
-// keeps members, generation and partitions where they are.
+// ZooKeeper with a hand-driven clock: a server that joins receives, once it
+// has settled, what the placement's bound forces off the others, one that
+// comes and goes receives none, a drained server hands everything over,
+// handovers are paced, and a handover keeps members, generation and
+// partitions where they are.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "adapter/Placement.h"
 #include "tests/adapter/CoordinatorFixture.h"
 
 namespace groupcoord::adapter {
@@ -123,9 +125,14 @@ TEST_F(HandoverTest, AServerThatJoinsReceivesOnlyItsGroupsOnceSettled) {
     ++moved;
     EXPECT_EQ(after.at(g), 3) << "group " << g << " moved, but not to the new server";
   }
-  // Rendezvous hashing gives the new server about a third; all of them.
+  // 40 groups of the same weight: the bound over three servers is 14 groups
+  // (ceil(1.1 x 40 / 3) of them), so each of the two others gives up what
+  // it holds over 14.
+  std::vector<PlacementGroup> placed;
+  for (auto& g : groups) placed.push_back(PlacementGroup{g, 10, before.at(g)});
+  const uint64_t bound = place({1, 2, 3}, placed, PlacementConfig{}).bound;
+  EXPECT_EQ(moved, minimumMoves({1, 2, 3}, placed, bound));
   EXPECT_GE(moved, 5u);
-  EXPECT_LE(moved, 25u);
   EXPECT_EQ(coordinatorOf(3).controlledGroups().size(), moved);
   expectOneControllerEach(groups);
 }
@@ -175,12 +182,24 @@ TEST_F(HandoverTest, ADrainedServerHandsOverEverythingAndTakesNothingUntilUndrai
   EXPECT_NE(controllerOf("late"), 2);
   groups.push_back("late");
   expectOneControllerEach(groups);
-  // Undrained, it takes back the groups it should control.
+  // Undrained, it takes what the bound forces off the others, and nothing
+  // moves between them (docs/design.md, "Placement").
+  const auto whileDrained = controllers(groups);
   EXPECT_EQ(drain(*a.coordinator, 2, false), ErrorCode::NONE);
   EXPECT_FALSE(ensemble_.stat("/gc/draining/2").has_value());
   runFor(2000ms);
   auto after = controllers(groups);
-  for (auto& [g, was] : before) EXPECT_EQ(after.at(g), was) << "group " << g;
+  size_t moved = 0;
+  std::vector<PlacementGroup> placed;
+  for (auto& [g, was] : whileDrained) {
+    placed.push_back(PlacementGroup{g, 10, was});  // no members: every group weighs the constant
+    if (after.at(g) == was) continue;
+    ++moved;
+    EXPECT_EQ(after.at(g), 2) << "group " << g << " moved, but not to the undrained server";
+  }
+  const uint64_t bound = place({1, 2, 3}, placed, PlacementConfig{}).bound;
+  EXPECT_EQ(moved, minimumMoves({1, 2, 3}, placed, bound)) << "the bound " << bound << " forces exactly that many";
+  EXPECT_GT(moved, 0u);
   expectOneControllerEach(groups);
 }
 

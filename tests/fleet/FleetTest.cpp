@@ -1,34 +1,32 @@
 // The fleet suite: groupcoordd servers sharing one ZooKeeper ensemble keep
-// their groups balanced (docs/design.md, "Claims" and "Handover"). Three
-// servers, 300 groups, two simulated members in each (support/
-// OwnershipChecker.h), heartbeating, and in every tenth group committing
-// offsets, through:
+// their groups placed within the bound (docs/design.md, "Claims",
+// "Handover" and "Placement"). Three servers, 300 groups, two simulated
+// members in each (support/OwnershipChecker.h), heartbeating, and in every
+// tenth group committing offsets, through:
 //
 //   A. a rolling restart: each server in turn stopped (SIGTERM), its groups
-//      claimed by the others, then started again and given back its share
-//   B. a fourth server joining a balanced fleet: about a quarter of the
-//      groups move to it, no other group changes controller
+//      claimed by the others, then started again: no more groups move than
+//      10% over the least the bound forces, and no server ends over the
+//      bound by more than the margin
+//   B. a fourth server joining: the same promise
 //   C. a fifth server that joins and leaves three times, each time within
 //      the settle delay: no group moves
 //   D. a server drained with `groupctl drain --wait` (its groups move, no
 //      other does, their members do not register again more than once),
-//      then undrained (it gets back exactly what it gave up)
+//      then undrained (as for a server joining)
+//   E. a server killed (SIGKILL) and started again: the same promises as A
+//   F. ten minutes' worth of nothing (GROUPCOORD_FLEET_STEADY_SECONDS,
+//      60 s by default): no group moves while the weights stay steady
 //
-// "Balanced" is checked against the layout, not taken from the servers:
-// each group's controller znode names the server rendezvous hashing
-// (adapter/Hash.h, the same function the servers use) picks among the live
-// undrained servers, and each server's groupcoord_groups_controlled gauge
-// counts exactly the znodes that name it. After each step every server's
-// ListGroups agrees with the znodes, the groups per server are within 10%
-// of even (where the suite asks it: three servers), every group settles
-// (all members in sync, its partitions held exactly once), no partition was
-// ever held by two members, and no acknowledged commit was lost.
-//
-// The group names are fixed (fleet-g000 ... fleet-g299, under a root unique
-// to the run), so the spread rendezvous hashing gives is the same on every
-// run: for 300 random names the count per server of three has a standard
-// deviation of about 8 groups, so a 10% bound would not hold for every set
-// of names.
+// "Placed" is checked against the layout, not taken from the servers:
+// every group's controller znode names a live undrained server, and the
+// placement function the servers use (adapter/Placement.h), given the
+// controllers and the published weights read from ZooKeeper, moves nothing
+// more; each server's groupcoord_groups_controlled gauge counts exactly the
+// znodes that name it. After each step every server's ListGroups agrees
+// with the znodes, every group settles (all members in sync, its
+// partitions held exactly once), no partition was ever held by two
+// members, and no acknowledged commit was lost.
 //
 // The tests run in the order written and share one set-up; each repairs the
 // fleet in its TearDown, so a failure does not cascade. Figures go to
@@ -41,8 +39,11 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <iomanip>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -54,7 +55,9 @@
 #include <thread>
 #include <vector>
 
+#include "adapter/FleetSnapshot.h"
 #include "adapter/Hash.h"
+#include "adapter/Placement.h"
 #include "client/Connection.h"
 #include "common/Layout.h"
 #include "support/OwnershipChecker.h"
@@ -77,6 +80,8 @@ constexpr int kCommitEvery = 10;            // every tenth group commits offsets
 constexpr int32_t kPartitions = 4;          // of the one topic every group consumes
 constexpr int64_t kZkSessionMs = 4000;      // the servers' ZooKeeper session
 constexpr int64_t kSettleMs = 2000;         // --handover-settle-ms
+constexpr int64_t kPlacementIntervalMs = 3000;  // --placement-interval-ms
+constexpr uint64_t kGroupWeight = 10;           // the servers' placement.group.weight (the default)
 constexpr int64_t kMemberSessionMs = 3000;  // the groups' session timeout
 constexpr auto kBalanceLimit = 30s;
 constexpr auto kMemberSettleLimit = 30s;
@@ -258,6 +263,7 @@ class FleetSuite : public ::testing::Test {
     n.proc = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=" + std::to_string(id), "--zk-root=" + env->root, "--zk-topics-path=" + env->topicsPath,
         "--zk-session-timeout-ms=" + std::to_string(kZkSessionMs), "--handover-settle-ms=" + std::to_string(kSettleMs),
+        "--placement-interval-ms=" + std::to_string(kPlacementIntervalMs),
         "--io-threads=2", "--http-address=127.0.0.1", "--http-port=0", "--http-port-file=" + n.httpPortFile});
     return n;
   }
@@ -395,17 +401,39 @@ class FleetSuite : public ::testing::Test {
     int64_t firstChangeMs = -1;  // the first look at which a controller differed from the first look
     Clock::time_point at;
     Controllers ctl;
+    std::vector<adapter::PlacementGroup> groups;  // controllers and published weights, as read
+    adapter::PlacementResult placement;           // of `groups` over the candidates
     std::string reason;
   };
 
-  // Waits until every group's controller znode names the server rendezvous
-  // hashing picks among `candidates`, and every live server's
+  // "server 1: 1320 (110 groups), ...; bound 1320"
+  static std::string loadText(const adapter::PlacementResult& p) {
+    std::string out;
+    for (auto& s : p.servers) {
+      out += (out.empty() ? "" : ", ") + std::string("server ") + std::to_string(s.id) + ": " + std::to_string(s.load) +
+             " (" + std::to_string(s.groups) + " groups)";
+    }
+    return out + "; bound " + std::to_string(p.bound);
+  }
+
+  // The busiest candidate's load over the mean.
+  static double maxOverMean(const adapter::PlacementResult& p) {
+    if (p.servers.empty() || p.total == 0) return 0;
+    uint64_t most = 0;
+    for (auto& s : p.servers) most = std::max(most, s.load);
+    return static_cast<double>(most) * static_cast<double>(p.servers.size()) / static_cast<double>(p.total);
+  }
+
+  // Waits until every group's controller znode names one of `candidates`,
+  // the placement function over them (with the weights the servers
+  // published) would move no group, and every live server's
   // groupcoord_groups_controlled gauge counts the znodes that name it.
   Balanced waitBalanced(const std::vector<int32_t>& candidates, std::chrono::milliseconds limit,
                         Clock::time_point from = Clock::now()) {
     Balanced b;
     const auto deadline = from + limit;
     std::optional<Controllers> initial;
+    const std::set<int32_t> allowed(candidates.begin(), candidates.end());
     do {
       const auto observedAt = Clock::now();
       b.ctl = readControllers();
@@ -414,41 +442,82 @@ class FleetSuite : public ::testing::Test {
       } else if (b.firstChangeMs < 0 && b.ctl != *initial) {
         b.firstChangeMs = std::max<int64_t>(0, msBetween(from, observedAt));
       }
-      size_t wrong = 0;
-      std::string first;
-      for (auto& [g, c] : b.ctl) {
-        const int32_t want = adapter::rendezvousPick(g, candidates);
-        if (c.id != want) {
-          if (wrong++ == 0) first = g + " controlled by " + std::to_string(c.id) + ", not " + std::to_string(want);
+      auto snap = adapter::readFleet(*env->zk, *env->layout, env->groups, adapter::Weighting::Members, kGroupWeight);
+      b.reason.clear();
+      if (!snap.ok) {
+        b.reason = "reading the fleet: " + snap.error;
+      } else {
+        b.groups = snap.groups;
+        b.placement = adapter::place(candidates, snap.groups, adapter::PlacementConfig{});
+        size_t wrong = 0, moving = 0;
+        std::string first;
+        for (size_t i = 0; i < snap.groups.size(); ++i) {
+          const auto& g = snap.groups[i];
+          if (b.ctl[g.name].id != g.controller) {
+            b.reason = "group " + g.name + " changed controller while read";
+            break;
+          }
+          if (!allowed.count(g.controller)) {
+            if (wrong++ == 0) first = g.name + " controlled by " + std::to_string(g.controller);
+          } else if (b.placement.target[i] != g.controller) {
+            if (moving++ == 0 && first.empty()) {
+              first = g.name + " should move from " + std::to_string(g.controller) + " to " +
+                      std::to_string(b.placement.target[i]);
+            }
+          }
+        }
+        if (b.reason.empty() && (wrong > 0 || moving > 0)) {
+          b.reason = std::to_string(wrong) + " groups not controlled by one of servers " + idList(candidates) + ", " +
+                     std::to_string(moving) + " the placement would still move (e.g. " + first + "); " +
+                     loadText(b.placement);
         }
       }
-      if (wrong > 0) {
-        b.reason = std::to_string(wrong) + " groups not where rendezvous hashing over servers " + idList(candidates) +
-                   " puts them (e.g. " + first + "); " + spread(b.ctl);
-      } else {
+      if (b.reason.empty()) {
         auto n = perServer(b.ctl);
-        bool gauges = true;
         for (int32_t id : env->live()) {
           const double v = valueOr(env->nodes[id].scrape(), "groupcoord_groups_controlled");
           if (v != n[id]) {
-            gauges = false;
             b.reason = "server " + std::to_string(id) + " reports groupcoord_groups_controlled " +
                        std::to_string(static_cast<int64_t>(v)) + ", its controller znodes number " +
                        std::to_string(n[id]);
             break;
           }
         }
-        if (gauges) {
-          b.ok = true;
-          b.at = observedAt;
-          b.ms = std::max<int64_t>(0, msBetween(from, observedAt));
-          b.reason.clear();
-          return b;
-        }
+      }
+      if (b.reason.empty()) {
+        b.ok = true;
+        b.at = observedAt;
+        b.ms = std::max<int64_t>(0, msBetween(from, observedAt));
+        return b;
       }
       std::this_thread::sleep_for(100ms);
     } while (Clock::now() < deadline);
     return b;
+  }
+
+  // After a server joined (or returned, or was undrained): the groups that
+  // changed controller since `before`, no more of them than 10% over the
+  // least the new bound forces (heaviest first, with the weights as they
+  // are now, on the controllers as they were), and none of them away from
+  // `to`. *toNew: how many of them went to `to` (a group given up goes to
+  // the first server of its own order with room, most often the new one).
+  std::set<std::string> expectMovesWithinMinimum(const std::string& label, int32_t to, const Balanced& before,
+                                                 const Balanced& after, size_t* minimum, size_t* toNew) {
+    std::set<std::string> moved;
+    *toNew = 0;
+    for (auto& [g, c] : after.ctl) {
+      if (c == before.ctl.at(g)) continue;
+      moved.insert(g);
+      EXPECT_NE(before.ctl.at(g).id, to) << label << ": group " << g << " moved away from server " << to;
+      if (c.id == to) ++*toNew;
+    }
+    std::vector<adapter::PlacementGroup> was = after.groups;
+    for (auto& g : was) g.controller = before.ctl.at(g.name).id;
+    *minimum = adapter::minimumMoves(env->candidates(), was, after.placement.bound);
+    const auto allowed = static_cast<size_t>(std::ceil(1.1 * static_cast<double>(*minimum)));
+    EXPECT_LE(moved.size(), allowed) << label << ": " << moved.size() << " groups moved; the bound "
+                                     << after.placement.bound << " forces at least " << *minimum;
+    return moved;
   }
 
   // Every live server's ListGroups names, for every group, the controller
@@ -487,27 +556,32 @@ class FleetSuite : public ::testing::Test {
     ADD_FAILURE() << label << ": " << why;
   }
 
-  // Exactly one controller per group, and (when `evenWithin10` holds) the
-  // groups per server within 10% of even.
-  void expectFleet(const std::string& label, const Balanced& b, bool evenWithin10) {
+  // Exactly one controller per group, the servers agree, and (when
+  // `withinBound`) no candidate's load is over the bound by more than the
+  // margin (a server between the two gives nothing up, so that small
+  // changes move nothing): max / mean at most (1 + epsilon)(1 + margin).
+  void expectFleet(const std::string& label, const Balanced& b, bool withinBound) {
     for (auto& [g, c] : b.ctl) EXPECT_GE(c.id, 0) << label << ": group " << g << " has no controller";
     expectServersAgree(label, b.ctl);
-    const auto candidates = env->candidates();
-    const auto n = perServer(b.ctl);
     double sum = 0;
     for (int32_t id : env->live()) {
       const double v = valueOr(env->nodes[id].scrape(), "groupcoord_groups_controlled");
       sum += v;
     }
     EXPECT_EQ(sum, kGroups) << label << ": the servers' groupcoord_groups_controlled add up to " << sum;
-    if (!evenWithin10) return;
-    const double even = static_cast<double>(kGroups) / static_cast<double>(candidates.size());
-    const double slack = std::max(1.0, 0.10 * even);
-    for (int32_t id : candidates) {
-      const int got = n.count(id) ? n.at(id) : 0;
-      EXPECT_LE(std::abs(got - even), slack) << label << ": server " << id << " controls " << got
-                                             << " groups, even is " << even << " (" << spread(b.ctl) << ")";
+    if (!withinBound) return;
+    const adapter::PlacementConfig config;
+    const uint64_t limit = b.placement.bound + b.placement.bound * config.marginPermille / 1000;
+    for (auto& s : b.placement.servers) {
+      EXPECT_LE(s.load, limit) << label << ": server " << s.id << " is over the bound and its margin ("
+                               << loadText(b.placement) << ")";
     }
+  }
+
+  static std::string ratioText(const Balanced& b) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(2) << maxOverMean(b.placement);
+    return "max / mean load " + o.str() + " (" + loadText(b.placement) + ")";
   }
 
   // ---- the members ----
@@ -733,7 +807,7 @@ TEST_F(FleetSuite, A_RollingRestart) {
            std::to_string(downRegs.registeredAgain) + " of their " + std::to_string(downRegs.members) +
            " members registered again; " + memberText(downMembers));
 
-    // Back: once settled, it is given exactly its share again.
+    // Back: once settled, the others hand it what the bound forces off them.
     const auto regsMid = registrations();
     const double handoversBefore = handoversOf(env->candidates());
     ASSERT_TRUE(node.start()) << step << ": it did not start again";
@@ -744,14 +818,8 @@ TEST_F(FleetSuite, A_RollingRestart) {
     if (!up.ok) continue;
     EXPECT_GE(up.firstChangeMs, kSettleMs - 500) << step << ": groups moved to it before it had settled";
     expectFleet(step + " (back)", up, true);
-    std::set<std::string> moved;
-    for (auto& [g, c] : up.ctl) {
-      if (c == down.ctl.at(g)) continue;
-      moved.insert(g);
-      EXPECT_EQ(c.id, id) << step << ": group " << g << " moved from " << down.ctl.at(g).id << " to " << c.id
-                          << ", not to the returning server";
-    }
-    EXPECT_EQ(moved, itsGroups) << step << ": the returning server did not get back exactly the groups it had";
+    size_t minimum = 0, toNew = 0;
+    const auto moved = expectMovesWithinMinimum(step, id, down, up, &minimum, &toNew);
     const double handedOver = handoversOf(env->candidates()) - handoversBefore;
     EXPECT_GE(handedOver, static_cast<double>(moved.size()))
         << step << ": groupcoord_handovers_total moved by " << handedOver << " for " << moved.size() << " groups";
@@ -760,8 +828,8 @@ TEST_F(FleetSuite, A_RollingRestart) {
     EXPECT_LE(upRegs.most, 1u) << step << ": a member of a handed-over group registered " << upRegs.most
                                << " times";
     figure("fleet " + step + " returned: balanced " + std::to_string(up.ms) + " ms after its return, first group seen moved at " +
-           std::to_string(up.firstChangeMs) + " ms (settle delay " + std::to_string(kSettleMs) + " ms; " + spread(up.ctl) + "); " + std::to_string(moved.size()) +
-           " groups handed over to it, handovers counted " + std::to_string(static_cast<int>(handedOver)) + "; " +
+           std::to_string(up.firstChangeMs) + " ms (settle delay " + std::to_string(kSettleMs) + " ms; " + spread(up.ctl) + "; " + ratioText(up) + "); " + std::to_string(moved.size()) +
+           " groups handed over, " + std::to_string(toNew) + " of them to it (the bound forces at least " + std::to_string(minimum) + "), handovers counted " + std::to_string(static_cast<int>(handedOver)) + "; " +
            std::to_string(upRegs.registeredAgain) + " of their " + std::to_string(upRegs.members) +
            " members registered again (" + std::to_string(upRegs.calls) + " calls); " + memberText(upMembers));
   }
@@ -793,24 +861,18 @@ TEST_F(FleetSuite, B_FourthServerJoins) {
   auto after = waitBalanced(env->candidates(), kBalanceLimit, joined);
   ASSERT_TRUE(after.ok) << "the fleet did not balance after server 4 joined: " << after.reason;
   EXPECT_GE(after.firstChangeMs, kSettleMs - 500) << "groups moved to server 4 before it had settled";
-  expectFleet("server 4 joined", after, false);
-
-  std::set<std::string> moved;
-  for (auto& [g, c] : after.ctl) {
-    if (c == before.ctl.at(g)) continue;
-    moved.insert(g);
-    EXPECT_EQ(c.id, 4) << "group " << g << " changed controller (" << before.ctl.at(g).id << " -> " << c.id
-                       << ") but did not move to the new server";
-  }
+  expectFleet("server 4 joined", after, true);
+  size_t minimum = 0, toNew = 0;
+  const auto moved = expectMovesWithinMinimum("server 4 joined", 4, before, after, &minimum, &toNew);
+  EXPECT_GE(moved.size(), minimum) << "fewer groups moved than the bound forces";
   const double share = static_cast<double>(moved.size()) / kGroups;
-  EXPECT_GE(share, 0.15) << moved.size() << " groups moved to server 4";
-  EXPECT_LE(share, 0.35) << moved.size() << " groups moved to server 4";
   auto members = checkMembers("server 4 joined", joined);
   auto regs = reregistrations(regsBefore, moved);
   EXPECT_LE(regs.most, 1u) << "a member of a group handed over to server 4 registered " << regs.most << " times";
   std::ostringstream f;
   f << "fleet fourth server joined: " << moved.size() << " groups (" << static_cast<int>(share * 100 + 0.5)
-    << "%) moved to it, none elsewhere; balanced " << after.ms << " ms after it started, first group seen moved at "
+    << "%) moved, " << toNew << " of them to it; the bound forces at least " << minimum << "; " << ratioText(after)
+    << "; placed " << after.ms << " ms after it started, first group seen moved at "
     << after.firstChangeMs << " ms (settle delay " << kSettleMs
     << " ms; " << spread(after.ctl) << "); " << regs.registeredAgain << " of their " << regs.members
     << " members registered again; " << memberText(members);
@@ -843,8 +905,9 @@ TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
     ASSERT_TRUE(n5.start()) << "server 5 did not start (round " << round + 1 << ")";
     env->refreshPorts();
     ASSERT_TRUE(waitRegistered(5, true, 5s)) << "server 5 did not register";
-    // Live for half the settle delay, as the others see it.
-    std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs / 2));
+    // Live for a quarter of the settle delay after it registered (a loaded
+    // machine may take a second to start it).
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs / 4));
     look();
     EXPECT_EQ(n5.proc->terminate(), 0);
     lives.push_back(msBetween(started, Clock::now()));
@@ -940,22 +1003,90 @@ TEST_F(FleetSuite, D_DrainAndUndrain) {
   env->drained.erase(victim);
   auto back = waitBalanced(env->candidates(), kBalanceLimit, t1);
   ASSERT_TRUE(back.ok) << "the fleet did not balance after the undrain: " << back.reason;
-  expectFleet("undrained", back, false);
-  std::set<std::string> returned;
-  for (auto& [g, c] : back.ctl) {
-    if (c == after.at(g)) continue;
-    returned.insert(g);
-    EXPECT_EQ(c.id, victim) << "group " << g << " moved, but not to the undrained server";
-  }
-  EXPECT_EQ(returned, itsGroups) << "the undrained server did not get back exactly the groups it gave up";
+  expectFleet("undrained", back, true);
+  size_t minimum = 0, toNew = 0;
+  const auto returned = expectMovesWithinMinimum("undrained", victim, drained, back, &minimum, &toNew);
   auto members2 = checkMembers("server " + std::to_string(victim) + " undrained", t1);
   auto regs2 = reregistrations(regsMid, returned);
   EXPECT_LE(regs2.most, 1u) << "a member of a group returned to the undrained server registered " << regs2.most
                             << " times";
-  figure("fleet undrain of server " + std::to_string(victim) + ": balanced " + std::to_string(back.ms) +
-         " ms after groupctl undrain; " + std::to_string(returned.size()) + " groups back (" + spread(back.ctl) +
-         "); " + std::to_string(regs2.registeredAgain) + " of their " + std::to_string(regs2.members) +
+  figure("fleet undrain of server " + std::to_string(victim) + ": placed " + std::to_string(back.ms) +
+         " ms after groupctl undrain; " + std::to_string(returned.size()) + " groups moved, " + std::to_string(toNew) + " of them to it (the bound forces at least " +
+         std::to_string(minimum) + "; " + spread(back.ctl) + "; " + ratioText(back) + "); " + std::to_string(regs2.registeredAgain) + " of their " + std::to_string(regs2.members) +
          " members registered again; " + memberText(members2));
+}
+
+TEST_F(FleetSuite, E_KilledAndRestarted) {
+  wanted_ = {1, 2, 3, 4};
+  const int32_t victim = 3;
+  auto before = waitBalanced(env->candidates(), 10s);
+  ASSERT_TRUE(before.ok) << "not placed before the kill: " << before.reason;
+  std::set<std::string> itsGroups;
+  for (auto& [g, c] : before.ctl)
+    if (c.id == victim) itsGroups.insert(g);
+  Node& node = env->nodes[victim];
+
+  // Killed: its session lives on until ZooKeeper expires it, then the
+  // others claim its groups, each on the first server of its own order
+  // with room under the bound.
+  const auto killed = Clock::now();
+  node.proc->kill9();
+  env->refreshPorts();
+  auto down = waitBalanced(env->candidates(), kBalanceLimit, killed);
+  ASSERT_TRUE(down.ok) << "its groups were not claimed by the others: " << down.reason;
+  expectFleet("server " + std::to_string(victim) + " killed", down, true);
+  for (auto& [g, c] : down.ctl) {
+    if (!itsGroups.count(g)) EXPECT_EQ(c, before.ctl.at(g)) << "group " << g << " moved, not the killed server's";
+  }
+  auto downMembers = checkMembers("server " + std::to_string(victim) + " killed", killed);
+  figure("fleet SIGKILL of server " + std::to_string(victim) + ": its " + std::to_string(itsGroups.size()) +
+         " groups claimed by the others " + std::to_string(down.ms) + " ms after the kill (ZooKeeper session " +
+         std::to_string(kZkSessionMs) + " ms; " + ratioText(down) + "); " + memberText(downMembers));
+
+  // Started again: it says its id is taken until the old session is gone,
+  // then settles, and the others hand it what the bound forces off them.
+  const double handoversBefore = handoversOf(env->candidates());
+  ASSERT_TRUE(node.start()) << "server " << victim << " did not start again";
+  const auto back = Clock::now();
+  env->refreshPorts();
+  auto up = waitBalanced(env->candidates(), kBalanceLimit, back);
+  ASSERT_TRUE(up.ok) << "the fleet was not placed again after the restart: " << up.reason;
+  EXPECT_GE(up.firstChangeMs, kSettleMs - 500) << "groups moved to it before it had settled";
+  expectFleet("server " + std::to_string(victim) + " restarted", up, true);
+  size_t minimum = 0, toNew = 0;
+  const auto moved = expectMovesWithinMinimum("restarted after SIGKILL", victim, down, up, &minimum, &toNew);
+  const double handedOver = handoversOf(env->candidates()) - handoversBefore;
+  auto upMembers = checkMembers("server " + std::to_string(victim) + " restarted", back);
+  figure("fleet restart after SIGKILL of server " + std::to_string(victim) + ": placed " + std::to_string(up.ms) +
+         " ms after it started, first group seen moved at " + std::to_string(up.firstChangeMs) + " ms; " +
+         std::to_string(moved.size()) + " groups moved, " + std::to_string(toNew) + " of them to it (the bound forces at least " + std::to_string(minimum) +
+         "), handovers counted " + std::to_string(static_cast<int>(handedOver)) + "; " + spread(up.ctl) + "; " +
+         ratioText(up) + "; " + memberText(upMembers));
+}
+
+TEST_F(FleetSuite, F_SteadyWeightsMoveNothing) {
+  wanted_ = {1, 2, 3, 4};
+  auto before = waitBalanced(env->candidates(), 10s);
+  ASSERT_TRUE(before.ok) << "not placed before the steady run: " << before.reason;
+  const char* text = std::getenv("GROUPCOORD_FLEET_STEADY_SECONDS");
+  const int seconds = text ? std::max(1, std::atoi(text)) : 60;
+  const double handoversBefore = handoversOf(env->candidates());
+  std::vector<std::string> changes;
+  const auto t0 = Clock::now();
+  while (Clock::now() < t0 + std::chrono::seconds(seconds)) {
+    std::this_thread::sleep_for(1s);
+    for (auto& [g, c] : readControllers())
+      if (!(c == before.ctl.at(g)) && changes.size() < 20)
+        changes.push_back(g + ": " + std::to_string(before.ctl.at(g).id) + " -> " + std::to_string(c.id));
+  }
+  for (auto& c : changes) ADD_FAILURE() << "controller changed while nothing happened: " << c;
+  const double handovers = handoversOf(env->candidates()) - handoversBefore;
+  EXPECT_EQ(handovers, 0) << "groupcoord_handovers_total moved";
+  auto after = waitBalanced(env->candidates(), 5s);
+  EXPECT_TRUE(after.ok) << after.reason;
+  figure("fleet steady weights for " + std::to_string(seconds) + " s (members heartbeating and committing): " +
+         std::to_string(changes.size()) + " groups changed controller, handovers " +
+         std::to_string(static_cast<int>(handovers)) + "; " + ratioText(after));
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ static_assert(kSameApi<FetchOffsetsRequest, FetchOffsetsResponse>);
 static_assert(kSameApi<RewindConsumerRequest, RewindConsumerResponse>);
 static_assert(kSameApi<AuthenticateRequest, AuthenticateResponse>);
 static_assert(kSameApi<DrainServerRequest, DrainServerResponse>);
+static_assert(kSameApi<DescribeGroupRequest, DescribeGroupResponse>);
+static_assert(kSameApi<DescribeServersRequest, DescribeServersResponse>);
 static_assert(!ApiMessage<ErrorOnlyResponse>);
 
 template <size_t... I>

@@ -357,6 +357,92 @@ TEST(HandBytes, DescribeGroupDocumentedExample) {
   expectResponse(ApiKey::DescribeGroup, *response, {0, 8}, refused);
 }
 
+TEST(HandBytes, DescribeServersRequest) {
+  // ApiKey 12, and nothing after the header.
+  expectRequest(Bytes().requestHeader(12, 0, 52, "groupctl").frame(), headerFor(ApiKey::DescribeServers, 52, "groupctl"),
+                DescribeServersRequest{});
+  expectRequest(Bytes().requestHeader(12, 0, 53, std::nullopt).frame(),
+                headerFor(ApiKey::DescribeServers, 53, std::nullopt), DescribeServersRequest{});
+}
+
+TEST(HandBytes, DescribeServersResponse) {
+  // Field by field as docs/protocol.md lists them: ErrorCode, ServerId,
+  // EpsilonPermille, MarginPermille, Weighting, GroupWeight, Total, Bound,
+  // Complete, then Servers (Id, Host, Port int32, Drained, Settled,
+  // Candidate, Load, Groups, Placed) and Moves (Group, Weight, Controller,
+  // Target).
+  auto frame = Bytes()
+                   .responseHeader(0, 54)
+                   .int16(0)
+                   .int32(3)
+                   .int32(100)
+                   .int32(50)
+                   .str("groups")
+                   .int64(10)
+                   .int64(30)
+                   .int64(17)
+                   .boolean(false)
+                   .count(2)
+                   .int32(3).str("10.0.0.3").int32(7400).boolean(false).boolean(true).boolean(true)
+                   .int64(30).int32(3).int64(20)
+                   .int32(4).str("").int32(0).boolean(true).boolean(false).boolean(false)
+                   .int64(0).int32(0).int64(kInt64Max)
+                   .count(1)
+                   .str("orders").int64(10).int32(-1).int32(4)
+                   .frame();
+  DescribeServersResponse want;
+  want.server = 3;
+  want.epsilonPermille = 100;
+  want.marginPermille = 50;
+  want.weighting = "groups";
+  want.groupWeight = 10;
+  want.total = 30;
+  want.bound = 17;
+  want.complete = false;
+  want.servers = {ServerPlacement{3, "10.0.0.3", 7400, false, true, true, 30, 3, 20},
+                  ServerPlacement{4, "", 0, true, false, false, 0, 0, kInt64Max}};
+  want.moves = {GroupMove{"orders", 10, -1, 4}};
+  expectResponse(ApiKey::DescribeServers, frame, {0, 54}, want);
+}
+
+// The example of docs/protocol.md ("12 DescribeServers"), as it is printed
+// there.
+TEST(HandBytes, DescribeServersDocumentedExample) {
+  const auto request = fromHex("00000016000c00000000000000000017000867726f757063746c");
+  ASSERT_TRUE(request);
+  expectRequest(*request, headerFor(ApiKey::DescribeServers, 23, "groupctl"), DescribeServersRequest{});
+  const auto response = fromHex(
+      "000000ac00000000000000000017000000000001000000640000003200076d656d62657273000000000000000a"
+      "0000000000000018000000000000000e01"
+      "00000002"
+      "00000001000831302e302e302e3100001ce8000101000000000000001800000002000000000000000c"
+      "00000002000831302e302e302e3200001ce8000101000000000000000000000000000000000000000c"
+      "00000001"
+      "0006636c69636b73000000000000000c0000000100000002");
+  ASSERT_TRUE(response);
+  DescribeServersResponse want;
+  want.server = 1;
+  want.epsilonPermille = 100;
+  want.marginPermille = 50;
+  want.weighting = "members";
+  want.groupWeight = 10;
+  want.total = 24;
+  want.bound = 14;
+  want.complete = true;
+  want.servers = {ServerPlacement{1, "10.0.0.1", 7400, false, true, true, 24, 2, 12},
+                  ServerPlacement{2, "10.0.0.2", 7400, false, true, true, 0, 0, 12}};
+  want.moves = {GroupMove{"clicks", 12, 1, 2}};
+  expectResponse(ApiKey::DescribeServers, *response, {0, 23}, want);
+
+  // The answer of a server without ZooKeeper, CorrelationId 24.
+  const auto refused = fromHex(
+      "0000003b000000000000000000180010ffffffffffffffffffffffff0000ffffffffffffffffffffffffffffffffffffffffffffffff"
+      "000000000000000000");
+  ASSERT_TRUE(refused);
+  expectResponse(ApiKey::DescribeServers, *refused, {0, 24},
+                 errorResponse(DescribeServersRequest{}, ErrorCode::CONTROLLER_NOT_AVAILABLE));
+}
+
 TEST(HandBytes, ErrorOnlyResponses) {
   expectResponse(ApiKey::Heartbeat, Bytes().responseHeader(3, 13).int16(2).frame(), {3, 13},
                  ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});

@@ -223,7 +223,7 @@ TEST(Malformed, ProbeSeesALargeAllocation) {
 // ---- ApiKey and Version --------------------------------------------------------
 
 TEST(Malformed, UnknownApiKeyKeepsCorrelationAndClientId) {
-  for (int key : {12, 42, -1, 0x7fff}) {
+  for (int key : {13, 42, -1, 0x7fff}) {
     // Whatever follows the header is not looked at.
     const DecodedRequest d = decode(Bytes().requestHeader(key, 0, 12, "svc-1").int8(0x99));
     EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
@@ -475,6 +475,81 @@ TEST(MalformedResponse, DescribeGroupMemberWithANegativeHeldCount) {
   const DecodedResponse d = decodeResponse(ApiKey::DescribeGroup, body);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.detail.find("Held"), std::string::npos) << d.detail;
+}
+
+// ---- DescribeServers ---------------------------------------------------------------
+
+TEST(Malformed, DescribeServersWithAnyBody) {
+  // Nothing follows the header; a byte more is trailing.
+  EXPECT_EQ(decode(header(12)).status, DecodeStatus::Ok);
+  expectInvalid(decode(header(12).int8(0)), 77, "after the last field");
+  expectInvalid(decode(header(12).str("orders")), 77, "after the last field");
+  EXPECT_EQ(decode(Bytes().requestHeader(12, 1, 78, "cli")).status, DecodeStatus::UnsupportedVersion);
+}
+
+// The fixed part of a DescribeServers answer, up to and including Complete.
+Bytes serversHead(int complete = 1) {
+  Bytes b;
+  b.responseHeader(0, 1).int16(0).int32(1).int32(100).int32(50).str("members").int64(10).int64(24).int64(14).int8(
+      complete);
+  return b;
+}
+
+TEST(MalformedResponse, DescribeServersBadBools) {
+  DecodedResponse d = decodeResponse(ApiKey::DescribeServers, serversHead(2).count(0).count(0).body());
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Complete"), std::string::npos) << d.detail;
+  const auto badDrained = serversHead()
+                              .count(1)
+                              .int32(1).str("h").int32(7400).int8(7).int8(1).int8(1).int64(1).int32(1).int64(1)
+                              .count(0)
+                              .body();
+  d = decodeResponse(ApiKey::DescribeServers, badDrained);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Drained"), std::string::npos) << d.detail;
+  // The same bytes with a 1 read well.
+  const auto good = serversHead()
+                        .count(1)
+                        .int32(1).str("h").int32(7400).int8(1).int8(1).int8(1).int64(1).int32(1).int64(1)
+                        .count(0)
+                        .body();
+  d = decodeResponse(ApiKey::DescribeServers, good);
+  ASSERT_TRUE(d.ok) << d.detail;
+}
+
+TEST(MalformedResponse, DescribeServersCountsBoundedByTheirSmallestElements) {
+  // 36 bytes after a Servers count of 1: the Moves count (4) and one byte
+  // short of the smallest ServerPlacement (33).
+  auto servers = serversHead().count(1).raw(std::vector<uint8_t>(36, 0)).body();
+  DecodedResponse d = decodeResponse(ApiKey::DescribeServers, servers);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Servers"), std::string::npos) << d.detail;
+  // 17 bytes after a Moves count of 1: one short of the smallest GroupMove (18).
+  auto moves = serversHead().count(0).count(1).raw(std::vector<uint8_t>(17, 0)).body();
+  d = decodeResponse(ApiKey::DescribeServers, moves);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Moves"), std::string::npos) << d.detail;
+  // Two moves in 36 bytes read; so does -1 as an empty array.
+  auto two = serversHead().count(-1).count(2).raw(std::vector<uint8_t>(36, 0)).body();
+  d = decodeResponse(ApiKey::DescribeServers, two);
+  ASSERT_TRUE(d.ok) << d.detail;
+  EXPECT_EQ(std::get<DescribeServersResponse>(d.response).moves.size(), 2u);
+  // Counts below -1 are malformed.
+  d = decodeResponse(ApiKey::DescribeServers, serversHead().count(-2).count(0).body());
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Servers"), std::string::npos) << d.detail;
+  // A count of 2^31-1 servers, or moves, is refused before anything is reserved.
+  for (const auto& huge : {serversHead().count(0x7fffffff).body(), serversHead().count(0).count(0x7fffffff).body()}) {
+    size_t allocations = 0;
+    {
+      AllocationProbe probe;
+      d = decodeResponse(ApiKey::DescribeServers, huge);
+      allocations = probe.largest();
+    }
+    EXPECT_FALSE(d.ok);
+    EXPECT_NE(d.detail.find("cannot fit"), std::string::npos) << d.detail;
+    EXPECT_LT(allocations, 4096u);
+  }
 }
 
 TEST(MalformedResponse, UnknownApiWithAFullBody) {

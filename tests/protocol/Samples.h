@@ -81,6 +81,9 @@ inline std::vector<RequestSample> requestSamples() {
   s.push_back({"DescribeGroup", headerFor(ApiKey::DescribeGroup, 16, "groupctl"), DescribeGroupRequest{"orders"}});
   s.push_back({"DescribeGroup long name", headerFor(ApiKey::DescribeGroup, kInt64Max, std::nullopt),
                DescribeGroupRequest{longName}});
+  s.push_back({"DescribeServers", headerFor(ApiKey::DescribeServers, 24, "groupctl"), DescribeServersRequest{}});
+  s.push_back({"DescribeServers edges", headerFor(ApiKey::DescribeServers, kInt64Min, std::nullopt),
+               DescribeServersRequest{}});
   // Version 1 of the four APIs that have one.
   s.push_back({"CreateGroup v1 client mode", headerFor(ApiKey::CreateGroup, 17, "svc-1", 1),
                CreateGroupRequest{"shards", 10000, {}, false, AssignmentMode::CLIENT}});
@@ -123,6 +126,28 @@ inline DescribeGroupResponse describedGroup() {
                               30012, "1000 members evicted"},
                RebalanceEvent{0, 7, RebalanceReason::TOPIC_RESIZED, 1, "", "", "", "clicks", 2,
                               "topic clicks grew from 1 to 2 partitions ✓"}};
+  return r;
+}
+
+// A DescribeServers answer with every field away from its default: three
+// live servers (a candidate, a drained one, one still settling) and two
+// groups that should move, one of them without a controller.
+inline DescribeServersResponse describedServers() {
+  DescribeServersResponse r;
+  r.error = ErrorCode::NONE;
+  r.server = 2;
+  r.epsilonPermille = 100;
+  r.marginPermille = 50;
+  r.weighting = "members";
+  r.groupWeight = 10;
+  r.total = 73;
+  r.bound = 81;
+  r.complete = true;
+  // id, host, port, drained, settled, candidate, load, groups, placed
+  r.servers = {ServerPlacement{1, "10.0.0.7", 7400, false, true, true, 52, 4, 73},
+               ServerPlacement{2, "groupcoord-2.example", 65535, true, true, false, 21, 2, 0},
+               ServerPlacement{kInt32Max, "", 0, false, false, false, kInt64Max, kInt32Max, 0}};
+  r.moves = {GroupMove{"orders", 13, 2, 1}, GroupMove{"new-group", kInt64Max, -1, 1}};
   return r;
 }
 
@@ -182,6 +207,15 @@ inline std::vector<ResponseSample> responseSamples() {
   refused.group = "orders";
   refused.error = ErrorCode::NOT_CONTROLLER;
   s.push_back({"DescribeGroup refused", ApiKey::DescribeGroup, {0, 22}, refused});
+  s.push_back({"DescribeServers", ApiKey::DescribeServers, {0, 29}, describedServers()});
+  DescribeServersResponse reading = describedServers();
+  reading.complete = false;
+  reading.weighting = "groups";
+  reading.moves.clear();
+  s.push_back({"DescribeServers still reading", ApiKey::DescribeServers, {0, kInt64Min}, reading});
+  DescribeServersResponse unavailable;
+  unavailable.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  s.push_back({"DescribeServers refused", ApiKey::DescribeServers, {0, 30}, unavailable});
   // Version 1.
   RegisterConsumerResponse client{"shards", "m-2", 4, {"m-1", "m-2"}, {}, ErrorCode::NONE, AssignmentMode::CLIENT,
                                   {{"m-1", std::string("\0\1", 2), "r1"}, {"m-2", "", ""}}};

@@ -111,6 +111,27 @@ TEST(ErrorResponse, EachApiCarriesTheContractsFields) {
   EXPECT_EQ(errorResponse(AuthenticateRequest{"u", "s"}, ErrorCode::NOT_AUTHORIZED),
             Response(AuthenticateResponse{ErrorCode::NOT_AUTHORIZED}));
   EXPECT_EQ(errorResponse(DrainServerRequest{2, true}, e), Response(DrainServerResponse{e}));
+
+  // DescribeServers: numbers -1, Weighting "", Complete false, no server, no move.
+  const Response servers = errorResponse(DescribeServersRequest{}, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  ASSERT_TRUE(std::holds_alternative<DescribeServersResponse>(servers));
+  const auto& s = std::get<DescribeServersResponse>(servers);
+  EXPECT_EQ(s.error, ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(s.server, -1);
+  EXPECT_EQ(s.epsilonPermille, -1);
+  EXPECT_EQ(s.marginPermille, -1);
+  EXPECT_EQ(s.weighting, "");
+  EXPECT_EQ(s.groupWeight, -1);
+  EXPECT_EQ(s.total, -1);
+  EXPECT_EQ(s.bound, -1);
+  EXPECT_FALSE(s.complete);
+  EXPECT_TRUE(s.servers.empty());
+  EXPECT_TRUE(s.moves.empty());
+}
+
+// DescribeServers carries nothing to judge.
+TEST(ValidateNames, DescribeServersIsNeverANameError) {
+  EXPECT_EQ(validateNames(DescribeServersRequest{}), ErrorCode::NONE);
 }
 
 // A user name is not a path: any user name passes the name check, and the
@@ -201,15 +222,17 @@ TEST(Tables, ApiNamesAndWhereToSend) {
       {ApiKey::Authenticate, "Authenticate", false},
       {ApiKey::DrainServer, "DrainServer", false},
       {ApiKey::DescribeGroup, "DescribeGroup", true},
+      {ApiKey::DescribeServers, "DescribeServers", false},
   };
   for (const auto& [key, name, controllerOnly] : table) {
     EXPECT_EQ(apiName(key), name);
     EXPECT_EQ(isControllerOnly(key), controllerOnly) << name;
     EXPECT_TRUE(isKnownApi(static_cast<int16_t>(key)));
   }
-  EXPECT_EQ(apiName(static_cast<ApiKey>(12)), "Unknown");
+  EXPECT_EQ(apiName(static_cast<ApiKey>(13)), "Unknown");
   EXPECT_EQ(apiName(static_cast<ApiKey>(-1)), "Unknown");
-  EXPECT_FALSE(isKnownApi(12));
+  EXPECT_TRUE(isKnownApi(12));
+  EXPECT_FALSE(isKnownApi(13));
   EXPECT_FALSE(isKnownApi(-1));
 }
 
@@ -230,6 +253,8 @@ TEST(Tables, ApiKeyOfEveryMessageType) {
   EXPECT_EQ(apiKeyOf(Response(DrainServerResponse{})), ApiKey::DrainServer);
   EXPECT_EQ(apiKeyOf(DescribeGroupRequest{}), ApiKey::DescribeGroup);
   EXPECT_EQ(apiKeyOf(Response(DescribeGroupResponse{})), ApiKey::DescribeGroup);
+  EXPECT_EQ(apiKeyOf(DescribeServersRequest{}), ApiKey::DescribeServers);
+  EXPECT_EQ(apiKeyOf(Response(DescribeServersResponse{})), ApiKey::DescribeServers);
   EXPECT_EQ(apiKeyOf(Response(ErrorOnlyResponse{})), std::nullopt);
 }
 

@@ -35,6 +35,8 @@ json toJson(const PartitionOffset& po) { return json::array({po.topic, po.partit
 json toJson(const PartitionError& pe) { return json::array({pe.topic, pe.partition, errorJson(pe.error)}); }
 
 json toJson(const GroupInfo& g);
+json toJson(const ServerPlacement& s);
+json toJson(const GroupMove& m);
 json toJson(const TopicState& t);
 json toJson(const MemberState& m);
 json toJson(const RebalanceEvent& e);
@@ -143,6 +145,28 @@ json toJson(const DescribeGroupResponse& m) {
           {"offsets", arrayJson(m.offsets)},
           {"history", arrayJson(m.history)}};
 }
+json toJson(const DescribeServersRequest&) { return json::object(); }
+json toJson(const ServerPlacement& s) {
+  return {{"id", s.id},         {"host", s.host},           {"port", s.port},       {"drained", s.drained},
+          {"settled", s.settled}, {"candidate", s.candidate}, {"load", s.load},       {"groups", s.groups},
+          {"placed", s.placed}};
+}
+json toJson(const GroupMove& m) {
+  return {{"group", m.group}, {"weight", m.weight}, {"controller", m.controller}, {"target", m.target}};
+}
+json toJson(const DescribeServersResponse& m) {
+  return {{"error", errorJson(m.error)},
+          {"server", m.server},
+          {"epsilon_permille", m.epsilonPermille},
+          {"margin_permille", m.marginPermille},
+          {"weighting", m.weighting},
+          {"group_weight", m.groupWeight},
+          {"total", m.total},
+          {"bound", m.bound},
+          {"complete", m.complete},
+          {"servers", arrayJson(m.servers)},
+          {"moves", arrayJson(m.moves)}};
+}
 json toJson(const ErrorOnlyResponse& m) { return {{"error", errorJson(m.error)}}; }
 
 // ---- JSON to messages ----------------------------------------------------------
@@ -206,6 +230,9 @@ Request requestFrom(int api, const json& f) {
       return DrainServerRequest{f.at("server_id"), f.at("drain")};
     case ApiKey::DescribeGroup:
       return DescribeGroupRequest{f.at("group")};
+    case ApiKey::DescribeServers:
+      if (!f.empty()) throw std::runtime_error("a DescribeServers request has no field");
+      return DescribeServersRequest{};
   }
   throw std::runtime_error("no request layout for api " + std::to_string(api));
 }
@@ -251,6 +278,27 @@ DescribeGroupResponse describeGroupFrom(const json& f) {
   return r;
 }
 
+DescribeServersResponse describeServersFrom(const json& f) {
+  DescribeServersResponse r;
+  r.error = errorFrom(f.at("error"));
+  r.server = f.at("server");
+  r.epsilonPermille = f.at("epsilon_permille");
+  r.marginPermille = f.at("margin_permille");
+  r.weighting = f.at("weighting");
+  r.groupWeight = f.at("group_weight");
+  r.total = f.at("total");
+  r.bound = f.at("bound");
+  r.complete = f.at("complete");
+  for (const auto& s : f.at("servers")) {
+    r.servers.push_back(ServerPlacement{s.at("id"), s.at("host"), s.at("port"), s.at("drained"), s.at("settled"),
+                                        s.at("candidate"), s.at("load"), s.at("groups"), s.at("placed")});
+  }
+  for (const auto& m : f.at("moves")) {
+    r.moves.push_back(GroupMove{m.at("group"), m.at("weight"), m.at("controller"), m.at("target")});
+  }
+  return r;
+}
+
 Response responseFrom(int api, const json& f) {
   if (isErrorOnly(api, f)) return ErrorOnlyResponse{errorFrom(f.at("error"))};
   switch (static_cast<ApiKey>(api)) {
@@ -291,6 +339,8 @@ Response responseFrom(int api, const json& f) {
       return DrainServerResponse{errorFrom(f.at("error"))};
     case ApiKey::DescribeGroup:
       return describeGroupFrom(f);
+    case ApiKey::DescribeServers:
+      return describeServersFrom(f);
   }
   throw std::runtime_error("no response layout for api " + std::to_string(api));
 }

@@ -411,7 +411,7 @@ TEST_F(StatusPageIntegrationTest, WithAuthenticationThePageAndTheApiNeedAnAdmin)
   addMember("checkout-api");
   waitStable(1, 4);
   const std::string base = "http://127.0.0.1:" + std::to_string(server.httpPort);
-  for (const std::string path : {"/", "/groups/shop", "/api/fleet", "/api/groups", "/api/groups/shop"}) {
+  for (const std::string path : {"/", "/groups/shop", "/api/fleet", "/api/groups", "/api/groups/shop", "/api/servers"}) {
     EXPECT_EQ(curl(dir_, base + path).status, 401) << path;
     EXPECT_EQ(curl(dir_, base + path, "app", kMemberSecret).status, 401) << path;
     EXPECT_EQ(curl(dir_, base + path, "ops", "not the secret").status, 401) << path;
@@ -451,6 +451,19 @@ void expectProxied(const std::vector<Server>& servers, const std::function<Fetch
     auto fleet = nlohmann::json::parse(get(other, "/api/fleet").body);
     EXPECT_EQ(fleet["servers"].size(), 2u);
     EXPECT_NE(fleet["server"], controller);  // answered by the other server
+    // The placement as the other server computes it (DescribeServers): both
+    // servers live, the group counted on its controller.
+    auto placed = get(other, "/api/servers");
+    ASSERT_EQ(placed.status, 200) << placed.body;
+    auto servers = nlohmann::json::parse(placed.body);
+    EXPECT_EQ(servers["server"], fleet["server"]);
+    ASSERT_EQ(servers["servers"].size(), 2u) << placed.body;
+    for (const auto& s : servers["servers"]) {
+      EXPECT_EQ(s["live"], true) << placed.body;
+      EXPECT_TRUE(s.contains("load") && s.contains("bound") && s.contains("placed") && s.contains("state"));
+    }
+    EXPECT_TRUE(servers["moves"].is_array());
+    EXPECT_EQ(servers["without_controller"], nlohmann::json::array());
     auto page = get(other, "/groups/shop");
     EXPECT_EQ(page.status, 200);
     EXPECT_NE(page.body.find(memberId), std::string::npos);

@@ -9,6 +9,7 @@
 
 #include "metrics/Registry.h"
 #include "protocol/DescribeJson.h"
+#include "protocol/ServersJson.h"
 #include "server/Auth.h"
 #include "server/HttpServer.h"
 #include "server/StatusPage.h"
@@ -78,6 +79,33 @@ FleetView hostileFleet() {
   return f;
 }
 
+// The same fleet with the placement server 1 computes: server 1 over the
+// bound gives a group to server 2, and a group without a controller goes to
+// server 2 too; server 3 has just started and controls a group.
+FleetView placedFleet() {
+  FleetView f = hostileFleet();
+  f.servers[1].drained = false;
+  f.servers.push_back(FleetServer{3, "10.0.0.3", 7400, false, false, {}});
+  protocol::GroupInfo orphan;
+  orphan.name = "orphan";
+  f.groups.push_back(orphan);
+  protocol::DescribeServersResponse p;
+  p.server = 1;
+  p.epsilonPermille = 100;
+  p.marginPermille = 50;
+  p.weighting = "members";
+  p.groupWeight = 10;
+  p.total = 34;
+  p.bound = 19;
+  p.complete = true;
+  p.servers = {protocol::ServerPlacement{1, kHostile, 7400, false, true, true, 24, 2, 12},
+               protocol::ServerPlacement{2, "10.0.0.2", 7400, false, true, true, 0, 0, 22},
+               protocol::ServerPlacement{3, "10.0.0.3", 7400, false, false, false, 10, 1, 0}};
+  p.moves = {protocol::GroupMove{"orders.v2_eu-1", 12, 1, 2}, protocol::GroupMove{"orphan", 10, -1, 2}};
+  f.placement = p;
+  return f;
+}
+
 // Nothing that makes a browser fetch from another place: no script, image,
 // frame or stylesheet element, no URL in the CSS, no absolute URL at all
 // (the hostile strings' "src=x" survives only as escaped text).
@@ -128,6 +156,81 @@ TEST(StatusPageTest, FleetPageEscapesAndLinksEachGroup) {
   expectSelfContained(html);
 }
 
+TEST(StatusPageTest, FleetPageShowsEachServersLoadTheBoundAndTheGroupsThatShouldMove) {
+  const std::string html = renderFleetPage(placedFleet(), kNow);
+  EXPECT_EQ(html.find(kHostile), std::string::npos);
+  expectSelfContained(html);
+  for (const char* column : {">Load<", ">Bound<", ">After<"}) EXPECT_NE(html.find(column), std::string::npos) << column;
+  EXPECT_NE(html.find("<td class=\"num load\">24</td><td class=\"num bound\">19</td><td class=\"num placed\">12</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num load\">0</td><td class=\"num bound\">19</td><td class=\"num placed\">22</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("settling"), std::string::npos);  // server 3
+  EXPECT_NE(html.find("candidate"), std::string::npos);
+  EXPECT_NE(html.find("bound B = ceil((1+eps) x total / candidates): eps 0.10, margin 0.05, weight = members + 10"),
+            std::string::npos);
+  EXPECT_NE(html.find("view of server 1"), std::string::npos);
+  const size_t moves = html.find("Groups that should move");
+  ASSERT_NE(moves, std::string::npos);
+  EXPECT_NE(html.find("href=\"/groups/orphan\"", moves), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"muted\">none</span></td><td>server 2</td>", moves), std::string::npos);
+  EXPECT_EQ(html.find("still reading the fleet"), std::string::npos);
+  EXPECT_NE(html.find("href=\"/api/servers\""), std::string::npos);
+
+  FleetView reading = placedFleet();
+  reading.placement->complete = false;
+  reading.placement->moves.clear();
+  const std::string early = renderFleetPage(reading, kNow);
+  EXPECT_NE(early.find("still reading the fleet: no group moves for load yet"), std::string::npos);
+  EXPECT_EQ(early.find("Groups that should move"), std::string::npos);
+
+  // Without the placement (an older source), the servers' table as before.
+  const std::string plain = renderFleetPage(hostileFleet(), kNow);
+  EXPECT_EQ(plain.find(">Load<"), std::string::npos);
+  EXPECT_EQ(plain.find("Groups that should move"), std::string::npos);
+}
+
+// /api/servers is the document `groupctl servers --output json` prints
+// (docs/protocol.md, "DescribeServers as JSON").
+TEST(StatusPageTest, ServersJsonIsTheDocumentGroupctlPrints) {
+  const FleetView fleet = placedFleet();
+  const auto doc = nlohmann::json::parse(serversJson(fleet));
+  EXPECT_EQ(doc, protocol::serversJson(fleet.groups, &*fleet.placement));
+  ASSERT_EQ(doc["servers"].size(), 3u);
+  const auto& one = doc["servers"][0];
+  EXPECT_EQ(one["id"], 1);
+  EXPECT_EQ(one["host"], kHostile);
+  EXPECT_EQ(one["port"], 7400);
+  EXPECT_EQ(one["groups"], nlohmann::json::array({"orders.v2_eu-1"}));
+  EXPECT_EQ(one["state"], "candidate");
+  EXPECT_EQ(one["load"], 24);
+  EXPECT_EQ(one["bound"], 19);
+  EXPECT_EQ(one["placed"], 12);
+  EXPECT_EQ(one["group_count"], 2);
+  EXPECT_EQ(doc["servers"][1]["groups"], nlohmann::json::array());
+  EXPECT_EQ(doc["servers"][1]["placed"], 22);
+  EXPECT_EQ(doc["servers"][2]["state"], "settling");
+  EXPECT_TRUE(doc["servers"][2]["bound"].is_null());
+  EXPECT_EQ(doc["without_controller"], nlohmann::json::array({"orphan"}));
+  EXPECT_EQ(doc["server"], 1);
+  EXPECT_EQ(doc["bound"], 19);
+  EXPECT_EQ(doc["total"], 34);
+  EXPECT_EQ(doc["candidates"], 2);
+  EXPECT_EQ(doc["complete"], true);
+  EXPECT_EQ(doc["weighting"], "members");
+  ASSERT_EQ(doc["moves"].size(), 2u);
+  EXPECT_EQ(doc["moves"][0], (nlohmann::json{{"group", "orders.v2_eu-1"}, {"weight", 12}, {"from", 1}, {"to", 2}}));
+  EXPECT_TRUE(doc["moves"][1]["from"].is_null());
+
+  // Without the placement: the keys groupctl servers always printed, and only those.
+  const auto plain = nlohmann::json::parse(serversJson(hostileFleet()));
+  EXPECT_EQ(plain, (nlohmann::json{{"servers", nlohmann::json::array({{{"id", 1},
+                                                                        {"host", kHostile},
+                                                                        {"port", 7400},
+                                                                        {"groups", {"orders.v2_eu-1"}}}})},
+                                   {"without_controller", nlohmann::json::array()}}));
+}
+
 TEST(StatusPageTest, ErrorPageEscapesTheMessage) {
   const std::string html = renderErrorPage(404, StatusError{ErrorCode::UNKNOWN_GROUP, kHostile});
   EXPECT_EQ(html.find(kHostile), std::string::npos);
@@ -169,7 +272,7 @@ TEST(StatusPageTest, InvalidUtf8FromAClientStillMakesValidJson) {
 
 class FakeSource final : public StatusSource {
  public:
-  StatusAnswer<FleetView> fleet() override { return {{}, hostileFleet()}; }
+  StatusAnswer<FleetView> fleet() override { return {{}, placedFleet()}; }
   StatusAnswer<DescribeGroupResponse> group(const std::string& name, const Viewer& viewer) override {
     asked = name;
     lastViewer = viewer;
@@ -242,8 +345,16 @@ TEST_F(StatusRoutesTest, ServesThePagesAndTheApi) {
   EXPECT_EQ(api.status, 200);
   EXPECT_NE(api.headers.find("application/json"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(api.body)["generation"], 7);
-  EXPECT_EQ(nlohmann::json::parse(get(port(), "/api/fleet").body)["servers"].size(), 2u);
-  EXPECT_EQ(nlohmann::json::parse(get(port(), "/api/groups").body)["groups"].size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(get(port(), "/api/fleet").body)["servers"].size(), 3u);
+  EXPECT_EQ(nlohmann::json::parse(get(port(), "/api/groups").body)["groups"].size(), 2u);
+  auto servers = get(port(), "/api/servers");
+  EXPECT_EQ(servers.status, 200);
+  EXPECT_NE(servers.headers.find("application/json"), std::string::npos);
+  const auto doc = nlohmann::json::parse(servers.body);
+  const FleetView placed = placedFleet();
+  EXPECT_EQ(doc, protocol::serversJson(placed.groups, &*placed.placement));
+  EXPECT_EQ(doc["moves"].size(), 2u);
+  EXPECT_NE(fleet.body.find("Groups that should move"), std::string::npos);
 }
 
 TEST_F(StatusRoutesTest, BadNamesAnswer404WithoutReachingTheSource) {
@@ -271,7 +382,8 @@ TEST_F(StatusRoutesTest, OtherMethodsAnswer405) {
 
 TEST_F(StatusRoutesTest, WithCredentialsOnlyAnAdminGetsIn) {
   start(true);
-  for (const char* path : {"/", "/groups/orders.v2_eu-1", "/api/fleet", "/api/groups", "/api/groups/orders.v2_eu-1"}) {
+  for (const char* path :
+       {"/", "/groups/orders.v2_eu-1", "/api/fleet", "/api/groups", "/api/groups/orders.v2_eu-1", "/api/servers"}) {
     auto none = get(port(), path);
     EXPECT_EQ(none.status, 401) << path;
     EXPECT_NE(none.headers.find("WWW-Authenticate: Basic realm=\"groupcoord\""), std::string::npos) << path;
@@ -293,6 +405,7 @@ TEST(StatusRoutesOffTest, WithoutASourceThePageIsNotServed) {
   ASSERT_TRUE(server.start(&error)) << error;
   EXPECT_EQ(get(server.port(), "/").status, 404);
   EXPECT_EQ(get(server.port(), "/api/groups").status, 404);
+  EXPECT_EQ(get(server.port(), "/api/servers").status, 404);
 }
 
 }  // namespace

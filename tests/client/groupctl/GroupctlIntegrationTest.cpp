@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +25,7 @@
 
 #include "client/Connection.h"
 #include "client/Consumer.h"
+#include "tests/client/FakeServer.h"
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
@@ -294,30 +296,97 @@ TEST_F(GroupctlTest, ANegativeServerIdIsRefused) {
 TEST_F(GroupctlTest, ServersListsTheControllerOfEachGroup) {
   CtlRun created = ctl({"create", "orders", "--topics", "alpha", "--session-timeout", "4s"});
   ASSERT_EQ(created.exit, 0) << created.err;
-  // CreateGroup waits for a controller, but may answer before one claimed it.
+  // CreateGroup waits for a controller, but may answer before one claimed
+  // it; the server's view of the placement follows once it has read it.
   json listed;
   auto deadline = std::chrono::steady_clock::now() + 20s;
   do {
     CtlRun r = ctl({"servers"});
     ASSERT_EQ(r.exit, 0) << r.err;
+    EXPECT_TRUE(r.err.empty()) << r.err;  // the server knows DescribeServers: no note
     listed = json::parse(r.out);
-    if (listed["servers"].size() == 1) break;
+    if (listed["servers"].size() == 1 && listed["servers"][0]["groups"] == json::array({"orders"}) &&
+        listed["servers"][0]["group_count"] == 1 && listed["complete"] == true) {
+      break;
+    }
     std::this_thread::sleep_for(200ms);
   } while (std::chrono::steady_clock::now() < deadline);
   ASSERT_EQ(listed["servers"].size(), 1u) << listed.dump();
   const json& s = listed["servers"][0];
+  // The keys `groupctl servers` always printed...
   EXPECT_EQ(s["id"], 1);
   EXPECT_EQ(s["host"], "127.0.0.1");
   EXPECT_EQ(s["port"], server_->port());
   EXPECT_EQ(s["groups"], json::array({"orders"}));
   EXPECT_EQ(listed["without_controller"], json::array());
+  // ...and the placement (DescribeServers): one candidate carrying the one
+  // group, nothing to move.
+  EXPECT_EQ(s["state"], "candidate") << listed.dump();
+  EXPECT_EQ(s["live"], true);
+  EXPECT_EQ(s["group_count"], 1);
+  EXPECT_EQ(s["load"], s["placed"]) << listed.dump();
+  EXPECT_EQ(s["bound"], listed["bound"]);
+  EXPECT_EQ(listed["server"], 1);
+  EXPECT_EQ(listed["candidates"], 1);
+  EXPECT_EQ(listed["complete"], true);
+  EXPECT_EQ(listed["total"], s["load"]);
+  EXPECT_EQ(listed["moves"], json::array());
+  EXPECT_EQ(listed["weighting"], "members");
 
   CtlRun table = groupctl({"--bootstrap", bootstrap_, "servers"});
   ASSERT_EQ(table.exit, 0) << table.err;
-  EXPECT_EQ(table.out, "SERVER  ADDRESS          GROUPS\n"
-                       "1       " + bootstrap_ + std::string(17 - bootstrap_.size(), ' ') + "1\n"
-                       "-       (no controller)  0\n")
+  const std::string load = std::to_string(s["load"].get<int64_t>());
+  const std::string bound = std::to_string(listed["bound"].get<int64_t>());
+  auto cell = [](const std::string& text, size_t width) { return text + std::string(width - text.size(), ' '); };
+  const size_t address = std::max<size_t>(bootstrap_.size(), 15) + 2;
+  const std::string rule =
+      "bound B = ceil((1+eps) x total / candidates): eps 0.10, margin 0.05, weight = members + 10\n";
+  EXPECT_EQ(table.out, cell("SERVER", 8) + cell("ADDRESS", address) + "STATE      GROUPS  " +
+                           cell("LOAD", std::max<size_t>(load.size(), 4) + 2) +
+                           cell("BOUND", std::max<size_t>(bound.size(), 5) + 2) + "AFTER\n" + cell("1", 8) +
+                           cell(bootstrap_, address) + "candidate  1       " +
+                           cell(load, std::max<size_t>(load.size(), 4) + 2) +
+                           cell(bound, std::max<size_t>(bound.size(), 5) + 2) + load + "\n" + cell("-", 8) +
+                           cell("(no controller)", address) + "-          0       " +
+                           cell("-", std::max<size_t>(load.size(), 4) + 2) +
+                           cell("-", std::max<size_t>(bound.size(), 5) + 2) + "-\n" + rule +
+                           "view of server 1: total " + load + " over 1 candidate(s)\n")
       << table.out;
+}
+
+// A server older than DescribeServers answers it UNKNOWN_API (an error-only
+// answer): `groupctl servers` says so on standard error and shows what it
+// showed before the call existed, from ListGroups. No ensemble needed.
+TEST(GroupctlServersTest, AnOlderServerGetsTheControllersOnly) {
+  client::testing::FakeServer older([](const protocol::DecodedRequest& r) {
+    if (r.status != protocol::DecodeStatus::Ok || std::holds_alternative<protocol::DescribeServersRequest>(r.request)) {
+      return client::testing::FakeServer::frame(r, protocol::ErrorOnlyResponse{protocol::ErrorCode::UNKNOWN_API});
+    }
+    if (!std::holds_alternative<protocol::ListGroupsRequest>(r.request)) {
+      return client::testing::FakeServer::frame(r, protocol::ErrorOnlyResponse{protocol::ErrorCode::INVALID_REQUEST});
+    }
+    protocol::GroupInfo orders;
+    orders.name = "orders";
+    orders.controller = protocol::Broker{7, "10.0.0.7", 7400};
+    protocol::GroupInfo idle;
+    idle.name = "idle";
+    return client::testing::FakeServer::frame(r, protocol::ListGroupsResponse{{orders, idle}, protocol::ErrorCode::NONE});
+  });
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(older.port());
+  CtlRun table = groupctl({"--bootstrap", bootstrap, "servers"});
+  ASSERT_EQ(table.exit, 0) << table.err;
+  EXPECT_EQ(table.out,
+            "SERVER  ADDRESS          GROUPS\n"
+            "7       10.0.0.7:7400    1\n"
+            "-       (no controller)  1\n");
+  EXPECT_NE(table.err.find("older than this groupctl"), std::string::npos) << table.err;
+  EXPECT_EQ(std::count(table.err.begin(), table.err.end(), '\n'), 1) << table.err;
+
+  CtlRun j = groupctl({"--bootstrap", bootstrap, "--output", "json", "servers"});
+  ASSERT_EQ(j.exit, 0) << j.err;
+  EXPECT_EQ(json::parse(j.out),
+            (json{{"servers", json::array({{{"id", 7}, {"host", "10.0.0.7"}, {"port", 7400}, {"groups", {"orders"}}}})},
+                  {"without_controller", {"idle"}}}));
 }
 
 TEST_F(GroupctlTest, ExitCodes) {
