@@ -284,7 +284,7 @@ std::string serversPanel(const FleetView& fleet) {
   } else {
     body += "<table><thead><tr><th>Server</th><th>Address</th><th>State</th>";
     if (placement) body += "<th class=\"num\">Load</th><th class=\"num\">Bound</th><th class=\"num\">After</th>";
-    body += "<th>Controls</th></tr></thead><tbody>";
+    body += "<th>Groups</th></tr></thead><tbody>";
     for (const auto& s : fleet.servers) {
       const protocol::ServerPlacement* p = placementOf(fleet, s.id);
       body += "<tr><td><strong>" + std::to_string(s.id) + "</strong>" +
@@ -296,9 +296,17 @@ std::string serversPanel(const FleetView& fleet) {
                 (p && p->candidate ? std::to_string(placement->bound) : none) + "</td><td class=\"num placed\">" +
                 (p ? std::to_string(p->placed) : none) + "</td>";
       }
+      // Folded: a server may control thousands of groups, and the table
+      // must stay readable.
       body += "<td>";
-      if (s.groups.empty()) body += "<span class=\"muted\">no group</span>";
-      for (size_t i = 0; i < s.groups.size(); ++i) body += (i ? ", " : "") + groupLink(s.groups[i]);
+      if (s.groups.empty()) {
+        body += "<span class=\"muted\">no group</span>";
+      } else {
+        body += "<details><summary>" + std::to_string(s.groups.size()) +
+                (s.groups.size() == 1 ? " group" : " groups") + "</summary>";
+        for (size_t i = 0; i < s.groups.size(); ++i) body += (i ? ", " : "") + groupLink(s.groups[i]);
+        body += "</details>";
+      }
       body += "</td></tr>";
     }
     body += "</tbody></table>";
