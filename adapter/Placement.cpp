@@ -139,6 +139,35 @@ PlacementResult place(const std::vector<int32_t>& candidateList, const std::vect
     load[static_cast<size_t>(chosen)] += w;
     r.target[i] = ids[static_cast<size_t>(chosen)];
   }
+  // 4. A server still over the bound by the margin (its heaviest group fit
+  // nowhere, and came back to it as the least loaded) gives up lighter
+  // groups that do fit elsewhere: heaviest first, each to the first server
+  // of its own order with room.
+  for (size_t s = 0; s < ids.size(); ++s) {
+    if (load[s] <= threshold) continue;
+    std::vector<size_t> mine;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (r.target[i] == ids[s]) mine.push_back(i);
+    std::sort(mine.begin(), mine.end(), [&](size_t a, size_t b) {
+      const uint64_t wa = weightOf(groups[a]), wb = weightOf(groups[b]);
+      if (wa != wb) return wa > wb;
+      const uint64_t ha = fnv1a(groups[a].name), hb = fnv1a(groups[b].name);
+      if (ha != hb) return ha < hb;
+      return groups[a].name < groups[b].name;
+    });
+    for (size_t i : mine) {
+      if (load[s] <= r.bound) break;
+      const uint64_t w = weightOf(groups[i]);
+      for (int32_t id : rendezvousOrder(groups[i].name, ids)) {
+        const int d = slotOf(ids, id);
+        if (static_cast<size_t>(d) == s || load[static_cast<size_t>(d)] + w > r.bound) continue;
+        load[s] -= w;
+        load[static_cast<size_t>(d)] += w;
+        r.target[i] = id;
+        break;
+      }
+    }
+  }
   for (size_t s = 0; s < ids.size(); ++s) r.servers[s].placed = load[s];
   for (size_t i = 0; i < groups.size(); ++i) r.moves += r.target[i] != groups[i].controller ? 1 : 0;
   return r;

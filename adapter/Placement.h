@@ -20,6 +20,9 @@
 //     on the first server of its own rendezvous order that stays within B;
 //     when none would, on the least loaded server (its own controller among
 //     equals).
+//  4. A candidate still over B by more than the margin (a heavy group fit
+//     nowhere and came back to it) gives up lighter groups that fit
+//     elsewhere, heaviest first, until it is within B.
 // Applying the result and computing again moves nothing (no candidate is
 // then over its bound by the margin), which is what keeps steady weights
 // from ever moving a group.

@@ -2610,7 +2610,9 @@ void placementScenario(const Args& args) {
   const int32_t partitions = static_cast<int32_t>(args.num("partitions", 64));
   const size_t conns = static_cast<size_t>(args.num("conns", 50));
   const uint64_t heartbeat = static_cast<uint64_t>(args.num("heartbeat-ms", 3000)) * kMs;
-  const int64_t memberSessionMs = args.num("member-session-ms", 10000);
+  // Long enough that the members stay through the join storm of 20,000 of
+  // them on a small machine (a member evicted changes its group's weight).
+  const int64_t memberSessionMs = args.num("member-session-ms", 30000);
   const std::string topicsPath = args.get("topics-path", "/brokers/topics");
   EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
   if (bin.empty()) fail("placement needs --server-bin (the groupcoordd binary; it starts and kills the servers)");
@@ -2844,8 +2846,8 @@ void placementScenario(const Args& args) {
     const auto rendezvous = loadsOf(three, rendezvousOwners(names, three), weightsOf(placed.groups));
     row(sc, "uneven groups: 30 groups, member counts log-uniform " + std::to_string(minMembers) + ".." +
                 std::to_string(maxMembers) + " (seed " + std::to_string(seed) +
-                "), members heartbeating every " + std::to_string(heartbeat / kMs) +
-                " ms: members in all; smallest / largest group",
+                "), members heartbeating every " + std::to_string(heartbeat / kMs) + " ms (session " +
+                std::to_string(memberSessionMs) + " ms): members in all; smallest / largest group",
         count(static_cast<double>(total)) + "; " + count(static_cast<double>(*std::min_element(sizes.begin(), sizes.end()))) +
             " / " + count(static_cast<double>(*std::max_element(sizes.begin(), sizes.end()))));
     row(sc, "uneven groups, placed with weights published (" + fmt(placedSeconds, 1) +
@@ -3076,7 +3078,7 @@ int usage(int code) {
                "              first --restarts of them, all by default)\n"
                "  placement   --server-bin GROUPCOORDD [--work-dir DIR] [--steady-seconds 600] [--seed 20240611]\n"
                "              [--min-members 2] [--max-members 5000] [--settle-ms 2000] [--zk-session-ms 4000]\n"
-               "              [--placement-interval-ms 3000] [--heartbeat-ms 3000] [--member-session-ms 10000]\n"
+               "              [--placement-interval-ms 3000] [--heartbeat-ms 3000] [--member-session-ms 30000]\n"
                "              [--conns 50] [--partitions 64] [--max-seconds STEADY+420]\n"
                "              (starts and kills its own servers: the bounded-load placement of groups over\n"
                "              servers after a crash, with uneven weights, a server joining, one flapping,\n"
