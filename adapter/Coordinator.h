@@ -5,8 +5,8 @@
 // process; the composition root of the parts below (docs/design.md,
 // "The parts of the coordinator"):
 //
-//   ServerRegistry    this server's registration, the live servers,
-//                     rendezvous hashing (who should control a group)
+//   ServerRegistry    this server's registration, the live servers, the
+//                     candidates groups may be placed on
 //   ControllerClaims  known groups and their controllers, claims, the
 //                     fallback claim, CreateGroup waiting for a controller
 //   GroupTable        the groups controlled here, by name

@@ -3,11 +3,12 @@
 // The live groupcoordd servers: this server's own registration
 // (<root>/servers/<id>, ephemeral), the watched list of the others with
 // where clients reach them, the watched drain markers
-// (<root>/draining/<id>), and rendezvous hashing over them, which names
-// each group's preferred controller (docs/design.md, "Claims" and
-// "Handover"). A server is preferred only once it has been live for the
-// settle delay, so a server that comes and goes draws no group; a drained
-// server is never preferred.
+// (<root>/draining/<id>), and the candidates the fleet's placement puts
+// groups on (docs/design.md, "Claims" and "Placement"). A server is a
+// candidate only once it has been live for the settle delay, so a server
+// that comes and goes draws no group; a drained server is never one.
+// preferredServer() is plain rendezvous hashing over the candidates, the
+// claims' choice when no placement is given them.
 //
 // Threads: called from the ticker, I/O threads (brokerOf) and ZooKeeper
 // completions. Lock: mu_ guards the server table; it is never held while
