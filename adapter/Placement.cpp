@@ -105,14 +105,16 @@ PlacementResult place(const std::vector<int32_t>& candidateList, const std::vect
     }
   }
 
-  // 3. Placed in a fixed order: heaviest first, then by name hash.
-  std::sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
+  // The fixed order of steps 3 and 4: heaviest first, then by name hash.
+  auto heavierFirst = [&](size_t a, size_t b) {
     const uint64_t wa = weightOf(groups[a]), wb = weightOf(groups[b]);
     if (wa != wb) return wa > wb;
     const uint64_t ha = fnv1a(groups[a].name), hb = fnv1a(groups[b].name);
     if (ha != hb) return ha < hb;
     return groups[a].name < groups[b].name;
-  });
+  };
+  // 3. Placed in that order.
+  std::sort(movable.begin(), movable.end(), heavierFirst);
   for (size_t i : movable) {
     const uint64_t w = weightOf(groups[i]);
     const auto order = rendezvousOrder(groups[i].name, ids);
@@ -148,13 +150,7 @@ PlacementResult place(const std::vector<int32_t>& candidateList, const std::vect
     std::vector<size_t> mine;
     for (size_t i = 0; i < groups.size(); ++i)
       if (r.target[i] == ids[s]) mine.push_back(i);
-    std::sort(mine.begin(), mine.end(), [&](size_t a, size_t b) {
-      const uint64_t wa = weightOf(groups[a]), wb = weightOf(groups[b]);
-      if (wa != wb) return wa > wb;
-      const uint64_t ha = fnv1a(groups[a].name), hb = fnv1a(groups[b].name);
-      if (ha != hb) return ha < hb;
-      return groups[a].name < groups[b].name;
-    });
+    std::sort(mine.begin(), mine.end(), heavierFirst);
     for (size_t i : mine) {
       if (load[s] <= r.bound) break;
       const uint64_t w = weightOf(groups[i]);
