@@ -65,6 +65,7 @@ void ControllerClaims::onGroupsListed(std::vector<std::string> names) {
     for (auto it = known_.begin(); it != known_.end();) {
       if (!listed.count(it->first)) {
         removed.push_back(it->first);
+        unclaimed_.erase(it->first);
         it = known_.erase(it);
       } else {
         ++it;
@@ -97,6 +98,7 @@ void ControllerClaims::watchController(const std::string& group) {
           KnownGroup& k = it->second;
           if (r.error == zk::Error::Ok) {
             k.hasController = true;
+            unclaimed_.erase(group);
           } else if (r.error != zk::Error::NoNode) {
             k.watching = false;  // watched again by the tick
             attention_.insert(group);
@@ -105,6 +107,7 @@ void ControllerClaims::watchController(const std::string& group) {
           } else {
             if (k.hasController || k.noControllerSince == TimePoint{}) k.noControllerSince = now;
             k.hasController = false;
+            unclaimed_.insert(group);
             k.controller = -1;
             k.controllerRead = true;
             attention_.insert(group);
@@ -126,6 +129,7 @@ void ControllerClaims::watchController(const std::string& group) {
             if (it != known_.end() && it->second.hasController) {
               it->second.hasController = false;
               it->second.noControllerSince = time_.now();
+              unclaimed_.insert(group);
               attention_.insert(group);
             }
             if (it != known_.end()) {
@@ -163,6 +167,7 @@ void ControllerClaims::readController(const std::string& group) {
       }
     }
     ++version_;
+    claimWaiting();
   }));
 }
 
@@ -208,7 +213,10 @@ void ControllerClaims::claim(const std::string& group) {
                  auto it = known_.find(group);
                  if (it != known_.end()) {
                    it->second.claiming = false;
-                   if (r.error == zk::Error::Ok || r.error == zk::Error::NodeExists) it->second.hasController = true;
+                   if (r.error == zk::Error::Ok || r.error == zk::Error::NodeExists) {
+                     it->second.hasController = true;
+                     unclaimed_.erase(group);
+                   }
                    if (r.error == zk::Error::Ok) {
                      it->second.controller = servers_.self().id;
                      it->second.controllerRead = true;
@@ -219,10 +227,37 @@ void ControllerClaims::claim(const std::string& group) {
                if (r.error == zk::Error::Ok) ++version_;
                if (r.error == zk::Error::Ok) {
                  events_.claimed(group);
+                 claimWaiting();
                } else if (r.error != zk::Error::NodeExists && r.error != zk::Error::NoNode) {
                  spdlog::warn("claiming group {} failed: {}; will retry", group, r.error);
                }
              }));
+}
+
+// Two servers whose views of the fleet differ for a moment (one has read a
+// claim the other has not) may each name the other as a new group's
+// target, and neither claims it. Every read of a controller brings this
+// server's view closer to the others', so the groups waiting for a
+// controller are asked about again then, not only at the next tick: once
+// the views agree, the target claims. A CreateGroup is answered without a
+// tick in between. Many groups waiting at once (a server's groups after it
+// died) are left to the tick: asking about each at every read would cost
+// the square of their number.
+void ControllerClaims::claimWaiting() {
+  std::vector<std::string> waiting;
+  {
+    MutexLock lock(mu_);
+    if (unclaimed_.empty() || unclaimed_.size() > kClaimWaitingMax) return;
+    for (auto& n : unclaimed_) {
+      auto k = known_.find(n);
+      if (k == known_.end()) continue;
+      const KnownGroup& g = k->second;
+      if (g.watching && !g.hasController && !g.claiming && g.noControllerSince != TimePoint{}) waiting.push_back(n);
+    }
+  }
+  if (waiting.empty()) return;
+  const TimePoint now = time_.now();
+  for (auto& n : waiting) maybeClaim(n, now);
 }
 
 void ControllerClaims::tick(TimePoint now) {
@@ -289,6 +324,7 @@ void ControllerClaims::reset() {
   {
     MutexLock lock(mu_);
     known_.clear();
+    unclaimed_.clear();
     attention_.clear();
   }
   ++version_;

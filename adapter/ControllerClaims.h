@@ -119,6 +119,9 @@ class ControllerClaims {
   void onGroupsListed(std::vector<std::string> names) EXCLUDES(mu_);
   void watchController(const std::string& group) EXCLUDES(mu_);
   void readController(const std::string& group) EXCLUDES(mu_);
+  // Asks again about every group waiting for a controller (after a
+  // controller was read or claimed here).
+  void claimWaiting() EXCLUDES(mu_);
   void maybeClaim(const std::string& group, TimePoint now) EXCLUDES(mu_);
   void claim(const std::string& group) EXCLUDES(mu_);
   void watchForController(const std::shared_ptr<Waiter>& w) EXCLUDES(mu_);
@@ -137,6 +140,9 @@ class ControllerClaims {
   // and not being claimed. Kept beside known_ so that a tick costs nothing
   // while every group has its controller.
   std::set<std::string> attention_ GUARDED_BY(mu_);
+  // The known groups seen without a controller, claimed or not.
+  std::set<std::string> unclaimed_ GUARDED_BY(mu_);
+  static constexpr size_t kClaimWaitingMax = 64;
   std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mu_);
   bool rewatchNeeded_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> version_{0};

@@ -26,12 +26,14 @@ void FleetPlacement::refresh(bool force) {
   std::vector<int32_t> candidates = servers_.candidates();
   const uint64_t claimsVersion = claims_.version();
   const uint64_t boardVersion = board_.version();
+  uint64_t ticket = 0;
   {
     MutexLock lock(mu_);
     const bool changed =
         dirty_ || claimsVersion != claimsVersion_ || boardVersion != boardVersion_ || candidates != candidates_;
     if (!changed) return;
     if (!force && now - computedAt_ < minGap_) return;
+    ticket = ++started_;
   }
   bool controllersRead = false;
   auto controllers = claims_.controllers(&controllersRead);
@@ -44,10 +46,16 @@ void FleetPlacement::refresh(bool force) {
   const auto took = std::chrono::steady_clock::now() - now;
 
   MutexLock lock(mu_);
+  // Two threads may compute at once. One that began later read inputs at
+  // least as new: an earlier one finishing last must not put its older
+  // result back (the later one's caller would then find its group missing,
+  // and nothing would ask again until the next tick).
+  if (ticket < stored_) return;
+  stored_ = ticket;
   targets_.clear();
   targets_.reserve(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
-    targets_.emplace(groups[i].name, Cached{result.target[i], groups[i].controller});
+    targets_.emplace(groups[i].name, Cached{result.target[i], groups[i].controller, groups[i].weight});
   }
   groups_ = std::move(groups);
   result_ = std::move(result);
@@ -73,6 +81,23 @@ int32_t FleetPlacement::target(const std::string& group) {
   // the next tick, once the computation has caught up.
   if (it == targets_.end() || it->second.controller != controller) return -1;
   return it->second.target;
+}
+
+bool FleetPlacement::mayFinishRound(const std::string& group, int32_t from, int32_t to) {
+  refresh(false);
+  const int32_t controller = claims_.controllerOf(group);
+  MutexLock lock(mu_);
+  auto it = targets_.find(group);
+  if (it == targets_.end() || it->second.controller != controller || controller != from) return false;
+  if (it->second.target != from) return false;  // the placement names a server itself
+  const PlacementResult::Server* src = nullptr;
+  const PlacementResult::Server* dst = nullptr;
+  for (auto& s : result_.servers) {
+    if (s.id == from) src = &s;
+    if (s.id == to) dst = &s;
+  }
+  if (!src || !dst) return false;  // one of them is no candidate now
+  return src->load > result_.bound && dst->placed + it->second.weight <= result_.bound;
 }
 
 bool FleetPlacement::selfCandidate() {

@@ -88,6 +88,14 @@ class FleetPlacement {
 
   // The server that should control `group`; -1 when not known (no server).
   int32_t target(const std::string& group) EXCLUDES(mu_);
+  // A round of moves for load decided that `group` goes from `from` to `to`,
+  // and the placement now keeps it where it is (`from` came within the
+  // margin part way through the round). The round's decision stands while
+  // `from` is still over the bound and `to` is a candidate with room for
+  // the group: a server that starts giving groups up goes down to the
+  // bound, not just under the margin, whatever the order the moves ended
+  // in.
+  bool mayFinishRound(const std::string& group, int32_t from, int32_t to) EXCLUDES(mu_);
   // True when this server is a candidate (live, settled and undrained, or
   // the fallback when none is).
   bool selfCandidate() EXCLUDES(mu_);
@@ -113,6 +121,9 @@ class FleetPlacement {
   // On the steady clock: the gap is about CPU, not the fleet's time.
   std::chrono::steady_clock::time_point computedAt_ GUARDED_BY(mu_);
   std::chrono::steady_clock::duration minGap_ GUARDED_BY(mu_){};
+  // Computations in the order they began, and the one whose result is kept.
+  uint64_t started_ GUARDED_BY(mu_) = 0;
+  uint64_t stored_ GUARDED_BY(mu_) = 0;
   uint64_t claimsVersion_ GUARDED_BY(mu_) = ~0ULL;
   uint64_t boardVersion_ GUARDED_BY(mu_) = ~0ULL;
   std::vector<int32_t> candidates_ GUARDED_BY(mu_);
@@ -120,6 +131,7 @@ class FleetPlacement {
   struct Cached {
     int32_t target;
     int32_t controller;  // as the computation saw it
+    uint64_t weight;
   };
   std::unordered_map<std::string, Cached, NameHash, std::equal_to<>> targets_ GUARDED_BY(mu_);
   PlacementResult result_ GUARDED_BY(mu_);

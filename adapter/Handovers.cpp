@@ -1,6 +1,7 @@
 #include "adapter/Handovers.h"
 
 #include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,32 +36,41 @@ void Handovers::tick(TimePoint now) {
     // Every controlled group against its target: once per check interval
     // or change, not per tick (the placement itself is cached).
     bool loadRound;
-    std::set<std::string> queued;
+    std::map<std::string, Due> queued;
     {
       MutexLock lock(mu_);
       loadRound = now >= nextLoadRound_;
-      queued.insert(queue_.begin(), queue_.end());
+      for (auto& d : queue_) queued.emplace(d.group, d);
     }
     loadRound = loadRound && candidate && placement_.complete();
-    std::deque<std::string> due;
+    std::deque<Due> due;
     for (auto& g : groups_.snapshot()) {
       const int32_t to = placement_.target(g->name());
-      if (to < 0 || to == self) continue;
+      auto was = queued.find(g->name());
+      if (to < 0 || to == self) {
+        // Not known yet, or kept here since the round: what a round queued
+        // stays queued, and is looked at again when it is its turn.
+        if (was != queued.end() && (to < 0 || was->second.forLoad)) due.push_back(was->second);
+        continue;
+      }
       // Not a candidate: every group goes at once. A candidate over its
       // bound: in a round, and what a round queued stays queued.
-      if (!candidate || loadRound || queued.count(g->name())) due.push_back(g->name());
+      const bool wasForLoad = was != queued.end() && was->second.forLoad;
+      if (!candidate || loadRound || was != queued.end()) {
+        due.push_back(Due{g->name(), to, (candidate && loadRound) || wasForLoad});
+      }
       if (candidate && loadRound) forLoad = true;
     }
     MutexLock lock(mu_);
     if (forLoad) nextLoadRound_ = now + config_.loadInterval;
     queue_ = std::move(due);
   }
-  std::vector<std::string> next;
+  std::vector<Due> next;
   size_t waiting;
   {
     MutexLock lock(mu_);
     while (inFlight_.size() + next.size() < config_.maxInFlight && !queue_.empty()) {
-      if (!inFlight_.count(queue_.front())) next.push_back(queue_.front());
+      if (!inFlight_.count(queue_.front().group)) next.push_back(queue_.front());
       queue_.pop_front();
     }
     waiting = queue_.size();
@@ -68,12 +78,26 @@ void Handovers::tick(TimePoint now) {
   if (next.empty()) return;
   const bool drain = servers_.draining(self);
   size_t started = 0;
-  for (auto& name : next) {
-    auto g = groups_.find(name);
+  std::vector<Due> later;
+  for (auto& d : next) {
+    auto g = groups_.find(d.group);
     if (!g) continue;
-    const int32_t to = placement_.target(name);  // may have changed since the scan
-    if (to < 0 || to == self) continue;
+    int32_t to = placement_.target(d.group);  // may have changed since the scan
+    if (to < 0) {
+      later.push_back(d);  // the placement has not caught up with a change yet
+      continue;
+    }
+    if (to == self) {
+      // Earlier moves of the round brought this server within the margin:
+      // it still goes down to the bound (FleetPlacement::mayFinishRound).
+      if (!d.forLoad || !placement_.mayFinishRound(d.group, self, d.to)) continue;
+      to = d.to;
+    }
     if (start(g, to, drain)) ++started;
+  }
+  if (!later.empty()) {
+    MutexLock lock(mu_);
+    for (auto& d : later) queue_.push_back(std::move(d));
   }
   if (started > 0 && rescan) {
     std::string why = drain       ? "this server is drained"

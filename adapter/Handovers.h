@@ -60,7 +60,12 @@ class Handovers {
 
   mutable Mutex mu_;
   std::set<std::string> inFlight_ GUARDED_BY(mu_);
-  std::deque<std::string> queue_ GUARDED_BY(mu_);  // due, from the last scan, not started yet
+  struct Due {
+    std::string group;
+    int32_t to;    // the target when the scan found it due
+    bool forLoad;  // found in a round for load
+  };
+  std::deque<Due> queue_ GUARDED_BY(mu_);  // due, from the last scan, not started yet
   TimePoint nextCheck_ GUARDED_BY(mu_);
   TimePoint nextLoadRound_ GUARDED_BY(mu_);
 };

@@ -1046,7 +1046,9 @@ TEST_F(FleetSuite, E_KilledAndRestarted) {
   ASSERT_TRUE(down.ok) << "its groups were not claimed by the others: " << down.reason;
   expectFleet("server " + std::to_string(victim) + " killed", down, true);
   for (auto& [g, c] : down.ctl) {
-    if (!itsGroups.count(g)) EXPECT_EQ(c, before.ctl.at(g)) << "group " << g << " moved, not the killed server's";
+    if (!itsGroups.count(g)) {
+      EXPECT_EQ(c, before.ctl.at(g)) << "group " << g << " moved, not the killed server's";
+    }
   }
   auto downMembers = checkMembers("server " + std::to_string(victim) + " killed", killed);
   figure("fleet SIGKILL of server " + std::to_string(victim) + ": its " + std::to_string(itsGroups.size()) +
