@@ -40,9 +40,11 @@ void AuthGate::stop() {
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
   std::deque<Job> dropped;
+  std::multimap<AuthThrottle::Clock::time_point, Job> droppedLater;
   {
     MutexLock lock(mutex_);
     dropped.swap(jobs_);
+    droppedLater.swap(delayed_);
   }
 }
 
@@ -78,20 +80,111 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
   admit(*session, caller, next, header, std::move(request), std::move(done));
 }
 
+void AuthGate::setPermissions(std::shared_ptr<const permissions::Policy> policy) {
+  MutexLock lock(policyMutex_);
+  policy_ = std::move(policy);
+  ++policyGeneration_;
+}
+
+std::shared_ptr<const permissions::Policy> AuthGate::permissions() const {
+  MutexLock lock(policyMutex_);
+  return policy_;
+}
+
+permissions::OperationSet AuthGate::decide(AuthSession& session, const permissions::Policy& policy,
+                                           uint64_t generation, const std::string& user, Role role,
+                                           const std::string& group) {
+  if (session.policyGeneration_ != generation || session.decided_.size() >= kMaxDecisions) {
+    session.decided_.clear();
+    session.policyGeneration_ = generation;
+  }
+  auto it = session.decided_.find(group);
+  if (it != session.decided_.end()) return it->second;
+  const permissions::OperationSet ops = policy.allowed(user, role, group);
+  session.decided_.emplace(group, ops);
+  return ops;
+}
+
+namespace {
+
+// The group a call names; "" for calls that name none (and ListGroups).
+std::string groupOf(const protocol::Request& request) {
+  return std::visit(
+      [](const auto& r) -> std::string {
+        if constexpr (requires { r.group; }) {
+          return r.group;
+        } else {
+          return {};
+        }
+      },
+      request);
+}
+
+// What a ListGroups answer may show `user`: the groups it may describe.
+// Listing every group leaves the others out; a group asked for by name is
+// answered NOT_AUTHORIZED, with nothing about it.
+protocol::ResponseCallback describableOnly(protocol::ResponseCallback done, bool named,
+                                           std::shared_ptr<const permissions::Policy> policy, std::string user,
+                                           Role role) {
+  return [done = std::move(done), named, policy = std::move(policy), user = std::move(user),
+          role](protocol::Response response) {
+    if (auto* list = std::get_if<protocol::ListGroupsResponse>(&response)) {
+      std::vector<protocol::GroupInfo> shown;
+      shown.reserve(list->groups.size());
+      for (auto& g : list->groups) {
+        if (policy->allows(user, role, g.name, permissions::Operation::Describe)) {
+          shown.push_back(std::move(g));
+        } else if (named) {
+          protocol::GroupInfo refused;
+          refused.name = g.name;
+          refused.error = protocol::ErrorCode::NOT_AUTHORIZED;
+          shown.push_back(std::move(refused));
+        }
+      }
+      list->groups = std::move(shown);
+    }
+    done(std::move(response));
+  };
+}
+
+}  // namespace
+
 void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
                      const protocol::RequestHeader& header, protocol::Request request,
                      protocol::ResponseCallback done) {
+  const protocol::ApiKey api = protocol::apiKeyOf(request);
+  const auto operation = permissions::operationOf(api);
+  std::shared_ptr<const permissions::Policy> policy;
+  uint64_t generation = 0;
+  if (operation) {
+    MutexLock lock(policyMutex_);
+    policy = policy_;
+    generation = policyGeneration_;
+  }
+  const bool listing = api == protocol::ApiKey::ListGroups;
+  const std::string group = policy && !listing ? groupOf(request) : std::string();
   bool authenticated = false;
+  bool allowed = false;
   Role role = Role::Member;
   std::string user;
   {
     MutexLock lock(session.mutex_);
     authenticated = session.authenticated_;
     role = session.role_;
-    if (authenticated) user = session.user_;
+    if (authenticated) {
+      user = session.user_;
+      if (!policy || listing) {
+        allowed = policy ? true : roleAllows(role, api);
+      } else {
+        allowed = (decide(session, *policy, generation, user, role, group) & permissions::bit(*operation)) != 0;
+      }
+    }
   }
-  const protocol::ApiKey api = protocol::apiKeyOf(request);
-  if (authenticated && roleAllows(role, api)) {
+  if (allowed) {
+    if (policy && listing) {
+      const bool named = !std::get<protocol::ListGroupsRequest>(request).groups.empty();
+      done = describableOnly(std::move(done), named, policy, user, role);
+    }
     protocol::Caller who = caller;
     who.user = std::move(user);
     next.handleFrom(who, header, std::move(request), std::move(done));
@@ -100,12 +193,17 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
   const std::string peer = caller.address();
   uint64_t suppressed = 0;
   if (gRefusedLog.allow(&suppressed)) {
-    if (authenticated) {
-      spdlog::warn("refused {} from {} (user '{}', role {}): only an admin may call it; answered NOT_AUTHORIZED{}",
-                   protocol::apiName(api), peer, user, roleName(role), suppressedNote(suppressed));
-    } else {
+    if (!authenticated) {
       spdlog::warn("refused {} from {} (not authenticated): Authenticate first; answered NOT_AUTHORIZED{}",
                    protocol::apiName(api), peer, suppressedNote(suppressed));
+    } else if (policy) {
+      spdlog::warn("refused {} of group '{}' from {} (user '{}'): no rule of the permissions file allows '{}' on "
+                   "it, or one denies it; answered NOT_AUTHORIZED{}",
+                   protocol::apiName(api), printableForLog(group), peer, user,
+                   permissions::operationName(*operation), suppressedNote(suppressed));
+    } else {
+      spdlog::warn("refused {} from {} (user '{}', role {}): only an admin may call it; answered NOT_AUTHORIZED{}",
+                   protocol::apiName(api), peer, user, roleName(role), suppressedNote(suppressed));
     }
   }
   done(protocol::errorResponse(request, protocol::ErrorCode::NOT_AUTHORIZED));
@@ -117,17 +215,39 @@ void AuthGate::run() {
     Job job;
     {
       MutexLock lock(mutex_);
-      waitForWork();
-      if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      if (!nextJob(&job)) return;
     }
     check(job);
   }
 }
 
-void AuthGate::waitForWork() {
-  while (!stopping_ && jobs_.empty()) waitLocked(wake_, mutex_);
+bool AuthGate::nextJob(Job* job) {
+  for (;;) {
+    if (stopping_) return false;
+    const auto now = AuthThrottle::Clock::now();
+    Job next;
+    if (!delayed_.empty() && delayed_.begin()->first <= now) {
+      next = std::move(delayed_.begin()->second);
+      delayed_.erase(delayed_.begin());
+    } else if (!jobs_.empty()) {
+      next = std::move(jobs_.front());
+      jobs_.pop_front();
+    } else if (delayed_.empty()) {
+      waitLocked(wake_, mutex_);
+      continue;
+    } else {
+      waitLockedUntil(wake_, mutex_, delayed_.begin()->first);
+      continue;
+    }
+    // Failures since it was queued may have pushed its time further.
+    const auto at = throttle_.notBefore(next.caller.host, next.request.user, now);
+    if (at > now) {
+      delayed_.emplace(at, std::move(next));
+      continue;
+    }
+    *job = std::move(next);
+    return true;
+  }
 }
 
 void AuthGate::check(Job& job) {
@@ -141,6 +261,19 @@ void AuthGate::check(Job& job) {
     session.authenticated_ = role.has_value();
     session.role_ = role.value_or(Role::Member);
     session.user_ = role ? job.request.user : std::string();
+    session.decided_.clear();  // decided for the user it was before
+  }
+  std::chrono::milliseconds wait{0};
+  {
+    MutexLock lock(mutex_);
+    if (role) {
+      throttle_.succeeded(job.caller.host, job.request.user);
+    } else {
+      const auto now = AuthThrottle::Clock::now();
+      throttle_.failed(job.caller.host, job.request.user, now);
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+          throttle_.notBefore(job.caller.host, job.request.user, now) - now);
+    }
   }
   if (role) {
     spdlog::debug("{} authenticated as '{}' (role {})", job.caller.address(), job.request.user, roleName(*role));
@@ -148,8 +281,12 @@ void AuthGate::check(Job& job) {
     uint64_t suppressed = 0;
     if (gFailedLog.allow(&suppressed)) {
       spdlog::warn("authentication of user '{}' from {} failed: unknown user or wrong secret; answered "
-                   "NOT_AUTHORIZED{}",
-                   printableForLog(job.request.user), job.caller.address(), suppressedNote(suppressed));
+                   "NOT_AUTHORIZED{}{}",
+                   printableForLog(job.request.user), job.caller.address(),
+                   wait.count() > 0 ? fmt::format("; the next Authenticate from {} or for this user waits {} ms",
+                                                  job.caller.host, wait.count())
+                                    : std::string(),
+                   suppressedNote(suppressed));
     }
   }
   job.done(protocol::AuthenticateResponse{role ? protocol::ErrorCode::NONE : protocol::ErrorCode::NOT_AUTHORIZED});

@@ -11,20 +11,36 @@
 // number waiting is bounded by the server's in-flight limit per connection
 // (each holds a response slot).
 //
+// With a permissions file (common/Permissions.h), a call naming a group
+// also needs a rule allowing its operation on that group for the
+// connection's user; the answer is remembered per connection and group
+// until the rules change (setPermissions), so a member's heartbeats cost
+// one lookup. ListGroups shows only the groups the user may describe.
+// Without one, the role alone decides (roleAllows).
+//
+// Failed Authenticates are counted per address and per user
+// (AuthThrottle): after a few, the next checks from that address or for that
+// user wait, in the worker's queue of delayed checks, not in a thread, so no
+// other connection waits with them.
+//
 // Threads: handle() on I/O threads; the worker calls the next Handler for
 // waiting requests (Handlers are called from several threads already).
 // stop() after the TCP server stopped and before the Handler goes away.
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "common/Permissions.h"
 #include "common/Sync.h"
 #include "protocol/Handler.h"
 #include "server/Auth.h"
+#include "server/AuthThrottle.h"
 
 namespace groupcoord::server {
 
@@ -46,6 +62,11 @@ class AuthSession {
   std::string user_ GUARDED_BY(mutex_);  // valid when authenticated_
   Role role_ GUARDED_BY(mutex_) = Role::Member;
   std::vector<Waiting> waiting_ GUARDED_BY(mutex_);
+  // The operations the user may perform, by group, under the rules of
+  // generation policyGeneration_ (cleared when they change, or when it
+  // holds kMaxDecisions groups).
+  uint64_t policyGeneration_ GUARDED_BY(mutex_) = 0;
+  std::unordered_map<std::string, permissions::OperationSet> decided_ GUARDED_BY(mutex_);
 };
 
 class AuthGate {
@@ -67,6 +88,14 @@ class AuthGate {
 
   const CredentialStore& credentials() const { return *credentials_; }
 
+  // The rules in force from now on; nullptr: the roles alone decide. Any
+  // thread; connections keep going, each deciding again under the new rules.
+  void setPermissions(std::shared_ptr<const permissions::Policy> policy) EXCLUDES(policyMutex_);
+  std::shared_ptr<const permissions::Policy> permissions() const EXCLUDES(policyMutex_);
+
+  // Groups remembered per connection before its memory is cleared.
+  static constexpr size_t kMaxDecisions = 1024;
+
  private:
   struct Job {
     std::shared_ptr<AuthSession> session;
@@ -81,14 +110,27 @@ class AuthGate {
              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_, session.mutex_);
   void run() EXCLUDES(mutex_);
-  // Worker: blocks on wake_ until there is a job or stopping_ is set.
-  void waitForWork() REQUIRES(mutex_);
+  // Worker: the next job whose check may be made now, waiting on wake_ for
+  // one (or for the first delayed one's time); false when stopping.
+  bool nextJob(Job* job) REQUIRES(mutex_);
   void check(Job& job) EXCLUDES(mutex_);
 
+  // The operations `user` may perform on `group`, from the session's memory
+  // or decided now under `policy` (of generation `generation`).
+  static permissions::OperationSet decide(AuthSession& session, const permissions::Policy& policy,
+                                          uint64_t generation, const std::string& user, Role role,
+                                          const std::string& group) REQUIRES(session.mutex_);
+
   std::shared_ptr<const CredentialStore> credentials_;
+  mutable Mutex policyMutex_;
+  std::shared_ptr<const permissions::Policy> policy_ GUARDED_BY(policyMutex_);
+  uint64_t policyGeneration_ GUARDED_BY(policyMutex_) = 1;
   Mutex mutex_;
   std::condition_variable wake_;  // waited on with mutex_ held (waitLocked)
   std::deque<Job> jobs_ GUARDED_BY(mutex_);
+  // Checks held back by the throttle, by the time they may be made.
+  std::multimap<AuthThrottle::Clock::time_point, Job> delayed_ GUARDED_BY(mutex_);
+  AuthThrottle throttle_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };

@@ -224,6 +224,11 @@ std::vector<OptionSpec> makeSpecs() {
                            "file of users, roles and salted secret hashes (make lines with `groupctl auth hash`); "
                            "set: clients must Authenticate; empty: no authentication",
                            &ServerConfig::authCredentialsFile));
+  s.push_back(stringOption("auth.permissions.file", "PATH",
+                           "file of per-group rules (`allow user:NAME join,commit prefix:team-a.`; manage it with "
+                           "`groupctl acl`), read again on SIGHUP; set: a call on a group needs a rule allowing it; "
+                           "empty: members may use every group, admins may do everything",
+                           &ServerConfig::authPermissionsFile));
   s.push_back(stringOption("tls.certificate.file", "PATH",
                            "PEM certificate chain of this server; set (with tls.key.file): clients speak TLS 1.2+",
                            &ServerConfig::tlsCertificateFile));
@@ -508,6 +513,10 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.shutdownGraceMs < 0 || c.shutdownGraceMs > 3'600'000) {
     return badValue("shutdown.grace.ms", num(c.shutdownGraceMs), "must be 0..3600000");
+  }
+  if (!c.authPermissionsFile.empty() && c.authCredentialsFile.empty()) {
+    return badValue("auth.permissions.file", c.authPermissionsFile,
+                    "needs auth.credentials.file: permissions name users, who must authenticate");
   }
   if (c.tlsCertificateFile.empty() != c.tlsKeyFile.empty()) {
     return c.tlsCertificateFile.empty()

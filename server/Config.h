@@ -95,6 +95,7 @@ struct ServerConfig {
   // Clients: authentication (server/Auth.h) and TLS (server/Tls.h); each is
   // off while its file options are empty.
   std::string authCredentialsFile;
+  std::string authPermissionsFile;  // empty: the roles alone decide (server/AuthGate.h)
   std::string tlsCertificateFile;
   std::string tlsKeyFile;
   std::string tlsCaFile;  // set: clients must present a certificate signed by this CA

@@ -112,7 +112,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
 
     // Before any thread exists: every thread inherits the mask, so SIGTERM
-    // and SIGINT reach only waitForTerminationRequest() and never kill the
+    // and SIGINT reach only waitForStopSignal() and never kill the
     // process from an I/O thread. A client that goes away mid-write must not
     // kill it either.
     sigset_t stopSignals;
@@ -120,6 +120,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     sigaddset(&stopSignals, SIGINT);
     sigaddset(&stopSignals, SIGTERM);
     sigaddset(&stopSignals, SIGQUIT);
+    sigaddset(&stopSignals, SIGHUP);  // reads the permissions file again (waitForStopSignal)
     pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
@@ -176,6 +177,14 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
                    credentials->size(), config.authCredentialsFile);
       *store = credentials;
       options.auth = std::make_shared<AuthGate>(std::move(credentials));
+      if (!config.authPermissionsFile.empty()) {
+        auto policy = permissions::Policy::load(config.authPermissionsFile, error);
+        if (!policy) return false;
+        spdlog::info("permissions on: {} rule(s) from '{}' decide every call on a group (SIGHUP reads the file "
+                     "again)",
+                     policy->rules().size(), config.authPermissionsFile);
+        options.auth->setPermissions(std::move(policy));
+      }
     } else {
       spdlog::info("authentication off (auth.credentials.file is not set): every client may make every call");
     }
@@ -186,6 +195,36 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
                    options.tls->requiresClientCertificate() ? ", client certificates required" : "");
     }
     return true;
+  }
+
+  // Blocks until SIGTERM, SIGINT or SIGQUIT (blocked in every thread since
+  // start). SIGHUP meanwhile reads the permissions file again: a good file
+  // replaces the rules at once, for every connection, none dropped; a bad
+  // one is refused, logged with its line, and the rules in force stay.
+  static void waitForStopSignal(const ServerConfig& config, AuthGate* gate) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP}) sigaddset(&signals, sig);
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig != SIGHUP) return;
+      if (config.authPermissionsFile.empty() || gate == nullptr) {
+        spdlog::info("SIGHUP: no auth.permissions.file is set; nothing to read again");
+        continue;
+      }
+      std::string error;
+      auto policy = permissions::Policy::load(config.authPermissionsFile, &error);
+      auto old = gate->permissions();
+      const size_t before = old ? old->rules().size() : 0;
+      if (!policy) {
+        spdlog::error("SIGHUP: {}; refused, the {} rule(s) in force stay", error, before);
+        continue;
+      }
+      spdlog::info("SIGHUP: permissions read again from '{}': {} rule(s) in force (were {})",
+                   config.authPermissionsFile, policy->rules().size(), before);
+      gate->setPermissions(std::move(policy));
+    }
   }
 
   // Registers every metric and starts the HTTP server unless http.port is
@@ -280,7 +319,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       self.internalPort = config.effectiveInternalAdvertisedPort(server.internalPort());
     }
     // SIGTERM and SIGINT are blocked (above) and wait, pending, for
-    // waitForTerminationRequest(); while the backend waits for ZooKeeper
+    // waitForStopSignal(); while the backend waits for ZooKeeper
     // they end that wait instead.
     const auto stopPending = [] {
       sigset_t pending;
@@ -319,7 +358,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
     spdlog::default_logger()->flush();
 
-    waitForTerminationRequest();
+    waitForStopSignal(config, tcpOptions.auth.get());
 
     spdlog::info("termination requested: shutting down");
     stopping = true;  // /health/ready answers 503 from now on

@@ -14,9 +14,11 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--partitions", "--zookeeper",  "--topics-path",
                                              "--user",      "--secret-file", "--tls-ca-file", "--tls-server-name",
                                              "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file",
-                                             "--wait",      "--history",     "--assignment"};
+                                             "--wait",      "--history",     "--assignment",
+                                             "--file",      "--principal",   "--operation",  "--group",
+                                             "--prefix"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
-                                            "--help",        "--tls-no-verify-hostname"};
+                                            "--help",        "--tls-no-verify-hostname", "--allow", "--deny"};
 
 }  // namespace
 

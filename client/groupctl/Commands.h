@@ -14,6 +14,7 @@
 
 #include "client/groupctl/Args.h"
 #include "client/groupctl/Context.h"
+#include "common/Permissions.h"
 
 namespace groupcoord::groupctl {
 
@@ -126,6 +127,17 @@ class AuthCommand final : public Command {
  public:
   using Command::Command;
   int run() override;
+};
+
+// `acl list | add | remove --file PATH ...`: the rules of groupcoordd's
+// permissions file (auth.permissions.file), in the manner of kafka-acls.sh.
+class AclCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
+
+ private:
+  permissions::Rule ruleFromOptions(const std::string& command);
 };
 
 }  // namespace groupcoord::groupctl

@@ -18,6 +18,7 @@ const char* const kOverallHelp =
     "  drain SERVER_ID [--wait DURATION]   move every group off a server before maintenance\n"
     "  undrain SERVER_ID             let a drained server take groups again\n"
     "  auth hash --user U --role member|admin [--iterations N]   (secret on standard input)\n"
+    "  acl list|add|remove --file PATH ...   the per-group rules of auth.permissions.file\n"
     "\n"
     "global options:\n"
     "  --bootstrap LIST   groupcoordd servers (default $GROUPCTL_BOOTSTRAP, else 127.0.0.1:7400)\n"
@@ -106,6 +107,22 @@ const std::map<std::string, std::string> kCommandHelp = {
      "  Removes the drain mark of server SERVER_ID: it takes groups again.\n"
      "  Undraining a server that is not drained succeeds. Needs an admin on servers\n"
      "  that authenticate.\n"},
+    {"acl",
+     "usage: groupctl acl list --file PATH [--principal P] [--group NAME]\n"
+     "       groupctl acl add|remove --file PATH --allow|--deny --principal P --operation OPS\n"
+     "                               --group NAME|'*' | --prefix TEXT\n"
+     "  Lists, adds or removes rules of groupcoordd's permissions file\n"
+     "  (auth.permissions.file). P is user:NAME, role:member, role:admin or '*' (any\n"
+     "  user); OPS is a comma-separated list of join (also heartbeat and leave),\n"
+     "  commit, fetch, describe (also ListGroups), create, delete, rewind, or all.\n"
+     "  --group names one group ('*': every group); --prefix every group whose name\n"
+     "  starts with TEXT. A call on a group needs a rule allowing it and none denying\n"
+     "  it. The file is checked first (a bad line is named, nothing changes) and\n"
+     "  replaced whole; servers apply it on SIGHUP. `list --group NAME` shows the\n"
+     "  rules that apply to that group. remove exits 1 when no rule matched.\n"
+     "  Contacts no server.\n"
+     "  Example: groupctl acl add --file /etc/groupcoord/permissions --allow \\\n"
+     "             --principal user:orders-svc --operation join,commit,fetch,describe --prefix orders.\n"},
     {"auth",
      "usage: groupctl auth hash --user U --role member|admin [--iterations N] < secret\n"
      "  Reads U's secret from the first line of standard input and prints a line for\n"

@@ -22,6 +22,9 @@
 //                 (the same document as the status page's /api/servers; every key: docs/protocol.md,
 //                 "DescribeServers as JSON"; without DescribeServers, an older server, the first line's
 //                 first four keys and "without_controller" only)
+//   acl list      {"file":PATH,"rules":[{"line","effect","principal","operations":[...],
+//                  "resource":"group"|"prefix"|"any","pattern","rule"}]}
+//   acl add/remove {"file":PATH,"added"|"removed":BOOL,"rule":LINE,"rules":COUNT}
 //   GroupInfo, Broker, Offset: as in docs/protocol.md, "DescribeGroup as JSON"
 //
 // This file only dispatches: each command is a class of its own
@@ -55,6 +58,7 @@ std::unique_ptr<Command> commandNamed(const std::string& name, Context& context)
   if (name == "drain") return std::make_unique<DrainCommand>(context, true);
   if (name == "undrain") return std::make_unique<DrainCommand>(context, false);
   if (name == "auth") return std::make_unique<AuthCommand>(context);
+  if (name == "acl") return std::make_unique<AclCommand>(context);
   throw UsageError{"unknown command '" + name + "'"};
 }
 

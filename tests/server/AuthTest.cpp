@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "protocol/Codec.h"
 #include "server/Auth.h"
 #include "server/AuthGate.h"
+#include "server/AuthThrottle.h"
 #include "server/Config.h"
 
 namespace groupcoord::server {
@@ -346,6 +349,92 @@ TEST_F(AuthGateTest, AReauthenticationAsAnotherUserTakesItsRole) {
                                                                      {2, ErrorCode::NONE},
                                                                      {3, ErrorCode::NOT_AUTHORIZED},
                                                                      {4, ErrorCode::NONE}}));
+}
+
+
+// ---- The throttle -----------------------------------------------------------
+
+TEST(AuthThrottle, FreeFailuresThenDoublingWaitsUpToTheCap) {
+  using ms = std::chrono::milliseconds;
+  EXPECT_EQ(AuthThrottle::delayAfter(0), ms(0));
+  EXPECT_EQ(AuthThrottle::delayAfter(AuthThrottle::kFreeFailures - 1), ms(0));
+  EXPECT_EQ(AuthThrottle::delayAfter(AuthThrottle::kFreeFailures), AuthThrottle::kFirstDelay);
+  EXPECT_EQ(AuthThrottle::delayAfter(AuthThrottle::kFreeFailures + 1), AuthThrottle::kFirstDelay * 2);
+  EXPECT_EQ(AuthThrottle::delayAfter(AuthThrottle::kFreeFailures + 40), AuthThrottle::kMaxDelay);
+  // A guesser who always waits its turn on one connection: how many checks
+  // fit in 10 s.
+  AuthThrottle t;
+  auto now = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  const auto end = now + std::chrono::seconds(10);
+  int checks = 0;
+  for (;;) {
+    now = std::max(now, t.notBefore("10.0.0.1", "app", now));
+    if (now >= end) break;
+    t.failed("10.0.0.1", "app", now);
+    ++checks;
+  }
+  std::printf("[figure] wrong secrets checked in 10 s for one user from one address: %d\n", checks);
+  EXPECT_LE(checks, 20);
+  EXPECT_GE(checks, static_cast<int>(AuthThrottle::kFreeFailures));
+}
+
+TEST(AuthThrottle, AnAddressOrAUserAloneIsEnoughAndASuccessClearsBoth) {
+  AuthThrottle t;
+  const auto now = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  for (uint32_t i = 0; i < AuthThrottle::kFreeFailures + 2; ++i) t.failed("10.0.0.1", "app", now);
+  // Another user from that address, and that user from another address, wait too.
+  EXPECT_GT(t.notBefore("10.0.0.1", "other", now), now);
+  EXPECT_GT(t.notBefore("10.0.0.2", "app", now), now);
+  EXPECT_LE(t.notBefore("10.0.0.2", "other", now), now);
+  t.succeeded("10.0.0.1", "app");
+  EXPECT_LE(t.notBefore("10.0.0.1", "app", now), now);
+  // Forgotten after a quiet while.
+  for (uint32_t i = 0; i < AuthThrottle::kFreeFailures + 2; ++i) t.failed("10.0.0.3", "x", now);
+  EXPECT_GT(t.notBefore("10.0.0.3", "y", now), now);
+  EXPECT_LE(t.notBefore("10.0.0.3", "y", now + AuthThrottle::kForgetAfter), now + AuthThrottle::kForgetAfter);
+}
+
+TEST(AuthThrottle, MemoryIsBoundedHoweverManyAddressesTryAndTheBusiestGuesserStays) {
+  AuthThrottle t;
+  auto now = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  for (uint32_t i = 0; i < AuthThrottle::kFreeFailures + 2; ++i) t.failed("10.9.9.9", "target", now);
+  for (size_t i = 0; i < AuthThrottle::kMaxKeys * 3; ++i) {
+    now += std::chrono::microseconds(1);
+    t.failed("10." + std::to_string(i / 65536) + "." + std::to_string(i / 256 % 256) + "." + std::to_string(i % 256),
+             "u" + std::to_string(i), now);
+    // The target keeps being guessed.
+    if (i % 1000 == 0) t.failed("10.9.9.9", "target", now);
+  }
+  EXPECT_LE(t.addresses(), AuthThrottle::kMaxKeys);
+  EXPECT_LE(t.users(), AuthThrottle::kMaxKeys);
+  EXPECT_GT(t.notBefore("10.200.0.1", "target", now), now) << "the guessed user was forgotten";
+}
+
+TEST_F(AuthGateTest, AThrottledGuesserWaitsWhileOtherConnectionsGoOn) {
+  auto admin = std::make_shared<AuthSession>();
+  Answers first;
+  first.expected = 1;
+  send(admin, ApiKey::Authenticate, 1, protocol::AuthenticateRequest{"ops", "ops-secret"}, first);
+  wait(first);
+  auto guesser = std::make_shared<AuthSession>();
+  Answers guesses;
+  guesses.expected = AuthThrottle::kFreeFailures + 2;
+  for (uint32_t i = 0; i < AuthThrottle::kFreeFailures + 2; ++i) {
+    send(guesser, ApiKey::Authenticate, 10 + i, protocol::AuthenticateRequest{"app", "guess"}, guesses);
+  }
+  // The guesser's last checks wait (at least kFirstDelay); the admin's
+  // calls meanwhile are answered at once, on this thread.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Answers other;
+  other.expected = 1;
+  send(admin, ApiKey::DeleteGroup, 2, protocol::DeleteGroupRequest{"g"}, other);
+  ASSERT_EQ(other.all.get_future().wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  {
+    std::lock_guard lock(guesses.mutex);
+    EXPECT_LT(guesses.got.size(), guesses.expected) << "every guess was answered before the admin's call";
+  }
+  wait(guesses);
+  for (auto& [id, e] : guesses.got) EXPECT_EQ(e, ErrorCode::NOT_AUTHORIZED) << id;
 }
 
 }  // namespace
