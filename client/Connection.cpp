@@ -1,5 +1,7 @@
 #include "client/Connection.h"
 
+#include "common/Scram.h"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -318,20 +320,53 @@ bool Connection::startTls(const std::string& host, Clock::time_point deadline) {
 }
 
 bool Connection::authenticate(std::chrono::milliseconds timeout) {
-  protocol::AuthenticateRequest request{security_.user, security_.secret};
-  protocol::DecodedResponse r = call(request, timeout);
-  if (!r.ok) {
-    fail(lastStatus_ == IoStatus::Ok ? IoStatus::Error : lastStatus_,
-         "no answer to Authenticate as '" + security_.user + "': " + r.detail);
+  // One Authenticate call; false (and the connection closed) unless it was
+  // answered NONE. *answer gets the server's message.
+  auto step = [&](const protocol::AuthenticateRequest& request, int16_t version, std::string* answer) {
+    protocol::DecodedResponse r = call(request, timeout, version);
+    if (!r.ok) {
+      fail(lastStatus_ == IoStatus::Ok ? IoStatus::Error : lastStatus_,
+           "no answer to Authenticate as '" + security_.user + "': " + r.detail);
+      close();
+      return false;
+    }
+    const protocol::ErrorCode code = protocol::responseError(r.response);
+    if (code != protocol::ErrorCode::NONE) {
+      authRefused_ = code == protocol::ErrorCode::NOT_AUTHORIZED || code == protocol::ErrorCode::UNSUPPORTED_VERSION ||
+                     code == protocol::ErrorCode::INVALID_REQUEST;
+      lastStatus_ = IoStatus::Error;
+      lastError_ = "the server refused Authenticate as '" + security_.user + "': " +
+                   std::string(protocol::errorName(code)) + " (" + std::string(protocol::errorMessage(code)) + ")";
+      if (code == protocol::ErrorCode::UNSUPPORTED_VERSION) {
+        lastError_ += "; it does not speak SCRAM-SHA-256 (Authenticate version 1): only plainAuth, which sends the "
+                      "secret as it is, would work with it";
+      }
+      close();
+      return false;
+    }
+    if (auto* a = std::get_if<protocol::AuthenticateResponse>(&r.response)) *answer = a->message;
+    return true;
+  };
+  std::string answer;
+  if (security_.plainAuth) return step(protocol::AuthenticateRequest{security_.user, security_.secret, {}, {}}, 0, &answer);
+
+  scram::ClientExchange exchange(security_.user, security_.secret);
+  const std::string mechanism(scram::kMechanism);
+  if (!step(protocol::AuthenticateRequest{{}, {}, mechanism, exchange.first()}, 1, &answer)) return false;
+  // NONE with no challenge: authentication is off on that server.
+  if (answer.empty()) return true;
+  std::string why;
+  auto final = exchange.final(answer, &why, 10000);
+  if (!final) {
+    fail(IoStatus::Error, "Authenticate as '" + security_.user + "': " + why);
     close();
     return false;
   }
-  const protocol::ErrorCode code = protocol::responseError(r.response);
-  if (code != protocol::ErrorCode::NONE) {
-    authRefused_ = code == protocol::ErrorCode::NOT_AUTHORIZED;
-    lastStatus_ = IoStatus::Error;
-    lastError_ = "the server refused Authenticate as '" + security_.user + "': " +
-                 std::string(protocol::errorName(code)) + " (" + std::string(protocol::errorMessage(code)) + ")";
+  if (!step(protocol::AuthenticateRequest{{}, {}, mechanism, *final}, 1, &answer)) return false;
+  if (!exchange.verifyServer(answer, &why)) {
+    // The server let us in without proving it holds the user's keys: not
+    // the server the credentials were made for.
+    fail(IoStatus::Error, "Authenticate as '" + security_.user + "': " + why);
     close();
     return false;
   }

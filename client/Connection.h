@@ -33,7 +33,10 @@ std::string_view ioStatusName(IoStatus status);
 // every connect(), so a client that reconnects authenticates again.
 struct SecurityOptions {
   std::string user;    // set: Authenticate as this user right after connecting
-  std::string secret;  // the user's secret; never logged
+  std::string secret;  // the user's secret; never logged, never sent (SCRAM-SHA-256) unless plainAuth
+  // Authenticate with version 0, which sends the secret as it is: only for
+  // servers older than SCRAM, and only over TLS or a trusted network.
+  bool plainAuth = false;
   std::string tlsCaFile;          // set: speak TLS and trust servers whose certificate chains to these CAs (PEM)
   bool tlsVerifyHostname = true;  // the server's certificate must name the host connected to (or tlsServerName)
   std::string tlsServerName;      // the name checked and sent as SNI; empty: the host given to connect()

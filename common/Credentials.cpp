@@ -2,6 +2,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
 #include <openssl/rand.h>
 
 #include <charconv>
@@ -53,6 +55,34 @@ std::vector<std::string_view> splitColons(std::string_view line) {
 }
 
 }  // namespace
+
+namespace {
+
+// HMAC-SHA256(key, label); empty when it cannot be computed.
+std::vector<uint8_t> hmacOf(const std::vector<uint8_t>& key, std::string_view label) {
+  std::vector<uint8_t> out(EVP_MAX_MD_SIZE);
+  unsigned int len = 0;
+  if (key.empty() || HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                          reinterpret_cast<const uint8_t*>(label.data()), label.size(), out.data(), &len) == nullptr) {
+    return {};
+  }
+  out.resize(len);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> storedKeyOf(const std::vector<uint8_t>& saltedPassword) {
+  const std::vector<uint8_t> clientKey = hmacOf(saltedPassword, "Client Key");
+  if (clientKey.empty()) return {};
+  std::vector<uint8_t> out(SHA256_DIGEST_LENGTH);
+  SHA256(clientKey.data(), clientKey.size(), out.data());
+  return out;
+}
+
+std::vector<uint8_t> serverKeyOf(const std::vector<uint8_t>& saltedPassword) {
+  return hmacOf(saltedPassword, "Server Key");
+}
 
 std::string_view roleName(Role role) { return role == Role::Admin ? "admin" : "member"; }
 
@@ -106,16 +136,26 @@ std::string makeCredentialLine(const std::string& user, Role role, std::string_v
     *error = "no random bytes for the salt";
     return "";
   }
+  const std::vector<uint8_t> salted = hashSecret(secret, salt, iterations);
+  if (salted.empty()) {
+    *error = "the salted secret could not be computed";
+    return "";
+  }
   return user + ":" + std::string(roleName(role)) + ":" + std::string(kScheme) + ":" + std::to_string(iterations) +
-         ":" + toHex(salt) + ":" + toHex(hashSecret(secret, salt, iterations));
+         ":" + toHex(salt) + ":" + toHex(storedKeyOf(salted)) + ":" + toHex(serverKeyOf(salted));
 }
 
 std::string parseCredentialLine(std::string_view line, Credential* out) {
   Credential& c = *out;
   const auto f = splitColons(line);
-  if (f.size() != 6) {
-    return "expected USER:ROLE:pbkdf2-sha256:ITERATIONS:SALT_HEX:HASH_HEX (6 fields separated by ':'), found " +
-           std::to_string(f.size()) + " field(s)";
+  const bool scram = f.size() >= 3 && f[2] == kScheme;
+  const size_t fields = scram ? 7 : 6;
+  if (f.size() != fields) {
+    return scram ? "expected USER:ROLE:scram-sha-256:ITERATIONS:SALT_HEX:STORED_KEY_HEX:SERVER_KEY_HEX (7 fields "
+                   "separated by ':'), found " + std::to_string(f.size()) + " field(s)"
+                 : "expected USER:ROLE:scram-sha-256:ITERATIONS:SALT_HEX:STORED_KEY_HEX:SERVER_KEY_HEX (7 fields) or "
+                   "USER:ROLE:pbkdf2-sha256:ITERATIONS:SALT_HEX:HASH_HEX (6 fields separated by ':'), found " +
+                       std::to_string(f.size()) + " field(s)";
   }
   if (!isValidUserName(f[0])) {
     return "user name '" + std::string(f[0].substr(0, kMaxUserBytes)) + "' is not 1 to 128 of [A-Za-z0-9._@-]";
@@ -124,7 +164,10 @@ std::string parseCredentialLine(std::string_view line, Credential* out) {
   const auto role = roleFromName(f[1]);
   if (!role) return "role '" + std::string(f[1]) + "' is neither 'member' nor 'admin'";
   c.role = *role;
-  if (f[2] != kScheme) return "hash scheme '" + std::string(f[2]) + "' is not '" + std::string(kScheme) + "'";
+  if (!scram && f[2] != kOlderScheme) {
+    return "hash scheme '" + std::string(f[2]) + "' is neither '" + std::string(kScheme) + "' nor '" +
+           std::string(kOlderScheme) + "'";
+  }
   uint64_t iterations = 0;
   const auto [end, ec] = std::from_chars(f[3].data(), f[3].data() + f[3].size(), iterations);
   if (ec != std::errc() || end != f[3].data() + f[3].size() || iterations < kMinIterations ||
@@ -136,9 +179,22 @@ std::string parseCredentialLine(std::string_view line, Credential* out) {
   if (!fromHex(f[4], c.salt) || c.salt.size() < kSaltBytes || c.salt.size() > kMaxSaltBytes) {
     return "salt is not " + std::to_string(kSaltBytes) + " to " + std::to_string(kMaxSaltBytes) + " bytes in hex";
   }
-  if (!fromHex(f[5], c.hash) || c.hash.size() != kHashBytes) {
+  if (scram) {
+    if (!fromHex(f[5], c.storedKey) || c.storedKey.size() != kHashBytes) {
+      return "stored key is not " + std::to_string(kHashBytes) + " bytes in hex";
+    }
+    if (!fromHex(f[6], c.serverKey) || c.serverKey.size() != kHashBytes) {
+      return "server key is not " + std::to_string(kHashBytes) + " bytes in hex";
+    }
+    return "";
+  }
+  std::vector<uint8_t> hash;
+  if (!fromHex(f[5], hash) || hash.size() != kHashBytes) {
     return "hash is not " + std::to_string(kHashBytes) + " bytes in hex";
   }
+  c.storedKey = storedKeyOf(hash);
+  c.serverKey = serverKeyOf(hash);
+  if (c.storedKey.empty() || c.serverKey.empty()) return "the keys of the hash could not be computed";
   return "";
 }
 

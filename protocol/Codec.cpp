@@ -209,7 +209,12 @@ bool readBody(Reader& r, RewindConsumerRequest& m) {
   return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
 }
 
-bool readBody(Reader& r, AuthenticateRequest& m) {
+// Version 1: Mechanism (string) and Message (bytes) instead of User and Secret.
+bool readBody(Reader& r, AuthenticateRequest& m, int16_t version) {
+  if (version >= 1) {
+    r.readString(m.mechanism, "Mechanism");
+    return r.readBytes(m.message, "Message");
+  }
   r.readString(m.user, "User");
   return r.readString(m.secret, "Secret");
 }
@@ -291,7 +296,11 @@ bool readBody(Reader& r, RewindConsumerResponse& m) {
   return readErrorCode(r, m.error, "ErrorCode");
 }
 
-bool readBody(Reader& r, AuthenticateResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
+// Version 1 adds Message (bytes).
+bool readBody(Reader& r, AuthenticateResponse& m, int16_t version) {
+  readErrorCode(r, m.error, "ErrorCode");
+  return version < 1 || r.readBytes(m.message, "Message");
+}
 
 bool readBody(Reader& r, DrainServerResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
 
@@ -567,7 +576,12 @@ void writeBody(Writer& w, const RewindConsumerRequest& m) {
   wire::writeArray(w, m.offsets, writePartitionOffset);
 }
 
-void writeBody(Writer& w, const AuthenticateRequest& m) {
+void writeBody(Writer& w, const AuthenticateRequest& m, int16_t version) {
+  if (version >= 1) {
+    w.writeString(m.mechanism);
+    w.writeBytes(m.message);
+    return;
+  }
   w.writeString(m.user);
   w.writeString(m.secret);
 }
@@ -646,7 +660,10 @@ void writeBody(Writer& w, const RewindConsumerResponse& m) {
   writeErrorCode(w, m.error);
 }
 
-void writeBody(Writer& w, const AuthenticateResponse& m) { writeErrorCode(w, m.error); }
+void writeBody(Writer& w, const AuthenticateResponse& m, int16_t version) {
+  writeErrorCode(w, m.error);
+  if (version >= 1) w.writeBytes(m.message);
+}
 
 void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
 

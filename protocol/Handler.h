@@ -28,6 +28,8 @@ struct Caller {
   // Came through the internal listener (docs/design.md, "Two addresses"):
   // controller addresses in its answers are the internal ones.
   bool internal = false;
+  // The connection speaks TLS (the server's listener does).
+  bool tls = false;
   // The server's serial number of the connection, rising with each one it
   // accepts; 0 when not known (calls made inside the server). A controller
   // refuses a member's registration sent on an older connection than the

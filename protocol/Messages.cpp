@@ -118,6 +118,7 @@ int16_t maxVersion(ApiKey k) {
     case ApiKey::CreateGroup:
     case ApiKey::ListGroups:
     case ApiKey::DescribeGroup:
+    case ApiKey::Authenticate:
       return 1;
     default:
       return 0;

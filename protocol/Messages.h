@@ -72,7 +72,8 @@ bool isControllerOnly(ApiKey k);
 
 inline constexpr int16_t kProtocolVersion = 0;
 // The newest version of an API this codec speaks: 2 for RegisterConsumer,
-// 1 for CreateGroup, ListGroups and DescribeGroup, 0 for the others. A
+// 1 for CreateGroup, ListGroups, DescribeGroup and Authenticate, 0 for the
+// others. A
 // message of an older version is byte for byte what it always was.
 int16_t maxVersion(ApiKey k);
 
@@ -305,15 +306,21 @@ struct RewindConsumerResponse {
 
 // 9 Authenticate: proves the connection's user (docs/protocol.md). The
 // secret travels as it is: use TLS on any network that is not trusted.
+// Version 0 carries the user and the secret; version 1 one message of a
+// SASL mechanism's exchange (SCRAM-SHA-256: common/Scram.h), the user named
+// inside it.
 struct AuthenticateRequest {
   static constexpr ApiKey kApi = ApiKey::Authenticate;
-  std::string user;
-  std::string secret;
+  std::string user;     // v0
+  std::string secret;   // v0
+  std::string mechanism;  // v1: "SCRAM-SHA-256"
+  std::string message;    // v1: the client's message of the exchange
   bool operator==(const AuthenticateRequest&) const = default;
 };
 struct AuthenticateResponse {
   static constexpr ApiKey kApi = ApiKey::Authenticate;
   ErrorCode error = ErrorCode::NONE;
+  std::string message;  // v1: the server's message of the exchange
   bool operator==(const AuthenticateResponse&) const = default;
 };
 

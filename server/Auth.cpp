@@ -48,7 +48,8 @@ CredentialStore::CredentialStore() : digestKey_(32) {
   decoy_.user = "";
   decoy_.iterations = kDefaultIterations;
   decoy_.salt.assign(kSaltBytes, 0x5a);
-  decoy_.hash.assign(kHashBytes, 0);
+  decoy_.storedKey.assign(kHashBytes, 0);
+  decoy_.serverKey.assign(kHashBytes, 0);
 }
 
 std::shared_ptr<CredentialStore> CredentialStore::parse(std::string_view text, const std::string& source,
@@ -120,7 +121,8 @@ std::vector<uint8_t> CredentialStore::quickDigest(const Credential& c, std::stri
 std::optional<Role> CredentialStore::verify(std::string_view user, std::string_view secret) const {
   const Credential* c = find(user);
   if (c == nullptr) {
-    (void)constantTimeEquals(hashSecret(secret, decoy_.salt, decoy_.iterations), decoy_.hash);
+    (void)constantTimeEquals(credentials::storedKeyOf(hashSecret(secret, decoy_.salt, decoy_.iterations)),
+                             decoy_.storedKey);
     return std::nullopt;
   }
   const std::vector<uint8_t> quick = quickDigest(*c, secret);
@@ -129,7 +131,9 @@ std::optional<Role> CredentialStore::verify(std::string_view user, std::string_v
     auto it = verified_.find(user);
     if (it != verified_.end() && constantTimeEquals(it->second, quick)) return c->role;
   }
-  if (!constantTimeEquals(hashSecret(secret, c->salt, c->iterations), c->hash)) return std::nullopt;
+  if (!constantTimeEquals(credentials::storedKeyOf(hashSecret(secret, c->salt, c->iterations)), c->storedKey)) {
+    return std::nullopt;
+  }
   if (!quick.empty()) {
     MutexLock lock(cacheMutex_);
     verified_[c->user] = quick;

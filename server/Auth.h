@@ -7,7 +7,8 @@
 //
 // The file (option auth.credentials.file) has one user per line:
 //
-//   USER:ROLE:pbkdf2-sha256:ITERATIONS:SALT_HEX:HASH_HEX
+//   USER:ROLE:scram-sha-256:ITERATIONS:SALT_HEX:STORED_KEY_HEX:SERVER_KEY_HEX
+//   USER:ROLE:pbkdf2-sha256:ITERATIONS:SALT_HEX:HASH_HEX   (older)
 //
 // Blank lines and lines starting with '#' are ignored.
 //
@@ -58,6 +59,8 @@ class CredentialStore {
   static std::shared_ptr<CredentialStore> load(const std::string& path, std::string* error);
 
   size_t size() const { return users_.size(); }
+  // The largest iteration count of the file: what a decoy uses.
+  uint32_t decoyIterations() const { return decoy_.iterations; }
   const Credential* find(std::string_view user) const;
 
   // The user's role when `secret` is theirs. Compares in constant time, and

@@ -1,5 +1,6 @@
 #include "server/AuthGate.h"
 
+#include <openssl/rand.h>
 #include <pthread.h>
 
 #include <spdlog/spdlog.h>
@@ -25,8 +26,104 @@ std::string printableForLog(std::string_view text) {
   return out;
 }
 
-AuthGate::AuthGate(std::shared_ptr<const CredentialStore> credentials) : credentials_(std::move(credentials)) {
+AuthGate::AuthGate(std::shared_ptr<const CredentialStore> credentials)
+    : credentials_(std::move(credentials)), decoyKey_(32) {
+  if (RAND_bytes(decoyKey_.data(), static_cast<int>(decoyKey_.size())) != 1) decoyKey_.assign(32, 0x3c);
   worker_ = std::thread([this] { run(); });
+}
+
+std::string AuthGate::throttleUserOf(const AuthSession& session, const protocol::AuthenticateRequest& request) {
+  if (request.mechanism.empty()) return request.user;  // version 0
+  if (request.message.rfind("c=", 0) == 0) return session.scramUser_;
+  // A first message: "n,,n=USER,r=..." (the user as written; a malformed
+  // message counts for the empty name).
+  const size_t at = request.message.find(",n=");
+  if (at == std::string::npos) return "";
+  const size_t end = request.message.find(',', at + 3);
+  return request.message.substr(at + 3, std::min<size_t>(end, request.message.size()) - at - 3).substr(0, 128);
+}
+
+scram::ServerExchange::User AuthGate::decoyFor(std::string_view user) const {
+  scram::ServerExchange::User u;
+  u.salt = scram::hmacSha256(decoyKey_, "salt:" + std::string(user));
+  u.salt.resize(credentials::kSaltBytes);
+  u.iterations = credentials_->decoyIterations();
+  u.keys.storedKey = scram::hmacSha256(decoyKey_, "stored:" + std::string(user));
+  u.keys.serverKey = scram::hmacSha256(decoyKey_, "server:" + std::string(user));
+  u.known = false;
+  return u;
+}
+
+protocol::AuthenticateResponse AuthGate::scramStep(Job& job, std::optional<Role>* role, std::string* user,
+                                                   bool* counts) {
+  AuthSession& session = *job.session;
+  const protocol::AuthenticateRequest& r = job.request;
+  protocol::AuthenticateResponse answer{protocol::ErrorCode::NOT_AUTHORIZED, "e=other-error"};
+  *counts = true;
+  if (r.mechanism != scram::kMechanism) {
+    // Not a guess: the client asks for what this server does not speak.
+    *counts = false;
+    MutexLock lock(session.mutex_);
+    session.scram_.reset();
+    return protocol::AuthenticateResponse{protocol::ErrorCode::INVALID_REQUEST, std::string(scram::kMechanism)};
+  }
+  std::string why;
+  std::unique_ptr<scram::ServerExchange> exchange;
+  std::string exchangeUser;
+  {
+    MutexLock lock(session.mutex_);
+    if (r.message.rfind("c=", 0) == 0) {
+      exchange = std::move(session.scram_);
+      exchangeUser = std::move(session.scramUser_);
+      session.scramUser_.clear();
+    } else {
+      session.scram_.reset();
+    }
+  }
+  if (r.message.rfind("c=", 0) != 0) {
+    // The first message: answer the challenge; the connection is not
+    // authenticated until the proof.
+    auto ex = std::make_unique<scram::ServerExchange>();
+    auto name = ex->start(r.message, &why);
+    if (!name || !isValidUserName(*name)) {
+      *user = name.value_or("");
+      spdlog::debug("SCRAM first message from {} refused: {}", job.caller.address(),
+                    why.empty() ? "user name not 1 to 128 of [A-Za-z0-9._@-]" : why);
+      return answer;
+    }
+    scram::ServerExchange::User u;
+    if (const Credential* c = credentials_->find(*name)) {
+      u.salt = c->salt;
+      u.iterations = c->iterations;
+      u.keys = scram::ServerKeys{c->storedKey, c->serverKey};
+      u.known = true;
+    } else {
+      u = decoyFor(*name);
+    }
+    answer = protocol::AuthenticateResponse{protocol::ErrorCode::NONE, ex->challenge(std::move(u))};
+    *counts = false;
+    MutexLock lock(session.mutex_);
+    session.authenticated_ = false;
+    session.user_.clear();
+    session.decided_.clear();
+    session.scram_ = std::move(ex);
+    session.scramUser_ = *name;
+    return answer;
+  }
+  *user = exchangeUser;
+  if (!exchange) {
+    spdlog::debug("SCRAM final message from {} without a first one", job.caller.address());
+    return answer;
+  }
+  std::string serverFinal;
+  if (!exchange->finish(r.message, &serverFinal, &why)) {
+    spdlog::debug("SCRAM proof from {} for '{}' refused: {}", job.caller.address(), printableForLog(exchangeUser), why);
+    return protocol::AuthenticateResponse{protocol::ErrorCode::NOT_AUTHORIZED, serverFinal};
+  }
+  const Credential* c = credentials_->find(exchangeUser);
+  if (c == nullptr) return answer;  // a decoy never proves; kept for safety
+  *role = c->role;
+  return protocol::AuthenticateResponse{protocol::ErrorCode::NONE, serverFinal};
 }
 
 AuthGate::~AuthGate() { stop(); }
@@ -52,9 +149,10 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
                       const protocol::RequestHeader& header, protocol::Request request,
                       protocol::ResponseCallback done) {
   if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&request)) {
-    Job job{session, caller, &next, header, std::move(*auth), std::move(done)};
+    Job job{session, caller, &next, header, std::move(*auth), std::move(done), {}};
     {
       MutexLock lock(session->mutex_);
+      job.throttleUser = throttleUserOf(*session, job.request);
       if (session->checking_) {
         // A second Authenticate pipelined behind the first: it waits its turn.
         session->waiting_.push_back(
@@ -120,9 +218,9 @@ std::string groupOf(const protocol::Request& request) {
       request);
 }
 
-// What a ListGroups answer may show `user`: the groups it may describe.
-// Listing every group leaves the others out; a group asked for by name is
-// answered NOT_AUTHORIZED, with nothing about it.
+// What a ListGroups or DescribeServers answer may show `user`: the groups
+// it may describe. Listing every group leaves the others out; a group asked
+// for by name is answered NOT_AUTHORIZED, with nothing about it.
 protocol::ResponseCallback describableOnly(protocol::ResponseCallback done, bool named,
                                            std::shared_ptr<const permissions::Policy> policy, std::string user,
                                            Role role) {
@@ -142,6 +240,11 @@ protocol::ResponseCallback describableOnly(protocol::ResponseCallback done, bool
         }
       }
       list->groups = std::move(shown);
+    } else if (auto* servers = std::get_if<protocol::DescribeServersResponse>(&response)) {
+      // The moves name groups: only those the user may describe.
+      std::erase_if(servers->moves, [&](const protocol::GroupMove& m) {
+        return !policy->allows(user, role, m.group, permissions::Operation::Describe);
+      });
     }
     done(std::move(response));
   };
@@ -180,10 +283,16 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
       }
     }
   }
+  if (allowed && api == protocol::ApiKey::DescribeServers) {
+    MutexLock lock(policyMutex_);
+    policy = policy_;
+  }
   if (allowed) {
     if (policy && listing) {
       const bool named = !std::get<protocol::ListGroupsRequest>(request).groups.empty();
       done = describableOnly(std::move(done), named, policy, user, role);
+    } else if (policy && api == protocol::ApiKey::DescribeServers) {
+      done = describableOnly(std::move(done), false, policy, user, role);
     }
     protocol::Caller who = caller;
     who.user = std::move(user);
@@ -240,7 +349,7 @@ bool AuthGate::nextJob(Job* job) {
       continue;
     }
     // Failures since it was queued may have pushed its time further.
-    const auto at = throttle_.notBefore(next.caller.host, next.request.user, now);
+    const auto at = throttle_.notBefore(next.caller.host, next.throttleUser, now);
     if (at > now) {
       delayed_.emplace(at, std::move(next));
       continue;
@@ -253,43 +362,67 @@ bool AuthGate::nextJob(Job* job) {
 void AuthGate::check(Job& job) {
   AuthSession& session = *job.session;
   std::optional<Role> role;
-  if (isValidUserName(job.request.user)) role = credentials_->verify(job.request.user, job.request.secret);
-  {
+  std::string user = job.request.user;
+  bool counts = true;   // a failure the throttle counts
+  bool ends = true;     // the answer ends an Authenticate (not a SCRAM challenge)
+  protocol::AuthenticateResponse answer;
+  const bool sasl = job.header.version >= 1;
+  if (sasl) {
+    answer = scramStep(job, &role, &user, &counts);
+    ends = !(answer.error == protocol::ErrorCode::NONE && !role);
+  } else if (plain_ == PlainAuth::Never || (plain_ == PlainAuth::TlsOnly && !job.caller.tls)) {
+    counts = false;
+    answer.error = protocol::ErrorCode::NOT_AUTHORIZED;
+    uint64_t suppressed = 0;
+    if (gFailedLog.allow(&suppressed)) {
+      spdlog::warn("Authenticate version 0 (the secret in the clear) from {} for user '{}' refused: auth.plain is "
+                   "{}; the client must use version 1 (SCRAM-SHA-256){}{}",
+                   job.caller.address(), printableForLog(job.request.user),
+                   plain_ == PlainAuth::Never ? "never" : "tls", plain_ == PlainAuth::Never ? "" : " or TLS",
+                   suppressedNote(suppressed));
+    }
+  } else {
+    if (isValidUserName(job.request.user)) role = credentials_->verify(job.request.user, job.request.secret);
+    answer.error = role ? protocol::ErrorCode::NONE : protocol::ErrorCode::NOT_AUTHORIZED;
+  }
+  if (ends) {
     MutexLock lock(session.mutex_);
     // A failed Authenticate leaves the connection unauthenticated, also when
     // it was authenticated before.
     session.authenticated_ = role.has_value();
     session.role_ = role.value_or(Role::Member);
-    session.user_ = role ? job.request.user : std::string();
+    session.user_ = role ? user : std::string();
     session.decided_.clear();  // decided for the user it was before
+    if (!sasl) session.scram_.reset();
   }
   std::chrono::milliseconds wait{0};
-  {
+  if (ends) {
     MutexLock lock(mutex_);
     if (role) {
-      throttle_.succeeded(job.caller.host, job.request.user);
-    } else {
+      throttle_.succeeded(job.caller.host, job.throttleUser);
+    } else if (counts) {
       const auto now = AuthThrottle::Clock::now();
-      throttle_.failed(job.caller.host, job.request.user, now);
+      throttle_.failed(job.caller.host, job.throttleUser, now);
       wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-          throttle_.notBefore(job.caller.host, job.request.user, now) - now);
+          throttle_.notBefore(job.caller.host, job.throttleUser, now) - now);
     }
   }
   if (role) {
-    spdlog::debug("{} authenticated as '{}' (role {})", job.caller.address(), job.request.user, roleName(*role));
-  } else {
+    spdlog::debug("{} authenticated as '{}' (role {}{})", job.caller.address(), user, roleName(*role),
+                  sasl ? ", SCRAM-SHA-256" : "");
+  } else if (ends && counts) {
     uint64_t suppressed = 0;
     if (gFailedLog.allow(&suppressed)) {
-      spdlog::warn("authentication of user '{}' from {} failed: unknown user or wrong secret; answered "
+      spdlog::warn("authentication of user '{}' from {} failed{}: unknown user or wrong secret; answered "
                    "NOT_AUTHORIZED{}{}",
-                   printableForLog(job.request.user), job.caller.address(),
+                   printableForLog(user), job.caller.address(), sasl ? " (SCRAM-SHA-256)" : "",
                    wait.count() > 0 ? fmt::format("; the next Authenticate from {} or for this user waits {} ms",
                                                   job.caller.host, wait.count())
                                     : std::string(),
                    suppressedNote(suppressed));
     }
   }
-  job.done(protocol::AuthenticateResponse{role ? protocol::ErrorCode::NONE : protocol::ErrorCode::NOT_AUTHORIZED});
+  job.done(std::move(answer));
 
   // Whatever arrived meanwhile goes on in order, up to the next Authenticate,
   // which is checked in its turn.
@@ -304,7 +437,8 @@ void AuthGate::check(Job& job) {
       next = std::move(session.waiting_.front());
       session.waiting_.erase(session.waiting_.begin());
       if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&next.request)) {
-        Job again{job.session, next.caller, job.next, next.header, std::move(*auth), std::move(next.done)};
+        Job again{job.session, next.caller, job.next, next.header, std::move(*auth), std::move(next.done), {}};
+        again.throttleUser = throttleUserOf(session, again.request);
         {
           MutexLock jobsLock(mutex_);
           if (stopping_) return;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/Permissions.h"
+#include "common/Scram.h"
 #include "common/Sync.h"
 #include "protocol/Handler.h"
 #include "server/Auth.h"
@@ -67,7 +68,14 @@ class AuthSession {
   // holds kMaxDecisions groups).
   uint64_t policyGeneration_ GUARDED_BY(mutex_) = 0;
   std::unordered_map<std::string, permissions::OperationSet> decided_ GUARDED_BY(mutex_);
+  // A SCRAM exchange begun (Authenticate v1, first message answered) and
+  // the user it names.
+  std::unique_ptr<scram::ServerExchange> scram_ GUARDED_BY(mutex_);
+  std::string scramUser_ GUARDED_BY(mutex_);
 };
+
+// Authenticate version 0 (the secret on the wire): auth.plain.
+enum class PlainAuth { Allow, TlsOnly, Never };
 
 class AuthGate {
  public:
@@ -88,6 +96,9 @@ class AuthGate {
 
   const CredentialStore& credentials() const { return *credentials_; }
 
+  // Whether Authenticate version 0 is answered (before the first request).
+  void setPlainAuth(PlainAuth plain) { plain_ = plain; }
+
   // The rules in force from now on; nullptr: the roles alone decide. Any
   // thread; connections keep going, each deciding again under the new rules.
   void setPermissions(std::shared_ptr<const permissions::Policy> policy) EXCLUDES(policyMutex_);
@@ -104,7 +115,19 @@ class AuthGate {
     protocol::RequestHeader header;
     protocol::AuthenticateRequest request;
     protocol::ResponseCallback done;
+    std::string throttleUser;  // the user the throttle counts it for
   };
+  // The user an Authenticate is counted for: version 0's, the one a SCRAM
+  // first message names, or the one of the session's exchange.
+  static std::string throttleUserOf(const AuthSession& session, const protocol::AuthenticateRequest& request)
+      REQUIRES(session.mutex_);
+  // Version 1: one step of the session's SCRAM exchange. *role is set when
+  // it ends in success; *counts when it ends in a failure the throttle counts.
+  protocol::AuthenticateResponse scramStep(Job& job, std::optional<Role>* role, std::string* user, bool* counts);
+  // A decoy for a user not in the file: a salt derived from the name (the
+  // same each time, so asking twice does not tell) and the file's dearest
+  // iteration count.
+  scram::ServerExchange::User decoyFor(std::string_view user) const;
   // Forwards or refuses by the session's state; the caller holds no lock.
   void admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
@@ -122,6 +145,8 @@ class AuthGate {
                                           const std::string& group) REQUIRES(session.mutex_);
 
   std::shared_ptr<const CredentialStore> credentials_;
+  PlainAuth plain_ = PlainAuth::Allow;
+  scram::Bytes decoyKey_;  // random, per process
   mutable Mutex policyMutex_;
   std::shared_ptr<const permissions::Policy> policy_ GUARDED_BY(policyMutex_);
   uint64_t policyGeneration_ GUARDED_BY(policyMutex_) = 1;

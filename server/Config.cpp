@@ -224,6 +224,10 @@ std::vector<OptionSpec> makeSpecs() {
                            "file of users, roles and salted secret hashes (make lines with `groupctl auth hash`); "
                            "set: clients must Authenticate; empty: no authentication",
                            &ServerConfig::authCredentialsFile));
+  s.push_back(stringOption("auth.plain", "allow|tls|never",
+                           "Authenticate version 0, whose secret crosses the wire as it is: allow it, allow it only "
+                           "on TLS connections, or never (version 1, SCRAM-SHA-256, never sends the secret)",
+                           &ServerConfig::authPlain));
   s.push_back(stringOption("auth.permissions.file", "PATH",
                            "file of per-group rules (`allow user:NAME join,commit prefix:team-a.`; manage it with "
                            "`groupctl acl`), read again on SIGHUP; set: a call on a group needs a rule allowing it; "
@@ -513,6 +517,14 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.shutdownGraceMs < 0 || c.shutdownGraceMs > 3'600'000) {
     return badValue("shutdown.grace.ms", num(c.shutdownGraceMs), "must be 0..3600000");
+  }
+  if (c.authPlain != "allow" && c.authPlain != "tls" && c.authPlain != "never") {
+    return badValue("auth.plain", c.authPlain, "must be allow, tls or never");
+  }
+  if (c.authPlain == "tls" && !c.authCredentialsFile.empty() && c.tlsCertificateFile.empty()) {
+    return badValue("auth.plain", c.authPlain,
+                    "allows plain Authenticate only on TLS connections, but tls.certificate.file is not set: "
+                    "say never to refuse it on every connection");
   }
   if (!c.authPermissionsFile.empty() && c.authCredentialsFile.empty()) {
     return badValue("auth.permissions.file", c.authPermissionsFile,

@@ -95,6 +95,7 @@ struct ServerConfig {
   // Clients: authentication (server/Auth.h) and TLS (server/Tls.h); each is
   // off while its file options are empty.
   std::string authCredentialsFile;
+  std::string authPlain = "allow";  // Authenticate v0: allow, tls (only on TLS connections), never
   std::string authPermissionsFile;  // empty: the roles alone decide (server/AuthGate.h)
   std::string tlsCertificateFile;
   std::string tlsKeyFile;

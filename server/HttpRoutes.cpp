@@ -110,11 +110,13 @@ std::optional<HttpAnswer> refusal(const HttpRequestHead& head) {
 std::optional<Viewer> authorize(const HttpRequestHead& head, const HttpOptions& options, bool api,
                                 HttpAnswer* denied) {
   if (!options.credentials) return Viewer{};
-  std::string why = "credentials of an admin are needed (HTTP Basic)";
+  // With permissions, every user may look, at what the rules let it describe.
+  auto policy = options.permissions ? options.permissions() : nullptr;
+  std::string why = policy ? "credentials are needed (HTTP Basic)" : "credentials of an admin are needed (HTTP Basic)";
   if (const auto authorization = head.field("authorization")) {
     if (const auto basic = basicCredentials(*authorization)) {
       const auto role = options.credentials->verify(basic->first, basic->second);
-      if (role == Role::Admin) return Viewer{basic->first, basic->second};
+      if (role && (policy || role == Role::Admin)) return Viewer{basic->first, basic->second, policy, *role};
       why = role ? "this user is not an admin" : "unknown user or wrong secret";
     } else {
       why = "only HTTP Basic credentials are accepted";
@@ -124,6 +126,18 @@ std::optional<Viewer> authorize(const HttpRequestHead& head, const HttpOptions& 
   *denied = answer(401, api ? kJson : kHtml, api ? errorJson(error) : renderErrorPage(401, error));
   denied->fields.emplace_back("WWW-Authenticate", "Basic realm=\"groupcoord\"");
   return std::nullopt;
+}
+
+// Leaves in `fleet` only the groups the viewer may describe: the list, each
+// server's, and the placement's moves.
+void keepDescribable(FleetView& fleet, const Viewer& viewer) {
+  std::erase_if(fleet.groups, [&](const protocol::GroupInfo& g) { return !viewer.mayDescribe(g.name); });
+  for (auto& s : fleet.servers) {
+    std::erase_if(s.groups, [&](const std::string& g) { return !viewer.mayDescribe(g); });
+  }
+  if (fleet.placement) {
+    std::erase_if(fleet.placement->moves, [&](const protocol::GroupMove& m) { return !viewer.mayDescribe(m.group); });
+  }
 }
 
 HttpAnswer answerStatus(const HttpRequestHead& head, const HttpOptions& options, const StatusRoute& route) {
@@ -145,6 +159,7 @@ HttpAnswer answerStatus(const HttpRequestHead& head, const HttpOptions& options,
     case StatusRoute::ApiServers: {
       auto fleet = options.status->fleet();
       if (!fleet.ok()) return fail(fleet.error, httpStatusOf(fleet.error));
+      if (viewer->policy) keepDescribable(fleet.value, *viewer);
       switch (route.kind) {
         case StatusRoute::Fleet: return answer(200, kHtml, renderFleetPage(fleet.value, nowMs()));
         case StatusRoute::ApiFleet: return answer(200, kJson, fleetJson(fleet.value));
@@ -154,6 +169,11 @@ HttpAnswer answerStatus(const HttpRequestHead& head, const HttpOptions& options,
     }
     case StatusRoute::Group:
     case StatusRoute::ApiGroup: {
+      if (!viewer->mayDescribe(route.group)) {
+        return fail({protocol::ErrorCode::NOT_AUTHORIZED,
+                     "no rule of the permissions file lets user '" + viewer->user + "' describe this group"},
+                    403);
+      }
       auto group = options.status->group(route.group, *viewer);
       if (!group.ok()) return fail(group.error, httpStatusOf(group.error));
       return answer(200, api ? kJson : kHtml, api ? groupJson(group.value) : renderGroupPage(group.value, nowMs()));

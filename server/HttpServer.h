@@ -51,6 +51,7 @@
 #include <memory>
 #include <string>
 
+#include "common/Permissions.h"
 #include "metrics/Registry.h"
 #include "server/StatusSource.h"
 
@@ -73,6 +74,9 @@ struct HttpOptions {
   std::shared_ptr<StatusSource> status;
   // Set: the status page and /api/ need an admin's Basic credentials.
   std::shared_ptr<const CredentialStore> credentials;
+  // Set too (auth.permissions.file): any user of the credentials may look,
+  // and sees only the groups the rules in force let it describe.
+  std::function<std::shared_ptr<const permissions::Policy>()> permissions;
   // Both set: HTTPS with this PEM certificate chain and key.
   std::string tlsCertificateFile;
   std::string tlsKeyFile;

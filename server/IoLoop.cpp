@@ -519,6 +519,7 @@ void IoLoop::addConnection(UniqueFd fd) {
   c.interest = EPOLLIN;
   if (options_.tls) {
     c.ssl = options_.tls->accept(c.fd.get());
+    c.caller.tls = true;
     if (c.ssl == nullptr) {
       spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
       c.fd.reset();

@@ -12,10 +12,12 @@
 // source's own timeouts).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/Permissions.h"
 #include "protocol/Messages.h"
 
 namespace groupcoord::server {
@@ -58,6 +60,13 @@ struct StatusAnswer {
 struct Viewer {
   std::string user;
   std::string secret;
+  // With a permissions file: the rules the page shows the groups by, and
+  // the viewer's role (null: every group is shown).
+  std::shared_ptr<const permissions::Policy> policy;
+  credentials::Role role = credentials::Role::Admin;
+  bool mayDescribe(const std::string& group) const {
+    return !policy || policy->allows(user, role, group, permissions::Operation::Describe);
+  }
 };
 
 class StatusSource {

@@ -177,6 +177,14 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
                    credentials->size(), config.authCredentialsFile);
       *store = credentials;
       options.auth = std::make_shared<AuthGate>(std::move(credentials));
+      if (config.authPlain == "never") {
+        options.auth->setPlainAuth(PlainAuth::Never);
+        spdlog::info("auth.plain=never: Authenticate version 0 (the secret in the clear) is refused; clients use "
+                     "SCRAM-SHA-256");
+      } else if (config.authPlain == "tls") {
+        options.auth->setPlainAuth(PlainAuth::TlsOnly);
+        spdlog::info("auth.plain=tls: Authenticate version 0 (the secret in the clear) only on TLS connections");
+      }
       if (!config.authPermissionsFile.empty()) {
         auto policy = permissions::Policy::load(config.authPermissionsFile, error);
         if (!policy) return false;
@@ -231,7 +239,8 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
   // -1. EXIT_OK, or the exit code after logging why it could not start.
   static int startHttp(const ServerConfig& config, metrics::Registry& registry, const RequestMetrics& requestMetrics,
                        const TcpServer& server, Backend& backend, const std::atomic<bool>& stopping,
-                       std::shared_ptr<const CredentialStore> credentials, std::unique_ptr<HttpServer>& http) {
+                       std::shared_ptr<const CredentialStore> credentials, std::shared_ptr<AuthGate> gate,
+                       std::unique_ptr<HttpServer>& http) {
     requestMetrics.registerWith(registry);
     registerConnectionMetrics(registry, [&server] { return server.stats(); });
     backend.registerMetrics(registry);
@@ -244,6 +253,9 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     HttpOptions options = config.httpOptions();
     options.status = backend.statusSource();
     options.credentials = std::move(credentials);
+    if (gate && !config.authPermissionsFile.empty()) {
+      options.permissions = [gate] { return gate->permissions(); };
+    }
     options.tlsCertificateFile = config.tlsCertificateFile;
     options.tlsKeyFile = config.tlsKeyFile;
     http = std::make_unique<HttpServer>(options, registry, [&stopping, &backend] {
@@ -309,7 +321,8 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     // Up before ZooKeeper is reached: /health/live answers and /health/ready
     // says why it is not ready yet.
     std::unique_ptr<HttpServer> http;
-    if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, credentials, http); rc != EXIT_OK) {
+    if (int rc = startHttp(config, registry, requestMetrics, server, *backend, stopping, credentials, tcpOptions.auth,
+                           http); rc != EXIT_OK) {
       return rc;
     }
     AdvertisedEndpoint self{config.serverId, config.effectiveAdvertisedHost(),

@@ -18,7 +18,8 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--file",      "--principal",   "--operation",  "--group",
                                              "--prefix"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
-                                            "--help",        "--tls-no-verify-hostname", "--allow", "--deny"};
+                                            "--help",        "--tls-no-verify-hostname", "--allow", "--deny",
+                                            "--plain-auth"};
 
 }  // namespace
 
@@ -56,7 +57,7 @@ Args parseArgs(int argc, char** argv) {
 }
 
 void allowOnly(const Args& args, const std::string& command, std::set<std::string> allowed) {
-  allowed.insert({"--bootstrap", "--output", "--help", "--user", "--secret-file", "--tls-ca-file", "--tls-server-name",
+  allowed.insert({"--bootstrap", "--output", "--help", "--user", "--secret-file", "--plain-auth", "--tls-ca-file", "--tls-server-name",
                   "--tls-no-verify-hostname", "--tls-certificate-file", "--tls-key-file"});
   for (auto& [name, value] : args.options)
     if (!allowed.count(name)) throw UsageError{name + " does not apply to `" + command + "`"};

@@ -39,6 +39,8 @@ client::SecurityOptions Context::security() const {
   const std::string secretFile = opt("--secret-file");
   if (sec.user.empty() != secretFile.empty()) throw UsageError{"--user and --secret-file go together"};
   if (!secretFile.empty()) sec.secret = readSecretFile(secretFile);
+  sec.plainAuth = args_.flags.count("--plain-auth") > 0;
+  if (sec.plainAuth && sec.user.empty()) throw UsageError{"--plain-auth needs --user and --secret-file"};
   sec.tlsCaFile = opt("--tls-ca-file");
   sec.tlsServerName = opt("--tls-server-name");
   sec.tlsVerifyHostname = !args_.flags.count("--tls-no-verify-hostname");

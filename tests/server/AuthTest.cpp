@@ -79,7 +79,36 @@ TEST(Credentials, TheSameSecretGetsADifferentSaltEachTime) {
   const std::string a = line("alice", Role::Member, "same");
   const std::string b = line("alice", Role::Member, "same");
   EXPECT_NE(a, b);
-  EXPECT_EQ(a.rfind("alice:member:pbkdf2-sha256:10000:", 0), 0u) << a;
+  EXPECT_EQ(a.rfind("alice:member:scram-sha-256:10000:", 0), 0u) << a;
+}
+
+TEST(Credentials, BothSchemesVerifyTheSameSecretAndKeepTheSameKeys) {
+  // A pbkdf2-sha256 line keeps SaltedPassword; the scram-sha-256 line of
+  // the same salt keeps only the keys derived from it.
+  const std::vector<uint8_t> salt(16, 0x11);
+  const std::vector<uint8_t> salted = hashSecret("s3cret", salt, kIterations);
+  auto hex = [](const std::vector<uint8_t>& b) {
+    std::string out;
+    char buf[3];
+    for (uint8_t x : b) {
+      std::snprintf(buf, sizeof buf, "%02x", x);
+      out += buf;
+    }
+    return out;
+  };
+  const std::string older = "old:member:pbkdf2-sha256:10000:" + hex(salt) + ":" + hex(salted);
+  const std::string newer = "new:admin:scram-sha-256:10000:" + hex(salt) + ":" +
+                            hex(credentials::storedKeyOf(salted)) + ":" + hex(credentials::serverKeyOf(salted));
+  auto store = parseOk(older + "\n" + newer + "\n");
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->verify("old", "s3cret"), Role::Member);
+  EXPECT_EQ(store->verify("new", "s3cret"), Role::Admin);
+  EXPECT_EQ(store->verify("new", "s3cret!"), std::nullopt);
+  EXPECT_EQ(store->find("old")->storedKey, store->find("new")->storedKey);
+  EXPECT_EQ(store->find("old")->serverKey, store->find("new")->serverKey);
+  // The secret cannot be read back from a scram-sha-256 line: it holds
+  // neither the secret nor SaltedPassword.
+  EXPECT_EQ(newer.find(hex(salted)), std::string::npos);
 }
 
 TEST(Credentials, HashIsPbkdf2HmacSha256) {
@@ -121,6 +150,9 @@ TEST(Credentials, EachBadLineIsNamedByItsNumber) {
       {"carol:admin:pbkdf2-sha256:10000:" + salt + ":" + std::string(62, 'b'), "hash"},
       {"carol:admin:pbkdf2-sha256:10000:" + salt + ":" + std::string(63, 'b'), "hash"},
       {"alice:member:pbkdf2-sha256:10000:" + salt + ":" + hash, "second time"},
+      {"carol:admin:scram-sha-256:10000:" + salt + ":" + hash, "7 fields"},
+      {"carol:admin:scram-sha-256:10000:" + salt + ":" + hash + ":" + std::string(62, 'c'), "server key"},
+      {"carol:admin:scram-sha-256:10000:" + salt + ":x" + hash + ":" + hash, "stored key"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.bad);

@@ -255,7 +255,7 @@ TEST_F(SecuredServerTest, GroupctlMakesACredentialLineAndAuthenticatesFromASecre
   std::ifstream in(out);
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line.rfind("cli:admin:pbkdf2-sha256:20000:", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("cli:admin:scram-sha-256:20000:", 0), 0u) << line;
   std::string error;
   auto store = server::CredentialStore::parse(line, "groupctl output", &error);
   ASSERT_NE(store, nullptr) << error;

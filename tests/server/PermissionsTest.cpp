@@ -173,6 +173,11 @@ class ListingHandler : public protocol::Handler {
       }
       return done(r);
     }
+    if (std::holds_alternative<protocol::DescribeServersRequest>(request)) {
+      protocol::DescribeServersResponse r;
+      for (const char* g : {"team-a.orders", "team-b.orders", "team-a.billing"}) r.moves.push_back({g, 10, 1, 2});
+      return done(r);
+    }
     done(protocol::errorResponse(request, ErrorCode::NONE));
   }
   int calls() {
@@ -267,6 +272,18 @@ TEST_F(PermissionGateTest, ListGroupsShowsOnlyWhatTheUserMayDescribe) {
   // Asked for by name: refused, and nothing about it shown.
   EXPECT_EQ(names(b, {"team-a.orders", "team-b.orders"}),
             (std::vector<std::string>{"team-a.orders refused", "team-b.orders +members"}));
+}
+
+TEST_F(PermissionGateTest, DescribeServersNamesOnlyTheGroupsTheUserMayDescribe) {
+  auto moves = [&](const std::string& user) {
+    auto r = std::get<protocol::DescribeServersResponse>(call(as(user), protocol::DescribeServersRequest{}));
+    std::vector<std::string> out;
+    for (auto& m : r.moves) out.push_back(m.group);
+    return out;
+  };
+  EXPECT_EQ(moves("a-svc"), (std::vector<std::string>{"team-a.orders", "team-a.billing"}));
+  EXPECT_EQ(moves("b-svc"), (std::vector<std::string>{"team-b.orders"}));
+  EXPECT_EQ(moves("ops").size(), 3u);
 }
 
 TEST_F(PermissionGateTest, NewRulesApplyToConnectionsAlreadyOpenAtTheirNextCall) {

@@ -310,9 +310,10 @@ servertest::HttpReply get(uint16_t port, const std::string& path, const std::str
 
 class StatusRoutesTest : public ::testing::Test {
  protected:
-  void start(bool withAuth) {
+  void start(bool withAuth, std::shared_ptr<const permissions::Policy> policy = nullptr) {
     HttpOptions options;
     options.status = source_;
+    if (policy) options.permissions = [policy] { return policy; };
     if (withAuth) {
       std::string error;
       const std::string text =
@@ -396,6 +397,37 @@ TEST_F(StatusRoutesTest, WithCredentialsOnlyAnAdminGetsIn) {
   EXPECT_EQ(source_->lastViewer.secret, kAdminSecret);
   EXPECT_EQ(get(port(), "/metrics").status, 200);
   EXPECT_EQ(get(port(), "/health/live").status, 200);
+}
+
+TEST_F(StatusRoutesTest, WithPermissionsEachUserSeesOnlyTheGroupsItMayDescribe) {
+  std::string error;
+  auto policy = permissions::Policy::parse("allow user:app describe group:orphan\nallow role:admin all group:*\n",
+                                           "permissions file 't'", &error);
+  ASSERT_TRUE(policy) << error;
+  start(true, policy);
+  const auto app = basic("app", kMemberSecret);
+  // A member gets in, and sees its group only: in the list, on each
+  // server, and among the moves.
+  auto groups = nlohmann::json::parse(get(port(), "/api/groups", app).body)["groups"];
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0]["name"], "orphan");
+  auto fleet = get(port(), "/", app);
+  EXPECT_EQ(fleet.status, 200);
+  EXPECT_EQ(fleet.body.find("orders.v2_eu-1"), std::string::npos);
+  EXPECT_NE(fleet.body.find("orphan"), std::string::npos);
+  auto moves = nlohmann::json::parse(get(port(), "/api/servers", app).body)["moves"];
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0]["group"], "orphan");
+  // Another tenant's group page: refused before the source is asked.
+  source_->asked.clear();
+  auto other = get(port(), "/api/groups/orders.v2_eu-1", app);
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(nlohmann::json::parse(other.body)["error"], "NOT_AUTHORIZED");
+  EXPECT_EQ(get(port(), "/groups/orders.v2_eu-1", app).status, 403);
+  EXPECT_EQ(source_->asked, "");
+  // The admin's rule shows everything; a wrong secret still gets nothing.
+  EXPECT_EQ(nlohmann::json::parse(get(port(), "/api/groups", basic("ops", kAdminSecret)).body)["groups"].size(), 2u);
+  EXPECT_EQ(get(port(), "/", basic("app", "wrong")).status, 401);
 }
 
 TEST(StatusRoutesOffTest, WithoutASourceThePageIsNotServed) {

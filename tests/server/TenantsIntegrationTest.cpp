@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include "client/Connection.h"
 #include "common/Layout.h"
 #include "common/Permissions.h"
+#include "common/Scram.h"
 #include "protocol/Codec.h"
 #include "server/Auth.h"
 #include "support/ServerProcess.h"
@@ -305,6 +308,138 @@ TEST_F(TenantsTest, GroupctlAclEditsTheFileTheServerThenApplies) {
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "allow user:a-svc join\n");
+}
+
+
+// ---- SCRAM, plain Authenticate, guessing ---------------------------------------
+
+// The frame of an Authenticate v1 carrying `message`, as a client sends it.
+std::vector<uint8_t> scramFrame(const std::string& message, int64_t correlationId) {
+  protocol::RequestHeader h;
+  h.apiKey = protocol::ApiKey::Authenticate;
+  h.version = 1;
+  h.correlationId = correlationId;
+  h.clientId = "replayed";
+  std::vector<uint8_t> frame;
+  protocol::encodeRequest(h, protocol::AuthenticateRequest{{}, {}, std::string(scram::kMechanism), message}, frame);
+  return frame;
+}
+
+protocol::AuthenticateResponse sendFrame(Connection& c, const std::vector<uint8_t>& frame) {
+  EXPECT_EQ(c.sendRaw(frame), client::IoStatus::Ok);
+  auto r = c.receive(protocol::ApiKey::Authenticate, 10s);
+  EXPECT_TRUE(r.ok) << r.detail;
+  auto* a = r.ok ? std::get_if<protocol::AuthenticateResponse>(&r.response) : nullptr;
+  return a ? *a : protocol::AuthenticateResponse{ErrorCode::UNKNOWN_SERVER_ERROR, ""};
+}
+
+TEST_F(TenantsTest, ACapturedScramExchangeResentOnANewConnectionIsNotAuthorized) {
+  auto server = startServer();
+  // A real exchange, its two client frames kept as they went on the wire.
+  Connection first;
+  ASSERT_TRUE(first.connect("127.0.0.1", server->port(), 10s)) << first.lastError();
+  scram::ClientExchange exchange("a-svc", "a-svc-secret");
+  const auto frame1 = scramFrame(exchange.first(), 1);
+  auto challenge = sendFrame(first, frame1);
+  ASSERT_EQ(challenge.error, ErrorCode::NONE);
+  std::string error;
+  auto final = exchange.final(challenge.message, &error);
+  ASSERT_TRUE(final) << error;
+  const auto frame2 = scramFrame(*final, 2);
+  auto done = sendFrame(first, frame2);
+  ASSERT_EQ(done.error, ErrorCode::NONE);
+  EXPECT_TRUE(exchange.verifyServer(done.message, &error)) << error;
+  EXPECT_EQ(errorOf(first.call(protocol::DescribeGroupRequest{"team-a.x"}, 10s)), ErrorCode::UNKNOWN_GROUP);
+  // Neither frame holds the secret.
+  EXPECT_EQ(std::string(frame1.begin(), frame1.end()).find("a-svc-secret"), std::string::npos);
+  EXPECT_EQ(std::string(frame2.begin(), frame2.end()).find("a-svc-secret"), std::string::npos);
+
+  // The same bytes again, on a new connection: the server's nonce is new,
+  // the captured proof does not cover it.
+  Connection replay;
+  ASSERT_TRUE(replay.connect("127.0.0.1", server->port(), 10s)) << replay.lastError();
+  auto again = sendFrame(replay, frame1);
+  EXPECT_EQ(again.error, ErrorCode::NONE);
+  EXPECT_NE(again.message, challenge.message);
+  auto replayed = sendFrame(replay, frame2);
+  EXPECT_EQ(replayed.error, ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(replayed.message, "e=invalid-proof");
+  EXPECT_EQ(errorOf(replay.call(protocol::DescribeGroupRequest{"team-a.x"}, 10s)), ErrorCode::NOT_AUTHORIZED);
+  std::printf("[figure] replayed SCRAM exchange: %s\n", protocol::errorName(replayed.error).data());
+}
+
+TEST_F(TenantsTest, PlainAuthenticateIsRefusedWhenTheServerSaysNeverAndClientsUseScram) {
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{
+      "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--io-threads=2",
+      "--auth-credentials-file=" + credentials(), "--auth-plain=never"});
+  ASSERT_TRUE(server->start());
+  // The client library speaks SCRAM by default.
+  Connection scramClient = as(server->port(), "a-svc");
+  EXPECT_TRUE(scramClient.isOpen());
+  EXPECT_EQ(errorOf(scramClient.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+  // Version 0, the secret on the wire: refused, and the log says why.
+  Connection plain;
+  SecurityOptions s;
+  s.user = "a-svc";
+  s.secret = "a-svc-secret";
+  s.plainAuth = true;
+  plain.setSecurity(s);
+  EXPECT_FALSE(plain.connect("127.0.0.1", server->port(), 10s));
+  EXPECT_TRUE(plain.authRefused()) << plain.lastError();
+  EXPECT_TRUE(logShows(*server, "auth.plain is never")) << server->log();
+  // groupctl: SCRAM by default, --plain-auth when told.
+  write(dir_ + "/secret", "a-svc-secret\n");
+  const std::string groupctl = binaryPath("client/groupctl") + " --bootstrap 127.0.0.1:" +
+                               std::to_string(server->port()) + " --user a-svc --secret-file " + dir_ + "/secret";
+  std::string out;
+  EXPECT_EQ(run(groupctl + " list", &out), 0) << out;
+  EXPECT_EQ(run(groupctl + " --plain-auth list", &out), 1) << out;
+  EXPECT_NE(out.find("NOT_AUTHORIZED"), std::string::npos) << out;
+}
+
+TEST_F(TenantsTest, WrongSecretsOnOneConnectionAreSlowedWhileOtherConnectionsGoOn) {
+  auto server = startServer();
+  Connection ops = as(server->port(), "ops");
+  Connection guesser;
+  ASSERT_TRUE(guesser.connect("127.0.0.1", server->port(), 10s)) << guesser.lastError();
+  // As fast as the server answers, for 10 s: version 0 guesses (the
+  // cheapest for a guesser: one round trip each).
+  std::atomic<bool> guessing{true};
+  int64_t slowestOther = 0;
+  int others = 0;
+  std::thread other([&] {
+    while (guessing) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(errorOf(ops.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+      slowestOther = std::max<int64_t>(slowestOther, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                         std::chrono::steady_clock::now() - t0)
+                                                         .count());
+      ++others;
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  int answered = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    auto r = guesser.call(protocol::AuthenticateRequest{"b-svc", "guess-" + std::to_string(answered), {}, {}},
+                          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()) +
+                              1ms);
+    if (!r.ok) break;  // the 10 s ended while it waited
+    EXPECT_EQ(errorOf(r), ErrorCode::NOT_AUTHORIZED);
+    ++answered;
+  }
+  guessing = false;
+  other.join();
+  std::printf("[figure] wrong secrets answered in 10 s on one connection: %d; meanwhile %d ListGroups on another "
+              "connection, the slowest %lld ms\n",
+              answered, others, static_cast<long long>(slowestOther));
+  EXPECT_LE(answered, 20);
+  EXPECT_GE(answered, 3);
+  // The other connection was never made to wait for the guesser's turn
+  // (the throttle's waits reach 5 s).
+  EXPECT_LT(slowestOther, 2500);
+  EXPECT_GT(others, 20);
+  EXPECT_TRUE(logShows(*server, "waits")) << server->log();
 }
 
 }  // namespace
