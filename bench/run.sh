@@ -3,7 +3,7 @@
 #
 #   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
-# SCENARIO: throughput, members, instructions, members-100k, members-1conn,
+# SCENARIO: throughput, members, instructions, gate, members-100k, members-1conn,
 # scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
 # all, in that order), placement (run by fleet too, after it).
 # throughput: heartbeats at depth 1 and 16, groupcoordd
@@ -14,7 +14,9 @@
 # read-to-answer and stage figures from its /metrics, then the same schedule
 # against both echoes, in turns (five rounds of a 4 s window each);
 # instructions: instructions per heartbeat of the three
-# servers, counted by callgrind; members-100k: 100,000 members in 1,000
+# servers, counted by callgrind; gate: instructions per heartbeat through
+# the authentication gate, without it, with roles only and with 1,000
+# permission rules (no server); members-100k: 100,000 members in 1,000
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
 # session; members-1conn: the same schedule with one member per connection,
 # as many as the 20,000-descriptor limit allows (19,000); scale: both of
@@ -68,7 +70,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet)
+all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -97,10 +99,12 @@ log "building in $build_dir (${BUILD_TYPE:-RelWithDebInfo}, as scripts/dev.sh bu
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGROUPCOORD_BUILD_TESTS=OFF \
   ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo groupcoord-loop-echo \
+  groupcoord-gate-cost \
   > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log" >&2; exit 1; }
 fi
 bench="$build_dir/bench/groupcoord-bench"
+gate_bin="$build_dir/bench/groupcoord-gate-cost"
 server_bin="$build_dir/server/groupcoordd"
 # --pin: the generator on the first core, every server on the others, so
 # that they do not take turns on one core (the table says which was used).
@@ -264,6 +268,32 @@ for s in "${scenarios[@]}"; do
       ;;
     assign)
       run assign --repeat="$(q 5 1)"
+      ;;
+    gate)
+      command -v valgrind >/dev/null || { log "gate needs valgrind (apt-get install valgrind)"; exit 1; }
+      # Instructions inside runHeartbeats() for N and 2N heartbeats; the
+      # difference over N is one heartbeat's. No server, no ensemble.
+      gate_n=$(q 20000 2000)
+      for groups in 1 10; do
+        declare -A gate_per=()
+        for mode in none roles permissions; do
+          ir=()
+          for n in "$gate_n" "$((2 * gate_n))"; do
+            out="$work/gate.$groups.$mode.$n"
+            valgrind --tool=callgrind --toggle-collect='*runHeartbeats*' --callgrind-out-file="$out" \
+              "$gate_bin" --mode "$mode" --heartbeats "$n" --groups "$groups" --rules 1000 >/dev/null 2>"$out.log" ||
+              { cat "$out.log" >&2; exit 1; }
+            ir+=("$(awk '/^totals:/ {print $2}' "$out")")
+          done
+          gate_per[$mode]=$(( (ir[1] - ir[0]) / gate_n ))
+        done
+        printf '| 9b gate | instructions per heartbeat into the handler, %s group(s) on one connection: no gate / the gate, roles only / the gate with 1,000 permission rules (callgrind; windows of %s and %s) | %s / %s / %s |  |\n' \
+          "$groups" "$gate_n" "$((2 * gate_n))" "${gate_per[none]}" "${gate_per[roles]}" "${gate_per[permissions]}" |
+          tee -a "$table"
+        printf '| 9b gate | permissions minus roles only, %s group(s) on one connection (instructions per heartbeat) | %s |  |\n' \
+          "$groups" "$(( gate_per[permissions] - gate_per[roles] ))" | tee -a "$table"
+        unset gate_per
+      done
       ;;
     big-partitions)
       start_server 1

@@ -105,7 +105,7 @@ protocol::AuthenticateResponse AuthGate::scramStep(Job& job, std::optional<Role>
     MutexLock lock(session.mutex_);
     session.authenticated_ = false;
     session.user_.clear();
-    session.decided_.clear();
+    forgetDecisions(session);
     session.scram_ = std::move(ex);
     session.scramUser_ = *name;
     return answer;
@@ -181,7 +181,7 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
 void AuthGate::setPermissions(std::shared_ptr<const permissions::Policy> policy) {
   MutexLock lock(policyMutex_);
   policy_ = std::move(policy);
-  ++policyGeneration_;
+  policyGeneration_.fetch_add(1, std::memory_order_release);
 }
 
 std::shared_ptr<const permissions::Policy> AuthGate::permissions() const {
@@ -189,26 +189,31 @@ std::shared_ptr<const permissions::Policy> AuthGate::permissions() const {
   return policy_;
 }
 
+void AuthGate::forgetDecisions(AuthSession& session) {
+  session.decided_.clear();
+  session.lastGroup_ = nullptr;
+}
+
 permissions::OperationSet AuthGate::decide(AuthSession& session, const permissions::Policy& policy,
-                                           uint64_t generation, const std::string& user, Role role,
-                                           const std::string& group) {
-  if (session.policyGeneration_ != generation || session.decided_.size() >= kMaxDecisions) {
-    session.decided_.clear();
-    session.policyGeneration_ = generation;
-  }
+                                           const std::string& user, Role role, std::string_view group) {
+  // A connection of one member asks for one group: compared, not hashed.
+  if (session.lastGroup_ != nullptr && *session.lastGroup_ == group) return session.lastOps_;
+  if (session.decided_.size() >= kMaxDecisions) forgetDecisions(session);
   auto it = session.decided_.find(group);
-  if (it != session.decided_.end()) return it->second;
-  const permissions::OperationSet ops = policy.allowed(user, role, group);
-  session.decided_.emplace(group, ops);
-  return ops;
+  if (it == session.decided_.end()) {
+    it = session.decided_.emplace(std::string(group), policy.allowed(user, role, group)).first;
+  }
+  session.lastGroup_ = &it->first;  // node-based: stays valid until erased
+  session.lastOps_ = it->second;
+  return it->second;
 }
 
 namespace {
 
-// The group a call names; "" for calls that name none (and ListGroups).
-std::string groupOf(const protocol::Request& request) {
+// The group a call names, in place; "" for calls that name none.
+std::string_view groupOf(const protocol::Request& request) {
   return std::visit(
-      [](const auto& r) -> std::string {
+      [](const auto& r) -> std::string_view {
         if constexpr (requires { r.group; }) {
           return r.group;
         } else {
@@ -257,17 +262,16 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
                      protocol::ResponseCallback done) {
   const protocol::ApiKey api = protocol::apiKeyOf(request);
   const auto operation = permissions::operationOf(api);
-  std::shared_ptr<const permissions::Policy> policy;
-  uint64_t generation = 0;
-  if (operation) {
-    MutexLock lock(policyMutex_);
-    policy = policy_;
-    generation = policyGeneration_;
-  }
   const bool listing = api == protocol::ApiKey::ListGroups;
-  const std::string group = policy && !listing ? groupOf(request) : std::string();
+  const std::string_view group = operation && !listing ? groupOf(request) : std::string_view();
+  // The rules in force: the session keeps the ones it decided under, and
+  // looks again only when their generation moved (no lock of the gate's,
+  // no reference count touched per call).
+  const uint64_t generation = policyGeneration_.load(std::memory_order_acquire);
+  std::shared_ptr<const permissions::Policy> policy;  // set only where a callback must keep it
   bool authenticated = false;
   bool allowed = false;
+  bool ruled = false;  // decided by the permissions file
   Role role = Role::Member;
   std::string user;
   {
@@ -276,23 +280,26 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
     role = session.role_;
     if (authenticated) {
       user = session.user_;
-      if (!policy || listing) {
-        allowed = policy ? true : roleAllows(role, api);
-      } else {
-        allowed = (decide(session, *policy, generation, user, role, group) & permissions::bit(*operation)) != 0;
+      if (session.policyGeneration_ != generation) {
+        MutexLock policyLock(policyMutex_);
+        session.policy_ = policy_;
+        session.policyGeneration_ = policyGeneration_.load(std::memory_order_relaxed);
+        forgetDecisions(session);
       }
+      const permissions::Policy* rules = session.policy_.get();
+      ruled = rules != nullptr && operation && !listing;
+      if (ruled) {
+        allowed = (decide(session, *rules, user, role, group) & permissions::bit(*operation)) != 0;
+      } else {
+        allowed = rules != nullptr && listing ? true : roleAllows(role, api);
+      }
+      if (allowed && rules != nullptr && (listing || api == protocol::ApiKey::DescribeServers)) policy = session.policy_;
     }
   }
-  if (allowed && api == protocol::ApiKey::DescribeServers) {
-    MutexLock lock(policyMutex_);
-    policy = policy_;
-  }
   if (allowed) {
-    if (policy && listing) {
-      const bool named = !std::get<protocol::ListGroupsRequest>(request).groups.empty();
+    if (policy) {
+      const bool named = listing && !std::get<protocol::ListGroupsRequest>(request).groups.empty();
       done = describableOnly(std::move(done), named, policy, user, role);
-    } else if (policy && api == protocol::ApiKey::DescribeServers) {
-      done = describableOnly(std::move(done), false, policy, user, role);
     }
     protocol::Caller who = caller;
     who.user = std::move(user);
@@ -305,7 +312,7 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
     if (!authenticated) {
       spdlog::warn("refused {} from {} (not authenticated): Authenticate first; answered NOT_AUTHORIZED{}",
                    protocol::apiName(api), peer, suppressedNote(suppressed));
-    } else if (policy) {
+    } else if (ruled) {
       spdlog::warn("refused {} of group '{}' from {} (user '{}'): no rule of the permissions file allows '{}' on "
                    "it, or one denies it; answered NOT_AUTHORIZED{}",
                    protocol::apiName(api), printableForLog(group), peer, user,
@@ -392,7 +399,7 @@ void AuthGate::check(Job& job) {
     session.authenticated_ = role.has_value();
     session.role_ = role.value_or(Role::Member);
     session.user_ = role ? user : std::string();
-    session.decided_.clear();  // decided for the user it was before
+    forgetDecisions(session);  // decided for the user it was before
     if (!sasl) session.scram_.reset();
   }
   std::chrono::milliseconds wait{0};

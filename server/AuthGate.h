@@ -27,6 +27,7 @@
 // waiting requests (Handlers are called from several threads already).
 // stop() after the TCP server stopped and before the Handler goes away.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -63,11 +64,20 @@ class AuthSession {
   std::string user_ GUARDED_BY(mutex_);  // valid when authenticated_
   Role role_ GUARDED_BY(mutex_) = Role::Member;
   std::vector<Waiting> waiting_ GUARDED_BY(mutex_);
-  // The operations the user may perform, by group, under the rules of
-  // generation policyGeneration_ (cleared when they change, or when it
-  // holds kMaxDecisions groups).
+  // The rules this connection decides under (those of generation
+  // policyGeneration_) and the operations the user may perform, by group,
+  // under them (cleared when the rules change, or when it holds
+  // kMaxDecisions groups).
   uint64_t policyGeneration_ GUARDED_BY(mutex_) = 0;
-  std::unordered_map<std::string, permissions::OperationSet> decided_ GUARDED_BY(mutex_);
+  std::shared_ptr<const permissions::Policy> policy_ GUARDED_BY(mutex_);
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, permissions::OperationSet, Hash, std::equal_to<>> decided_ GUARDED_BY(mutex_);
+  // The entry of decided_ asked for last (null after any clear).
+  const std::string* lastGroup_ GUARDED_BY(mutex_) = nullptr;
+  permissions::OperationSet lastOps_ GUARDED_BY(mutex_) = 0;
   // A SCRAM exchange begun (Authenticate v1, first message answered) and
   // the user it names.
   std::unique_ptr<scram::ServerExchange> scram_ GUARDED_BY(mutex_);
@@ -140,16 +150,19 @@ class AuthGate {
 
   // The operations `user` may perform on `group`, from the session's memory
   // or decided now under `policy` (of generation `generation`).
+  // Clears the session's remembered decisions (the rules or the user changed).
+  static void forgetDecisions(AuthSession& session) REQUIRES(session.mutex_);
   static permissions::OperationSet decide(AuthSession& session, const permissions::Policy& policy,
-                                          uint64_t generation, const std::string& user, Role role,
-                                          const std::string& group) REQUIRES(session.mutex_);
+                                          const std::string& user, Role role, std::string_view group)
+      REQUIRES(session.mutex_);
 
   std::shared_ptr<const CredentialStore> credentials_;
   PlainAuth plain_ = PlainAuth::Allow;
   scram::Bytes decoyKey_;  // random, per process
   mutable Mutex policyMutex_;
   std::shared_ptr<const permissions::Policy> policy_ GUARDED_BY(policyMutex_);
-  uint64_t policyGeneration_ GUARDED_BY(policyMutex_) = 1;
+  // Moves (under policyMutex_) with every setPermissions; read without it.
+  std::atomic<uint64_t> policyGeneration_{1};
   Mutex mutex_;
   std::condition_variable wake_;  // waited on with mutex_ held (waitLocked)
   std::deque<Job> jobs_ GUARDED_BY(mutex_);

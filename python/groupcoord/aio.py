@@ -9,7 +9,7 @@ import inspect
 import time
 from typing import Any, Sequence
 
-from .connection import Security, TransportError, authentication_refused
+from .connection import Authenticator, Security, TransportError
 from .consumer import Callbacks, ConsumerConfig, Endpoint, MemberFrontEnd
 from .errors import ErrorCode, GroupcoordError, is_retriable
 from .member import Event, Member, Send, Target
@@ -52,10 +52,15 @@ class AsyncConnection:
         except (OSError, asyncio.TimeoutError) as e:
             raise TransportError(f"cannot connect to {self.where}: {e or 'timed out'}") from None
         if self.security.user:
-            r = await self.call(AuthenticateRequest(self.security.user, self.security.secret), max(timeout, 1.0))
-            if response_error(r) != ErrorCode.NONE:
-                self.close()
-                raise authentication_refused(self.security.user, response_error(r), self.where)
+            auth = Authenticator(self.security, self.where)
+            step: tuple[AuthenticateRequest, int] | None = auth.start()
+            while step is not None:
+                r = await self.call(step[0], max(timeout, 1.0), step[1])
+                try:
+                    step = auth.answer(r)
+                except GroupcoordError:
+                    self.close()
+                    raise
 
     def close(self) -> None:
         """Closes the connection."""

@@ -1,5 +1,6 @@
 """Blocking connections to groupcoordd: TCP or TLS, Authenticate on every
-connect, one request at a time with a bounded wait for its answer."""
+connect (SCRAM-SHA-256, Authenticate version 1, unless Security.plain_auth
+says version 0), one request at a time with a bounded wait for its answer."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import time
 from dataclasses import dataclass
 
 from .errors import ErrorCode, GroupcoordError
-from .protocol import (MIN_RESPONSE_BODY, AuthenticateRequest, FrameStatus, Request, Response, api_name,
-                       decode_response, encode_request, peek_frame, response_error)
+from .protocol import (MIN_RESPONSE_BODY, AuthenticateRequest, AuthenticateResponse, FrameStatus, Request, Response,
+                       api_name, decode_response, encode_request, peek_frame, response_error)
+from .scram import MECHANISM, MIN_ITERATIONS, ScramClient, ScramError
 
 DEFAULT_MAX_FRAME_BYTES = 64 << 20
 
@@ -22,7 +24,7 @@ class Security:
 
     #: Set: Authenticate as this user right after connecting.
     user: str = ""
-    #: The user's secret; never logged.
+    #: The user's secret; never logged, and never sent unless plain_auth.
     secret: str = ""
     #: Set: speak TLS and trust servers whose certificate chains to these CAs (PEM).
     tls_ca_file: str = ""
@@ -34,6 +36,10 @@ class Security:
     tls_certificate_file: str = ""
     #: Its key (PEM).
     tls_key_file: str = ""
+    #: Authenticate with version 0, which sends the secret as it is, instead
+    #: of SCRAM-SHA-256 (version 1): only for servers that do not speak
+    #: version 1, and only over TLS or a trusted network.
+    plain_auth: bool = False
 
     @property
     def tls(self) -> bool:
@@ -42,7 +48,7 @@ class Security:
 
     def __repr__(self) -> str:
         return (f"Security(user={self.user!r}, secret=<hidden>, tls_ca_file={self.tls_ca_file!r}, "
-                f"tls_verify_hostname={self.tls_verify_hostname})")
+                f"tls_verify_hostname={self.tls_verify_hostname}, plain_auth={self.plain_auth})")
 
     def ssl_context(self) -> ssl.SSLContext:
         """A client context: TLS 1.2 or newer, these CAs, the optional client certificate."""
@@ -69,9 +75,67 @@ class TransportError(Exception):
     bytes that do not decode. The connection is closed."""
 
 
-def authentication_refused(user: str, code: int, where: str) -> GroupcoordError:
-    """The error for a refused Authenticate."""
-    return GroupcoordError(code, f"the server at {where} refused Authenticate as {user!r}")
+def authentication_refused(user: str, code: int, where: str, why: str = "") -> GroupcoordError:
+    """The error for a refused Authenticate; ``why`` says more when known."""
+    detail = f"the server at {where} refused Authenticate as {user!r}"
+    return GroupcoordError(code, detail + (f": {why}" if why else ""))
+
+
+class Authenticator:
+    """The Authenticate calls of one connect, sans I/O: :meth:`start` gives
+    the first request and its version, :meth:`answer` takes each answer and
+    gives the next request, or None when the connection is authenticated.
+    Raises GroupcoordError when the server refuses or, with SCRAM, when it
+    does not prove it holds the user's keys (the caller closes the
+    connection). Blocking and asyncio connections share it."""
+
+    def __init__(self, security: Security, where: str, min_iterations: int = MIN_ITERATIONS,
+                 nonce: str | None = None) -> None:
+        self.security = security
+        self.where = where
+        self.min_iterations = min_iterations
+        self._scram: ScramClient | None = None if security.plain_auth else ScramClient(
+            security.user, security.secret, nonce)
+        self._step = 0
+
+    def start(self) -> tuple[AuthenticateRequest, int]:
+        """The first request and the version to send it at."""
+        self._step = 1
+        if self._scram is None:
+            return AuthenticateRequest(self.security.user, self.security.secret), 0
+        return AuthenticateRequest(mechanism=MECHANISM, message=self._scram.first().encode()), 1
+
+    def answer(self, response: Response) -> tuple[AuthenticateRequest, int] | None:
+        """The next request for the server's answer, or None when done."""
+        code = response_error(response)
+        message = response.message if isinstance(response, AuthenticateResponse) else b""
+        text = message.decode("utf-8", "replace")
+        if code != ErrorCode.NONE:
+            why = ""
+            if self._scram is not None and code == ErrorCode.UNSUPPORTED_VERSION:
+                why = ("the server does not speak SCRAM-SHA-256 (Authenticate version 1); only plain auth "
+                       "(Security.plain_auth, which sends the secret as it is) would work with it")
+            elif self._scram is not None and text:
+                why = f"SCRAM-SHA-256: {text[:100]}"
+            raise authentication_refused(self.security.user, code, self.where, why)
+        if self._scram is None:
+            return None
+        try:
+            if self._step == 1:
+                if not message:
+                    return None  # NONE without a challenge: authentication is off on that server
+                self._step = 2
+                final = self._scram.final(text, self.min_iterations)
+                return AuthenticateRequest(mechanism=MECHANISM, message=final.encode()), 1
+            self._scram.verify_server(text)
+        except ScramError as e:
+            # The client refuses: a server that lets us in without proving
+            # it holds the user's keys is not the server the credentials
+            # were made for, and retrying will not change that.
+            raise GroupcoordError(ErrorCode.NOT_AUTHORIZED,
+                                  f"Authenticate as {self.security.user!r} at {self.where} failed: "
+                                  f"SCRAM-SHA-256: {e}") from None
+        return None
 
 
 class Connection:
@@ -127,11 +191,15 @@ class Connection:
         self._sock = sock
         self._buf.clear()
         if self.security.user:
-            r = self.call(AuthenticateRequest(self.security.user, self.security.secret),
-                          max(deadline - time.monotonic(), 1.0))
-            if response_error(r) != ErrorCode.NONE:
-                self.close()
-                raise authentication_refused(self.security.user, response_error(r), self.where)
+            auth = Authenticator(self.security, self.where)
+            step: tuple[AuthenticateRequest, int] | None = auth.start()
+            while step is not None:
+                r = self.call(step[0], max(deadline - time.monotonic(), 1.0), step[1])
+                try:
+                    step = auth.answer(r)
+                except GroupcoordError:
+                    self.close()
+                    raise
 
     def close(self) -> None:
         """Closes the connection; a late answer can never be mistaken for another."""

@@ -1,8 +1,11 @@
 """The groupcoord wire codec (docs/protocol.md), sans I/O: version 0 of every
-call, and versions 1 and 2 of RegisterConsumer (sections 14 and 16).
+call, versions 1 and 2 of RegisterConsumer (sections 14 and 16), and
+version 1 of Authenticate (SCRAM-SHA-256, section "9 Authenticate").
 
 Every message is a dataclass whose ``FIELDS`` list its wire layout in order;
-``SINCE`` lists the fields a later version adds at the end, by version.
+``SINCE`` lists the fields a later version adds at the end, by version;
+``LAYOUTS`` gives, by version, a layout that replaces ``FIELDS`` from that
+version on (Authenticate's request: version 1 carries other fields).
 Decoding is bounded: every length and count is checked against the bytes
 that remain before anything is built from it, so a sender cannot make the
 decoder allocate more than the frame it sent. Malformed input raises
@@ -106,7 +109,7 @@ _INTS = {"i8": ">b", "i16": ">h", "i32": ">i", "i64": ">q", "u16": ">H"}
 _SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2, "bytes": 4}
 
 # The newest version of each call this codec speaks (0 for those not listed).
-MAX_VERSIONS = {ApiKey.REGISTER_CONSUMER: 2}
+MAX_VERSIONS = {ApiKey.REGISTER_CONSUMER: 2, ApiKey.AUTHENTICATE: 1}
 
 
 def max_version(api: int) -> int:
@@ -115,11 +118,16 @@ def max_version(api: int) -> int:
 
 
 def fields_of(cls: type, version: int = 0) -> list:
-    """The wire layout of ``cls`` at ``version``: its FIELDS, then what each
-    later version up to ``version`` adds."""
+    """The wire layout of ``cls`` at ``version``: its FIELDS (or the newest
+    of its LAYOUTS up to ``version``), then what each later version up to
+    ``version`` adds."""
     if version == 0:
         return cls.FIELDS  # every message of every call, heartbeats included
-    fields = list(cls.FIELDS)
+    base = cls.FIELDS
+    for v, layout in sorted(getattr(cls, "LAYOUTS", {}).items()):
+        if v <= version:
+            base = layout
+    fields = list(base)
     for v, added in sorted(getattr(cls, "SINCE", {}).items()):
         if v <= version:
             fields += added
@@ -492,14 +500,23 @@ class RewindConsumerRequest:
 
 @dataclass
 class AuthenticateRequest:
-    """ApiKey 9; the secret travels as it is, so use TLS on untrusted networks."""
+    """ApiKey 9. Version 0 carries the user and the secret, which travels as
+    it is (use TLS on untrusted networks). Version 1 carries instead a
+    mechanism ("SCRAM-SHA-256") and one client message of its exchange
+    (groupcoord.scram), which names the user; the secret never travels."""
 
-    user: str
-    secret: str
+    user: str = ""
+    secret: str = ""
+    mechanism: str = ""
+    message: bytes = b""
     API: ClassVar = ApiKey.AUTHENTICATE
     FIELDS: ClassVar = [("user", "str"), ("secret", "str")]
+    LAYOUTS: ClassVar = {1: [("mechanism", "str"), ("message", "bytes")]}
 
-    def __repr__(self) -> str:  # the secret stays out of logs
+    def __repr__(self) -> str:  # the secret (and the SCRAM proof) stay out of logs
+        if self.mechanism or self.message:
+            return (f"AuthenticateRequest(mechanism={self.mechanism!r}, "
+                    f"message=<{len(self.message)} bytes hidden>)")
         return f"AuthenticateRequest(user={self.user!r}, secret=<hidden>)"
 
 
@@ -653,11 +670,14 @@ class RewindConsumerResponse:
 
 @dataclass
 class AuthenticateResponse:
-    """ApiKey 9."""
+    """ApiKey 9. Version 1 adds the server's message of the SCRAM exchange
+    (empty in an error-only answer, and when authentication is off)."""
 
     error: int = ErrorCode.NONE
+    message: bytes = b""
     API: ClassVar = ApiKey.AUTHENTICATE
     FIELDS: ClassVar = [("error", "error")]
+    SINCE: ClassVar = {1: [("message", "bytes")]}
 
 
 @dataclass
@@ -863,7 +883,9 @@ def decode_response(api: int, body: bytes | bytearray | memoryview) -> DecodedRe
     header = ResponseHeader(r.int("i16", "Version"), r.int("i64", "CorrelationId"))
     if r.remaining() == 2:
         # An error-only answer; LeaveGroup, Authenticate and DrainServer
-        # responses have the same shape and are read as their own type.
+        # responses have the same shape (Authenticate's at version 0) and
+        # are read as their own type: an Authenticate answer of any version
+        # then has an empty message.
         cls = _LONE_CODE.get(api, ErrorOnlyResponse)  # type: ignore[call-overload]
         return DecodedResponse(header, r.message(cls))
     if not 0 <= api < API_COUNT:

@@ -1,15 +1,20 @@
 """Admin end to end against groupcoordd and the live ensemble, then with
-authentication, with TLS, and with both."""
+authentication (SCRAM-SHA-256 by default, plain on request), with TLS, and
+with both."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from groupcoord import (Admin, AsyncConsumer, Callbacks, Consumer, ConsumerConfig, GroupcoordError,
                         PartitionOffset, Security)
+from groupcoord.connection import Connection
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol import RebalanceReason, TopicPartition
+from groupcoord.protocol import AuthenticateRequest, AuthenticateResponse, ListGroupsRequest, RebalanceReason, \
+    TopicPartition, response_error
+from groupcoord.scram import ScramClient
 from tests.support import LiveTestCase, create_topic
 
 ADMIN_SECRET = "ops secret: 7f3a"
@@ -81,6 +86,17 @@ class AdminLiveTest(LiveTestCase):
             admin.fetch_offsets("orders")
         self.assertEqual(ctx.exception.name, "UNKNOWN_GROUP")
 
+        # Authentication is off on this server: Authenticate version 1 is
+        # answered NONE with no challenge, and a client with credentials works.
+        raw = Connection()
+        raw.connect(*server.endpoint, 5.0)
+        first = AuthenticateRequest(mechanism="SCRAM-SHA-256", message=ScramClient("anyone", "x").first().encode())
+        self.assertEqual(raw.call(first, 5.0, 1), AuthenticateResponse(ErrorCode.NONE, b""))
+        raw.close()
+        with Admin([server.endpoint], security=Security(user="anyone", secret="x")) as with_credentials:
+            # Answered (the group is gone by now), not refused.
+            self.assertEqual(with_credentials.list_groups(["orders"])[0].error, ErrorCode.UNKNOWN_GROUP)
+
         admin.drain_server(7)
         admin.drain_server(7)  # doing it twice succeeds
         admin.drain_server(7, drain=False)
@@ -144,6 +160,81 @@ class AdminLiveTest(LiveTestCase):
         log = server.log()
         self.assertIn("refused ListGroups from 127.0.0.1:", log)  # refusals are logged at most once a second
         self.assertNotIn(MEMBER_SECRET, log)
+
+    def test_scram_exchange_and_plain_auth(self) -> None:
+        credentials = self.credentials_file({"ops": ("admin", ADMIN_SECRET), "app": ("member", MEMBER_SECRET)})
+        server = self.start_server([f"--auth-credentials-file={credentials}"])  # auth.plain: the default
+        endpoint = [server.endpoint]
+
+        # The exchange step by step, as the server answers it.
+        raw = Connection()
+        raw.connect(*server.endpoint, 5.0)
+        scram = ScramClient("app", MEMBER_SECRET)
+        r = raw.call(AuthenticateRequest(mechanism="SCRAM-SHA-256", message=scram.first().encode()), 5.0, 1)
+        challenge = r.message.decode()
+        self.assertEqual(r.error, ErrorCode.NONE, challenge)
+        self.assertRegex(challenge, rf"^r={re.escape(scram.nonce)}[!-+\--~]+,s=[A-Za-z0-9+/=]+,i=10000$")
+        self.assertEqual(response_error(raw.call(ListGroupsRequest(), 5.0)), ErrorCode.NOT_AUTHORIZED)  # not yet
+        final = scram.final(challenge)
+        r = raw.call(AuthenticateRequest(mechanism="SCRAM-SHA-256", message=final.encode()), 5.0, 1)
+        self.assertEqual(r.error, ErrorCode.NONE, r.message)
+        self.assertTrue(r.message.startswith(b"v="), r.message)
+        scram.verify_server(r.message.decode())
+        self.assertEqual(response_error(raw.call(ListGroupsRequest(), 5.0)), ErrorCode.NONE)
+        # A wrong secret: the proof is refused, and the connection is no longer authenticated.
+        wrong = ScramClient("app", "wrong")
+        r = raw.call(AuthenticateRequest(mechanism="SCRAM-SHA-256", message=wrong.first().encode()), 5.0, 1)
+        r = raw.call(AuthenticateRequest(mechanism="SCRAM-SHA-256",
+                                         message=wrong.final(r.message.decode()).encode()), 5.0, 1)
+        self.assertEqual((r.error, r.message), (ErrorCode.NOT_AUTHORIZED, b"e=invalid-proof"))
+        self.assertEqual(response_error(raw.call(ListGroupsRequest(), 5.0)), ErrorCode.NOT_AUTHORIZED)
+        raw.close()
+
+        # The clients speak SCRAM by default: blocking, asyncio, refusals.
+        self.assertFalse(Security(user="app", secret=MEMBER_SECRET).plain_auth)
+        with Admin(endpoint, security=Security(user="ops", secret=ADMIN_SECRET)) as a:
+            a.create_group("scram", 2.0, ["alpha"])
+            a.drain_server(5, drain=False)  # admin-only: the role came with the SCRAM exchange
+        for user, secret in (("app", "wrong"), ("nobody", MEMBER_SECRET)):
+            with Admin(endpoint, security=Security(user=user, secret=secret), retry_budget=1) as a:
+                with self.assertRaises(GroupcoordError) as ctx:
+                    a.list_groups()
+                self.assertEqual(ctx.exception.name, "NOT_AUTHORIZED")
+                self.assertIn(f"refused Authenticate as {user!r}", str(ctx.exception))
+                self.assertFalse(ctx.exception.unreachable)
+
+        async def aio() -> int:
+            c = AsyncConsumer(ConsumerConfig(endpoint, "scram", security=Security(user="app", secret=MEMBER_SECRET)))
+            deadline = time.monotonic() + 20
+            while len(c.assignment()) < 2 and time.monotonic() < deadline:
+                await c.poll(0.1)
+            held = len(c.assignment())
+            await c.close()
+            return held
+        self.assertEqual(asyncio.run(asyncio.wait_for(aio(), 40)), 2)
+
+        # plain_auth: version 0 against the same server (auth.plain=allow by default).
+        with Admin(endpoint, security=Security(user="app", secret=MEMBER_SECRET, plain_auth=True)) as a:
+            self.assertIn("scram", [g.name for g in a.list_groups()])
+        consumer = Consumer(ConsumerConfig(endpoint, "scram", security=Security(user="app", secret=MEMBER_SECRET,
+                                                                                plain_auth=True)))
+        self.join(consumer)
+        consumer.close()
+        with Admin(endpoint, security=Security(user="app", secret="wrong", plain_auth=True), retry_budget=1) as a:
+            with self.assertRaises(GroupcoordError) as ctx:
+                a.list_groups()
+            self.assertEqual(ctx.exception.name, "NOT_AUTHORIZED")
+
+        # A server that refuses version 0 (auth.plain=never) still lets SCRAM in.
+        strict = self.start_server([f"--auth-credentials-file={credentials}", "--auth-plain=never"], server_id=2)
+        with Admin([strict.endpoint], security=Security(user="app", secret=MEMBER_SECRET)) as a:
+            self.assertIn("scram", [g.name for g in a.list_groups()])
+        with Admin([strict.endpoint], security=Security(user="app", secret=MEMBER_SECRET, plain_auth=True),
+                   retry_budget=1) as a:
+            with self.assertRaises(GroupcoordError) as ctx:
+                a.list_groups()
+            self.assertEqual(ctx.exception.name, "NOT_AUTHORIZED")
+        self.assertNotIn(MEMBER_SECRET, server.log() + strict.log())
 
     def test_tls_with_and_without_client_certificates_and_with_authentication(self) -> None:
         certs = self.certificates()

@@ -5,22 +5,30 @@ are exceptions with the protocol's name and advice."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import socket
 import threading
 import time
 import unittest
 
-from groupcoord import Admin, AsyncConsumer, Callbacks, Consumer, ConsumerConfig, GroupcoordError
+from groupcoord import Admin, AsyncConsumer, Callbacks, Consumer, ConsumerConfig, GroupcoordError, Security
 from groupcoord import protocol as p
+from groupcoord.aio import AsyncConnection
+from groupcoord.connection import Connection
 from groupcoord.errors import ErrorCode
 
 
 class FakeServer:
-    """Answers each request with ``handler(request)``; records what it got."""
+    """Answers each request with ``handler(request)``, or at a version when
+    it returns ``(response, version)``; records what it got and at which
+    version."""
 
     def __init__(self, handler) -> None:  # type: ignore[no-untyped-def]
         self.handler = handler
         self.received: list[p.Request] = []
+        self.versions: list[int] = []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
@@ -50,7 +58,11 @@ class FakeServer:
                         conn.sendall(p.encode_response(p.ErrorOnlyResponse(code), d.header.correlation_id))
                         continue
                     self.received.append(d.request)
-                    conn.sendall(p.encode_response(self.handler(d.request), d.header.correlation_id))
+                    self.versions.append(d.header.version)
+                    answer, version = self.handler(d.request), 0
+                    if isinstance(answer, tuple):
+                        answer, version = answer
+                    conn.sendall(p.encode_response(answer, d.header.correlation_id, version))
                     continue
                 chunk = conn.recv(65536)
                 if not chunk:
@@ -251,3 +263,208 @@ class CommitFollowsTheControllerTest(unittest.TestCase):
             await a.commit(offsets)
         asyncio.run(asyncio.wait_for(run(), 10))
         self.assertEqual(len(self.new.received), 2)
+
+
+# ---- Authenticate: SCRAM-SHA-256 (version 1) and plain (version 0) ------------------
+
+def _hmac(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+class ScramServer:
+    """The server's half of SCRAM-SHA-256 for one user, written for these
+    tests from RFC 5802 (what groupcoordd keeps: StoredKey and ServerKey),
+    with knobs to make it misbehave. One exchange at a time."""
+
+    def __init__(self, user: str, secret: str, iterations: int = 10_000) -> None:
+        self.user = user
+        self.salt = b"groupcoord-salt!"
+        self.iterations = iterations
+        salted = hashlib.pbkdf2_hmac("sha256", secret.encode(), self.salt, iterations, 32)
+        self.stored_key = hashlib.sha256(_hmac(salted, b"Client Key")).digest()
+        self.server_key = _hmac(salted, b"Server Key")
+        self.nonce_suffix = "srv-9f2c"
+        self.nonce_prefix = ""       # set: the server's nonce does not start with the client's
+        self.wrong_signature = False
+        self.auth_off = False
+        self.old = False             # a server that speaks Authenticate version 0 only
+        self.plain_secret = secret
+        self.authenticated = False
+        self._bare = self._first = ""
+
+    def __call__(self, r: p.Request):  # type: ignore[no-untyped-def]
+        if isinstance(r, p.AuthenticateRequest):
+            return self.authenticate(r)
+        if isinstance(r, p.ListGroupsRequest):
+            return p.ListGroupsResponse([], ErrorCode.NONE if self.authenticated else ErrorCode.NOT_AUTHORIZED)
+        return p.error_response(r, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    def authenticate(self, r: p.AuthenticateRequest):  # type: ignore[no-untyped-def]
+        self.authenticated = False
+        if not r.mechanism:  # version 0
+            ok = (r.user, r.secret) == (self.user, self.plain_secret)
+            self.authenticated = ok
+            return p.AuthenticateResponse(ErrorCode.NONE if ok else ErrorCode.NOT_AUTHORIZED)
+        if self.old:
+            return p.AuthenticateResponse(ErrorCode.UNSUPPORTED_VERSION)  # error-only, 2 bytes
+        if r.mechanism != "SCRAM-SHA-256":
+            return p.AuthenticateResponse(ErrorCode.INVALID_REQUEST, b"SCRAM-SHA-256"), 1
+        text = r.message.decode()
+        if self.auth_off:
+            return p.AuthenticateResponse(ErrorCode.NONE, b""), 1
+        if text.startswith("n,,"):
+            self._bare = text[3:]
+            attrs = dict(a.split("=", 1) for a in self._bare.split(","))
+            if attrs.get("n") != self.user:
+                return p.AuthenticateResponse(ErrorCode.NOT_AUTHORIZED, b"e=other-error"), 1
+            nonce = (self.nonce_prefix or attrs["r"]) + self.nonce_suffix
+            salt = base64.b64encode(self.salt).decode()
+            self._first = f"r={nonce},s={salt},i={self.iterations}"
+            return p.AuthenticateResponse(ErrorCode.NONE, self._first.encode()), 1
+        without_proof, proof = text.rsplit(",p=", 1)
+        auth_message = f"{self._bare},{self._first},{without_proof}".encode()
+        signature = _hmac(self.stored_key, auth_message)
+        client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof), signature))
+        if hashlib.sha256(client_key).digest() != self.stored_key:
+            return p.AuthenticateResponse(ErrorCode.NOT_AUTHORIZED, b"e=invalid-proof"), 1
+        self.authenticated = True
+        server_signature = _hmac(self.server_key, auth_message)
+        if self.wrong_signature:
+            server_signature = bytes(32)
+        return p.AuthenticateResponse(ErrorCode.NONE, b"v=" + base64.b64encode(server_signature)), 1
+
+
+class AuthenticateTest(unittest.TestCase):
+    SECRET = "app-secret-09bc"
+
+    def setUp(self) -> None:
+        self.scram = ScramServer("app", self.SECRET)
+        self.server = FakeServer(self.scram)
+
+    def tearDown(self) -> None:
+        self.server.close()
+
+    def connect(self, secret: str = SECRET, plain_auth: bool = False) -> Connection:
+        conn = Connection(security=Security(user="app", secret=secret, plain_auth=plain_auth))
+        conn.connect("127.0.0.1", self.server.port, 5.0)
+        return conn
+
+    def refused(self, secret: str = SECRET) -> GroupcoordError:
+        conn = Connection(security=Security(user="app", secret=secret))
+        with self.assertRaises(GroupcoordError) as ctx:
+            conn.connect("127.0.0.1", self.server.port, 5.0)
+        self.assertFalse(conn.is_open)
+        return ctx.exception
+
+    def kinds(self) -> list[str]:
+        out = []
+        for r, v in zip(self.server.received, self.server.versions):
+            if isinstance(r, p.AuthenticateRequest):
+                out.append(f"auth-v{v}:" + (r.message.decode()[:2] if r.mechanism else "plain"))
+            else:
+                out.append(type(r).__name__)
+        return out
+
+    def test_scram_by_default_blocking(self) -> None:
+        conn = self.connect()
+        self.assertEqual(p.response_error(conn.call(p.ListGroupsRequest(), 5.0)), ErrorCode.NONE)
+        conn.close()
+        self.assertEqual(self.kinds(), ["auth-v1:n,", "auth-v1:c=", "ListGroupsRequest"])
+        first, final = (r.message.decode() for r in self.server.received[:2])
+        self.assertEqual([r.mechanism for r in self.server.received[:2]], ["SCRAM-SHA-256"] * 2)
+        self.assertRegex(first, r"^n,,n=app,r=[A-Za-z0-9+/]{24}$")
+        self.assertTrue(final.startswith(f"c=biws,r={first[11:]}srv-9f2c,p="), final)
+        self.assertNotIn(self.SECRET, "".join(r.message.decode() for r in self.server.received[:2]))
+
+    def test_scram_by_default_asyncio(self) -> None:
+        async def run() -> int:
+            conn = AsyncConnection("py", Security(user="app", secret=self.SECRET))
+            await conn.connect("127.0.0.1", self.server.port, 5.0)
+            code = p.response_error(await conn.call(p.ListGroupsRequest(), 5.0))
+            conn.close()
+            return code
+        self.assertEqual(asyncio.run(asyncio.wait_for(run(), 20)), ErrorCode.NONE)
+        self.assertEqual(self.kinds(), ["auth-v1:n,", "auth-v1:c=", "ListGroupsRequest"])
+
+        async def wrong() -> None:
+            conn = AsyncConnection("py", Security(user="app", secret="wrong"))
+            await conn.connect("127.0.0.1", self.server.port, 5.0)
+        with self.assertRaises(GroupcoordError) as ctx:
+            asyncio.run(asyncio.wait_for(wrong(), 20))
+        self.assertEqual(ctx.exception.code, ErrorCode.NOT_AUTHORIZED)
+        self.assertIn("invalid-proof", str(ctx.exception))
+
+    def test_a_wrong_secret_is_refused_as_before(self) -> None:
+        e = self.refused("wrong")
+        self.assertEqual(e.code, ErrorCode.NOT_AUTHORIZED)
+        self.assertIn(f"the server at 127.0.0.1:{self.server.port} refused Authenticate as 'app'", str(e))
+        self.assertIn("e=invalid-proof", str(e))
+        self.assertEqual(self.kinds(), ["auth-v1:n,", "auth-v1:c="])
+        # Through Admin too: the same error as for a refused plain Authenticate.
+        with Admin([("127.0.0.1", self.server.port)], security=Security(user="app", secret="wrong"),
+                   retry_budget=1) as admin:
+            with self.assertRaises(GroupcoordError) as ctx:
+                admin.list_groups()
+        self.assertEqual(ctx.exception.name, "NOT_AUTHORIZED")
+        self.assertFalse(ctx.exception.unreachable)
+
+    def test_a_wrong_server_signature_fails_the_connection(self) -> None:
+        self.scram.wrong_signature = True
+        e = self.refused()
+        self.assertEqual(e.code, ErrorCode.NOT_AUTHORIZED)
+        self.assertIn("signature does not match", str(e))
+        self.assertEqual(self.kinds(), ["auth-v1:n,", "auth-v1:c="])  # nothing sent after it
+
+    def test_a_nonce_that_does_not_extend_ours_is_refused(self) -> None:
+        self.scram.nonce_prefix = "someone-elses-nonce"
+        e = self.refused()
+        self.assertEqual(e.code, ErrorCode.NOT_AUTHORIZED)
+        self.assertIn("nonce does not extend ours", str(e))
+        self.assertEqual(self.kinds(), ["auth-v1:n,"])  # no proof was sent
+
+    def test_too_few_iterations_are_refused(self) -> None:
+        self.scram = ScramServer("app", self.SECRET, iterations=4096)
+        self.server.handler = self.scram
+        e = self.refused()
+        self.assertIn("4096 PBKDF2 iterations", str(e))
+        self.assertEqual(self.kinds(), ["auth-v1:n,"])
+
+    def test_an_empty_challenge_means_authentication_is_off(self) -> None:
+        self.scram.auth_off = True
+        self.scram.authenticated = True
+        conn = self.connect()
+        self.assertTrue(conn.is_open)
+        conn.call(p.ListGroupsRequest(), 5.0)
+        conn.close()
+        self.assertEqual(self.kinds(), ["auth-v1:n,", "ListGroupsRequest"])
+
+    def test_a_server_without_version_one_says_plain_auth_would_work(self) -> None:
+        self.scram.old = True
+        e = self.refused()
+        self.assertEqual(e.code, ErrorCode.UNSUPPORTED_VERSION)
+        self.assertIn("refused Authenticate as 'app'", str(e))
+        self.assertIn("does not speak SCRAM-SHA-256 (Authenticate version 1)", str(e))
+        self.assertIn("only plain auth", str(e))
+        self.assertIn("sends the secret as it is", str(e))
+        # What it says works.
+        conn = self.connect(plain_auth=True)
+        conn.close()
+
+    def test_plain_auth_sends_version_zero(self) -> None:
+        conn = self.connect(plain_auth=True)
+        self.assertEqual(p.response_error(conn.call(p.ListGroupsRequest(), 5.0)), ErrorCode.NONE)
+        conn.close()
+        self.assertEqual(self.kinds(), ["auth-v0:plain", "ListGroupsRequest"])
+        self.assertEqual(self.server.received[0], p.AuthenticateRequest("app", self.SECRET))
+        conn = Connection(security=Security(user="app", secret="wrong", plain_auth=True))
+        with self.assertRaises(GroupcoordError) as ctx:
+            conn.connect("127.0.0.1", self.server.port, 5.0)
+        self.assertTrue(str(ctx.exception).startswith(
+            f"NOT_AUTHORIZED: the server at 127.0.0.1:{self.server.port} refused Authenticate as 'app'. "),
+            str(ctx.exception))
+
+    def test_security_repr_hides_the_secret(self) -> None:
+        text = repr(Security(user="app", secret=self.SECRET, plain_auth=True))
+        self.assertNotIn(self.SECRET, text)
+        self.assertIn("plain_auth=True", text)
+        self.assertFalse(Security().plain_auth)

@@ -189,6 +189,93 @@ class RegisterConsumerVersionsTest(unittest.TestCase):
             p.decode_response(3, p.encode_response(p.RegisterConsumerResponse(), 1, 3)[4:])
 
 
+# Authenticate version 1 (SCRAM-SHA-256), byte by byte; the messages are
+# RFC 7677's (tests/test_scram.py).
+SCRAM_FIRST = b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+SCRAM_SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+AUTH_V1_REQUEST = (bytes.fromhex("00000043" "0009" "0001"             # Size 67, ApiKey 9, Version 1
+                                 "0000000000000005" "0002" "7079"    # CorrelationId 5, ClientId "py"
+                                 "000d" "534352414d2d5348412d323536"  # Mechanism "SCRAM-SHA-256"
+                                 "00000020") + SCRAM_FIRST)          # Message, 32 bytes
+AUTH_V1_RESPONSE = (bytes.fromhex("0000003e" "0001" "0000000000000005"  # Size 62, Version 1, Cid 5
+                                  "0000"                              # ErrorCode NONE
+                                  "0000002e") + SCRAM_SERVER_FINAL)   # Message, 46 bytes
+AUTH_V1_REFUSAL = (bytes.fromhex("0000001f" "0001" "0000000000000005" "0016" "0000000f")  # NOT_AUTHORIZED, 15 bytes
+                   + b"e=invalid-proof")
+
+
+class AuthenticateVersionsTest(unittest.TestCase):
+    """Authenticate version 1: Mechanism and Message instead of User and
+    Secret; the answer adds Message. Version 0 stays as it was."""
+
+    def test_version_one_request(self) -> None:
+        r = p.AuthenticateRequest(mechanism="SCRAM-SHA-256", message=SCRAM_FIRST)
+        self.assertEqual(p.encode_request(r, 5, "py", 1), AUTH_V1_REQUEST)
+        d = p.decode_request(AUTH_V1_REQUEST[4:])
+        self.assertEqual(d.status, p.DecodeStatus.OK, d.detail)
+        self.assertEqual((d.header.api_key, d.header.version), (p.ApiKey.AUTHENTICATE, 1))
+        self.assertEqual(d.request, r)
+        self.assertEqual((d.request.user, d.request.secret), ("", ""))
+        self.assertEqual(p.max_version(p.ApiKey.AUTHENTICATE), 1)
+
+    def test_version_zero_request_is_what_it_was(self) -> None:
+        v0 = bytes.fromhex("00000016" "0009" "0000" "0000000000000005" "0002" "7079"  # Size 22, ApiKey 9, v0, Cid 5
+                           "0001" "75" "0001" "73")                                 # User "u", Secret "s"
+        self.assertEqual(p.encode_request(p.AuthenticateRequest("u", "s"), 5, "py"), v0)
+        # Version 1 fields are not written at version 0, nor User and Secret at 1.
+        both = p.AuthenticateRequest("u", "s", "SCRAM-SHA-256", SCRAM_FIRST)
+        self.assertEqual(p.encode_request(both, 5, "py", 0), v0)
+        self.assertEqual(p.encode_request(both, 5, "py", 1), AUTH_V1_REQUEST)
+        self.assertEqual(p.decode_request(v0[4:]).request, p.AuthenticateRequest("u", "s"))
+
+    def test_version_one_responses(self) -> None:
+        d = p.decode_response(p.ApiKey.AUTHENTICATE, AUTH_V1_RESPONSE[4:])
+        self.assertEqual((d.header.version, d.header.correlation_id), (1, 5))
+        self.assertEqual(d.response, p.AuthenticateResponse(ErrorCode.NONE, SCRAM_SERVER_FINAL))
+        self.assertEqual(p.encode_response(d.response, 5, 1), AUTH_V1_RESPONSE)
+        refusal = p.decode_response(9, AUTH_V1_REFUSAL[4:]).response
+        self.assertEqual(refusal, p.AuthenticateResponse(ErrorCode.NOT_AUTHORIZED, b"e=invalid-proof"))
+        self.assertEqual(p.encode_response(refusal, 5, 1), AUTH_V1_REFUSAL)
+        # NONE with an empty message: authentication is off on that server.
+        off = bytes.fromhex("0001" "0000000000000005" "0000" "00000000")
+        self.assertEqual(p.decode_response(9, off).response, p.AuthenticateResponse(ErrorCode.NONE, b""))
+        self.assertEqual(p.encode_response(p.AuthenticateResponse(), 5, 1)[4:], off)
+        # Version 0 writes no message.
+        self.assertEqual(p.encode_response(p.AuthenticateResponse(ErrorCode.NONE, b"x"), 5, 0).hex(),
+                         "0000000c" "0000" "0000000000000005" "0000")
+
+    def test_error_only_answers_are_authenticate_responses_with_no_message(self) -> None:
+        for head in ("0001", "0000"):
+            for code in (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST, ErrorCode.NOT_AUTHORIZED):
+                with self.subTest(version=head, code=code.name):
+                    body = bytes.fromhex(head + "0000000000000005") + struct.pack(">h", code)
+                    r = p.decode_response(p.ApiKey.AUTHENTICATE, body).response
+                    self.assertIsInstance(r, p.AuthenticateResponse)
+                    self.assertEqual((r.error, r.message), (code, b""))
+
+    def test_malformed_version_one(self) -> None:
+        body = AUTH_V1_RESPONSE[4:]
+        for name, bad in {"message past the end": body[:-1], "trailing byte": body + b"\0",
+                          "length past the end": body[:12] + struct.pack(">i", 1000) + body[16:],
+                          "version 2": b"\0\2" + body[2:]}.items():
+            with self.subTest(name):
+                with self.assertRaises(ProtocolError):
+                    p.decode_response(9, bad)
+        request = AUTH_V1_REQUEST[4:]
+        self.assertEqual(p.decode_request(request[:-1]).status, p.DecodeStatus.INVALID_REQUEST)
+        self.assertEqual(p.decode_request(request[:2] + b"\0\2" + request[4:]).status,
+                         p.DecodeStatus.UNSUPPORTED_VERSION)
+        # Version 0 fields under a version 1 header do not decode.
+        v0 = p.encode_request(p.AuthenticateRequest("u", "s"), 5, "py")[4:]
+        self.assertEqual(p.decode_request(v0[:2] + b"\0\1" + v0[4:]).status, p.DecodeStatus.INVALID_REQUEST)
+
+    def test_repr_hides_the_secret_and_the_message(self) -> None:
+        self.assertNotIn("hunter2", repr(p.AuthenticateRequest("u", "hunter2")))
+        v1 = repr(p.AuthenticateRequest(mechanism="SCRAM-SHA-256", message=b"c=biws,r=abc,p=PROOF"))
+        self.assertNotIn("PROOF", v1)
+        self.assertIn("SCRAM-SHA-256", v1)
+
+
 # DescribeGroup, byte by byte from docs/protocol.md "11 DescribeGroup".
 DESCRIBE_REQUEST = (
     "0000001b" "000b" "0000" "0000000000000007" "0005" "7376632d31"  # Size, ApiKey 11, Version, Cid 7, "svc-1"
