@@ -358,6 +358,8 @@ bool Connection::authenticate(std::chrono::milliseconds timeout) {
   std::string why;
   auto final = exchange.final(answer, &why, 10000);
   if (!final) {
+    // Not a server to retry: it asks for what a client must not do.
+    authRefused_ = true;
     fail(IoStatus::Error, "Authenticate as '" + security_.user + "': " + why);
     close();
     return false;
@@ -365,7 +367,8 @@ bool Connection::authenticate(std::chrono::milliseconds timeout) {
   if (!step(protocol::AuthenticateRequest{{}, {}, mechanism, *final}, 1, &answer)) return false;
   if (!exchange.verifyServer(answer, &why)) {
     // The server let us in without proving it holds the user's keys: not
-    // the server the credentials were made for.
+    // the server the credentials were made for, and retrying will not help.
+    authRefused_ = true;
     fail(IoStatus::Error, "Authenticate as '" + security_.user + "': " + why);
     close();
     return false;
