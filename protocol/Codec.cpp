@@ -660,9 +660,11 @@ void writeBody(Writer& w, const RewindConsumerResponse& m) {
   writeErrorCode(w, m.error);
 }
 
+// At a version this codec does not speak, an answer can only be the
+// error-only one (decodeResponse's 2-byte path): it is written back as such.
 void writeBody(Writer& w, const AuthenticateResponse& m, int16_t version) {
   writeErrorCode(w, m.error);
-  if (version >= 1) w.writeBytes(m.message);
+  if (version >= 1 && version <= maxVersion(ApiKey::Authenticate)) w.writeBytes(m.message);
 }
 
 void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
