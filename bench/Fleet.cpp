@@ -84,12 +84,12 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
                                        : -1;
                std::set<protocol::TopicPartition> granted;
                for (const auto& p : resp->partitions) granted.insert({p.topic, p.partition});
-               // What it held and was not granted again is released by its next
-               // heartbeat: as the clients do, that one goes at once (while the
-               // members beat), so the member waiting for it is not kept a beat.
-               const bool revoked = std::any_of(mm.owned.begin(), mm.owned.end(),
-                                                [&](const protocol::TopicPartition& tp) { return !granted.count(tp); });
-               if (revoked && mm.deferred.size() < 64) mm.deferred.push_front(nowNs());
+               // As the clients do, the heartbeat that acknowledges the
+               // registration goes at once (while the members beat): it
+               // releases what was not granted again, so the member waiting
+               // for it is not kept a beat, and it is the NONE that counts the
+               // member in sync.
+               if (beatIntervalNs_ != 0 && mm.deferred.size() < 64) mm.deferred.push_front(nowNs());
                mm.owned.assign(granted.begin(), granted.end());
                mm.inSync = false;
                encodeHeartbeat(mm);

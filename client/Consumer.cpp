@@ -247,9 +247,12 @@ Consumer::Step Consumer::registerNow(Status& why) {
   }
   if (!revoked.empty() && callbacks_.onRevoked) callbacks_.onRevoked(revoked);
   if (!assigned.empty() && callbacks_.onAssigned) callbacks_.onAssigned(assigned);
-  // A release is acknowledged by the next heartbeat: send it at once so the
-  // member waiting for these partitions gets them without a heartbeat's delay.
-  nextHeartbeat_ = revoked.empty() ? sent + heartbeatInterval_ : Clock::now();
+  // The heartbeat that acknowledges this generation goes at once: it
+  // releases what was revoked (the member waiting for it gets it without a
+  // heartbeat's delay), tells the controller this member is in step, and
+  // learns at once of a partition released meanwhile (docs/design.md,
+  // "Acknowledged at once").
+  nextHeartbeat_ = Clock::now();
   return Step::Done;
 }
 

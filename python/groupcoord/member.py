@@ -407,9 +407,10 @@ class Member:
             self._events.append(Revoked(revoked))
         if assigned:
             self._events.append(Assigned(assigned))
-        # A release is acknowledged by the next heartbeat: at once, so the
-        # member waiting for these partitions gets them without delay.
-        s.next_heartbeat = now if revoked else sent_at + s.heartbeat_interval
+        # The heartbeat that acknowledges this generation goes at once: it
+        # releases what was revoked, tells the controller this member is in
+        # step, and learns at once of a partition released meanwhile.
+        s.next_heartbeat = now
         self._done()
 
     def _on_heartbeat(self, r: HeartbeatResponse, sent_at: float, now: float) -> None:

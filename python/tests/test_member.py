@@ -61,6 +61,10 @@ class MemberTest(unittest.TestCase):
         self.assertEqual((s.target, s.request), (Target.CONTROLLER, p.RegisterConsumerRequest("g", "", [])))
         self.assertEqual(self.m.take_events(), [Assigned([p.PartitionOffset("t", 0, 7), p.PartitionOffset("t", 1, 7)])])
         self.assertTrue(self.m.is_member())
+        # The heartbeat that acknowledges the generation goes at once ...
+        s = self.d.answer(p.HeartbeatResponse(1))
+        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1))
+        # ... and the next one a heartbeat interval after it.
         self.assertIsNone(self.m.next_send(self.d.now + 0.99))
         self.assertEqual(self.m.next_wake(self.d.now), self.d.now + 1.0)
         self.d.now += 1.0
