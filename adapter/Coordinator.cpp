@@ -365,6 +365,14 @@ bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::Connect
   return true;
 }
 
+std::optional<protocol::Handler::GroupMotion> Coordinator::heartbeatGroupMotion(protocol::ConnectionSlot& slot,
+                                                                                std::string_view group) {
+  if (!slot) return std::nullopt;
+  GroupController* g = groups_.find(group, static_cast<HeartbeatSlot&>(*slot).group);
+  if (g == nullptr) return std::nullopt;
+  return g->inStep() ? GroupMotion::InStep : GroupMotion::Moving;
+}
+
 template <class Request, class F>
 void Coordinator::toController(const Request& r, ResponseCallback& done, F&& f) {
   if (auto g = groups_.find(r.group)) return f(*g);

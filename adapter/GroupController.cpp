@@ -78,6 +78,11 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
   return resp;
 }
 
+bool GroupController::inStep() const {
+  MutexLock lock(mu_);
+  return isServing(phase_.get()) && !phase_.handingOver() && model_.inStep();
+}
+
 void GroupController::heard(std::string_view memberId, TimePoint now) {
   MutexLock lock(mu_);
   if (isServing(phase_.get())) model_.heard(memberId, now);

@@ -39,6 +39,10 @@ bool GroupModel::settled() const {
   return clientMode() ? registeredAtCurrent_ == members_.size() : ownership_.settled();
 }
 
+bool GroupModel::inStep() const {
+  return heardAtCurrent_ == members_.size() && settled() && !batch_.hasPendingWrites() && !batch_.hasInFlight();
+}
+
 // ---------------------------------------------------------------------------
 // Members' states
 
@@ -46,15 +50,21 @@ void GroupModel::markRegistered(Member& m) {
   if (m.registeredAt == version_) return;
   m.registeredAt = version_;
   ++registeredAtCurrent_;
+  if (m.heardAt != version_) {
+    m.heardAt = version_;
+    ++heardAtCurrent_;
+  }
   if (m.state != MemberState::Leaving) m.state = MemberState::Registered;
 }
 
 void GroupModel::restate() {
   registeredAtCurrent_ = 0;
+  heardAtCurrent_ = 0;
   const bool removals = !batch_.removals.empty();
   for (auto& [id, m] : members_) {
     const bool registered = m.registeredAt == version_;
     registeredAtCurrent_ += registered ? 1 : 0;
+    heardAtCurrent_ += m.heardAt == version_ ? 1 : 0;
     if (removals && batch_.removing(id)) {
       m.state = MemberState::Leaving;
     } else {
@@ -166,6 +176,10 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
     return resp;
   }
   member->lastSeen = now;
+  if (r.generation == version_ && member->heardAt != version_) {
+    member->heardAt = version_;
+    ++heardAtCurrent_;
+  }
   if (member->port == 0 && caller.port != 0) {
     // Found in ZooKeeper (a takeover): where it connects from is learnt here.
     member->host = caller.host;

@@ -74,6 +74,9 @@ class GroupModel {
     std::string rack;
     MemberState state = MemberState::Unregistered;
     int32_t registeredAt = -1;  // the generation it last registered at
+    // The generation it was last heard at: registered at it, or heartbeated
+    // with it (inStep()).
+    int32_t heardAt = -1;
     // Ownership::epoch() when a heartbeat last found it in sync; 0: not known.
     uint64_t inSyncAt = 0;
     // The newest connection it registered on (Caller::connection); 0: none
@@ -119,6 +122,10 @@ class GroupModel {
   // The members have what this generation gives them: in server mode each
   // holds its whole target, in client mode all registered at it.
   bool settled() const;
+  // Settled, every member heard at the current generation (registered at
+  // it, or heartbeated with it), and no membership change waiting or in
+  // flight: the server's heartbeat figures by group motion.
+  bool inStep() const;
 
   // ---- Requests (docs/protocol.md); the caller has checked the phase ----
   // A heartbeat of a group being served. `moved`: set when it changed who
@@ -314,6 +321,7 @@ class GroupModel {
   TimePoint emptySince_;
   bool hadMembers_ = false;  // a member joined since this server took the group
   size_t registeredAtCurrent_ = 0;  // members registered at the current generation
+  size_t heardAtCurrent_ = 0;       // members heard at the current generation (Member::heardAt)
   TimePoint movedAt_;               // when it was reached
   uint64_t metadataChanges_ = 0;    // a member's metadata or rack changed (lists_)
   MemberLists lists_;               // client mode, version-2 answers

@@ -214,6 +214,21 @@ void Fleet::sendBeat(size_t i, uint64_t dueNs, uint64_t epoch) {
   heartbeat(i, [this, i, dueNs, epoch](ErrorCode e, uint64_t) {
     Member& m = members_[i];
     m.busy = false;
+    // Registered while others of a client-mode group are not yet: as the
+    // clients do, beat again soon (100 ms, or the interval if shorter) so
+    // that the start is not an interval late.
+    if (e == ErrorCode::REBALANCE_IN_PROGRESS && epoch == beatEpoch_ && m.deferred.empty() && !m.crashed) {
+      const uint64_t soon = std::min<uint64_t>(beatIntervalNs_, 100'000'000);
+      loop_.after(soon, [this, i, epoch] {
+        Member& mm = members_[i];
+        if (epoch != beatEpoch_ || mm.crashed) return;
+        if (mm.busy) {
+          if (mm.deferred.size() < 64) mm.deferred.push_back(nowNs());
+          return;
+        }
+        sendBeat(i, nowNs(), epoch);
+      });
+    }
     if (e == ErrorCode::NONE && measure_.latency != nullptr && measure_.covers(dueNs)) {
       const uint64_t now = nowNs();
       measure_.latency->add(now > dueNs ? now - dueNs : 0);

@@ -11,6 +11,7 @@
 //   groupcoord-bench fleet      --server-bin GROUPCOORDD [--work-dir DIR] [--members 30000] [--groups 300]
 //   groupcoord-bench placement  --server-bin GROUPCOORDD [--work-dir DIR] [--steady-seconds 600]
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
+//                                [--metrics-port HTTP]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -49,6 +50,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "adapter/Assignment.h"
@@ -1130,36 +1132,58 @@ void bigGroup(const Args& args) {
       "generation moves; registrations; RegisterConsumer answer bytes per move (v" + std::to_string(registerVersion) +
       "); connections lost; members told they were evicted";
 
+  // The server's own figures of each step (/metrics), when its port is
+  // given: the sampled heartbeats of groups in step, which during a step of
+  // the big group are the other group's (docs/design.md, "Heartbeats").
+  const auto metricsPort = static_cast<uint16_t>(args.num("metrics-port", 0));
+  auto scrape = [&] { return metricsPort != 0 ? scrapeMetrics(metricsPort) : Samples{}; };
+
+  // The other group first: its members heartbeat through every step of the
+  // big group, the storm included.
+  if (!bystanders.joinAll(60 * kSec)) fail("the other group's members could not join");
+  settle(loop, bystanders, 250 * kMs, 60 * kSec, sideExpected);
+  Histogram bigSteady, sideStorm, sideSteady, bigJoin, sideJoin, bigLeave, sideLeave;
+
   log("%s: %zu members joining one group", sc.c_str(), n);
+  const Samples s0 = scrape();
+  bystanders.startBeating(1 * kSec, &sideStorm);
   const Mark m0 = mark(fleet);
   const uint64_t j0 = nowNs();
   if (!fleet.joinAll(600 * kSec)) fail("members could not join");
+  // The storm's window for the server's figures ends with the last
+  // registration answered: after it the big group is in step and its own
+  // heartbeats would count among the other group's.
+  const Samples s1 = scrape();
   settle(loop, fleet, settleNs, 600 * kSec, expected);
   const uint64_t first = nowNs() - j0;
   const Mark m1 = mark(fleet);
+  bystanders.stopBeating();
   const auto initial = assignmentsInLog(serverLog, big, logOffset);
   log("%s: all in sync after %.1f s", sc.c_str(), static_cast<double>(first) / kSec);
-  if (!bystanders.joinAll(60 * kSec)) fail("the other group's members could not join");
-  settle(loop, bystanders, 250 * kMs, 60 * kSec, sideExpected);
 
   // Steady: both groups heartbeat; then one join, then one leave, each
   // until every member of the big group is in sync again, with the other
   // group heartbeating throughout.
-  Histogram bigSteady, sideSteady, bigJoin, sideJoin, bigLeave, sideLeave;
+  loop.runFor(20 * kMs);
+  const Samples s2 = scrape();
   bystanders.startBeating(1 * kSec, &sideSteady);
   fleet.startBeating(settleNs, &bigSteady);
   loop.runFor(settleNs + 3 * kSec);
   fleet.stopBeating();
   bystanders.stopBeating();
+  const Samples s3 = scrape();
   loop.runFor(20 * kMs);
 
+  const Samples s4 = scrape();
   bystanders.startBeating(1 * kSec, &sideJoin);
   const Mark m2 = mark(fleet);
   const uint64_t joinSync = joinOne(loop, fleet, big, port, settleNs, expected, &bigJoin);
   const Mark m3 = mark(fleet);
   bystanders.stopBeating();
+  const Samples s5 = scrape();
   const auto onJoin = assignmentsInLog(serverLog, big, logOffset);
 
+  const Samples s6 = scrape();
   bystanders.startBeating(1 * kSec, &sideLeave);
   const uint64_t t1 = nowNs();
   bool leftOk = false, leftAnswered = false;
@@ -1176,6 +1200,7 @@ void bigGroup(const Args& args) {
   const uint64_t leaveSync = nowNs() - t1;
   const Mark m4 = mark(fleet);
   bystanders.stopBeating();
+  const Samples s7 = scrape();
   loop.runFor(100 * kMs);
   const auto onLeave = assignmentsInLog(serverLog, big, logOffset);
 
@@ -1213,10 +1238,37 @@ void bigGroup(const Args& args) {
           fmt(bigLeave.quantileMs(0.99), 3));
   row(sc,
       count(static_cast<double>(others)) +
-          " members of another group, heartbeat p99: steady / during the join / during the leave (ms)",
-      fmt(sideSteady.quantileMs(0.99), 3) + " / " + fmt(sideJoin.quantileMs(0.99), 3) + " / " +
-          fmt(sideLeave.quantileMs(0.99), 3),
-      "unaffected");
+          " members of another group, client-seen heartbeat p99: during the storm / steady / during the join / "
+          "during the leave (ms)",
+      fmt(sideStorm.quantileMs(0.99), 3) + " / " + fmt(sideSteady.quantileMs(0.99), 3) + " / " +
+          fmt(sideJoin.quantileMs(0.99), 3) + " / " + fmt(sideLeave.quantileMs(0.99), 3));
+  if (metricsPort != 0) {
+    // Server-side, from the kernel's receipt of a heartbeat to its answer
+    // sent: the samples of groups in step. Steady, that is both groups;
+    // during a step of the big group (moving), the other group's alone.
+    const std::string family = "groupcoord_heartbeat_latency_seconds";
+    const std::string inStep = "group=\"in_step\"", moving = "group=\"moving\"";
+    const auto p99 = [&](const Samples& a, const Samples& b, const std::string& labels) {
+      return bucketQuantile(bucketsOf(a, family, labels), bucketsOf(b, family, labels), 0.99);
+    };
+    const double steady99 = p99(s2, s3, inStep);
+    for (const auto& [what, a, b] : {std::tuple{"steady (both groups in step)", &s2, &s3},
+                                     std::tuple{"during the storm (until every registration is answered)", &s0, &s1}, std::tuple{"during the join", &s4, &s5},
+                                     std::tuple{"during the leave", &s6, &s7}}) {
+      const double v = p99(*a, *b, inStep);
+      row(sc,
+          std::string("server-side heartbeat time of groups in step, arrival to answer sent, ") + what +
+              ": p50 / p99 / p999 (us)",
+          serverQuantilesUs(*a, *b, family, inStep) +
+              (a != &s2 && v > 0 && steady99 > 0 ? "; p99 " + fmt(v / steady99, 1) + "x steady" : std::string()),
+          a == &s2 ? std::string() : std::string("p99 <= 2x steady"));
+    }
+    for (const auto& [what, a, b] : {std::tuple{"the storm", &s0, &s1}, std::tuple{"the join", &s4, &s5},
+                                     std::tuple{"the leave", &s6, &s7}}) {
+      row(sc, std::string("server-side heartbeat time of the moving group during ") + what + ": p50 / p99 / p999 (us)",
+          serverQuantilesUs(*a, *b, family, moving));
+    }
+  }
   row(sc, "answers not NONE (all of the group's, rebalances included); the other group's",
       errorsText(fleet.stats()) + "; " + errorsText(bystanders.stats()));
   if (args.num("client-mode", 1) == 0) return;
@@ -3087,6 +3139,7 @@ int usage(int code) {
                "              [--others 1000] [--session-ms 60000] [--settle-interval-ms 1000] [--label TEXT]\n"
                "              [--register-version 2] [--client-mode 1] (0: no client-mode group after)\n"
                "              [--client-members N] (the client-mode group's size; default --members)\n"
+               "              [--metrics-port HTTP] (groupcoordd's own heartbeat figures of each step)\n"
                "  assign      [--repeat 5] (the optimiser alone, no server: one join and one leave in three shapes)\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"

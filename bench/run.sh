@@ -261,7 +261,7 @@ for s in "${scenarios[@]}"; do
       ;;
     big-group)
       start_server 1
-      run big-group --ports="$server_port" --server-log="$work/server1.log" \
+      run big-group --ports="$server_port" --server-log="$work/server1.log" --metrics-port="$server_http" \
         --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)" \
         --client-members="$(q 3000 300)" --register-version="$register_version"
       stop_server "$server_pid"
@@ -298,7 +298,7 @@ for s in "${scenarios[@]}"; do
     big-partitions)
       start_server 1
       run big-group --label="7b one group of $(q 1,000 300) members, $(q 100,000 5,000) partitions" \
-        --ports="$server_port" --server-log="$work/server1.log" \
+        --ports="$server_port" --server-log="$work/server1.log" --metrics-port="$server_http" \
         --members="$(q 1000 300)" --partitions="$(q 100000 5000)" --conns="$(q 100 30)" --others="$(q 1000 200)" \
         --client-mode=0 --register-version="$register_version"
       stop_server "$server_pid"

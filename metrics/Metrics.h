@@ -90,6 +90,7 @@ class Histogram {
 // Bucket bounds used across groupcoord, in nanoseconds or plain counts.
 std::vector<uint64_t> requestLatencyBoundsNs();    // 5 us .. 1 s
 std::vector<uint64_t> stageBoundsNs();             // 0.25 us .. 25 ms: the stages of a heartbeat
+std::vector<uint64_t> heartbeatLatencyBoundsNs();  // 1 us .. 1 s, ten to a decade: a heartbeat from its arrival to its answer
 std::vector<uint64_t> zookeeperLatencyBoundsNs();  // 0.25 ms .. 10 s
 std::vector<uint64_t> transactionSizeBounds();     // 1 .. 1000 changes
 std::vector<uint64_t> handoverDurationBoundsNs();  // 10 ms .. 60 s

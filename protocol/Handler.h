@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "protocol/Codec.h"
 #include "protocol/Messages.h"
@@ -84,6 +86,19 @@ class Handler {
     (void)request;
     (void)out;
     return false;
+  }
+  // Where the group `group` names stands, asked right after heartbeatNow()
+  // answered a heartbeat of it, on the same thread and with the same slot,
+  // for the heartbeats whose time the server samples (docs/design.md,
+  // "Heartbeats"): in step (every member registered at the current
+  // generation and holds what it gives it, and no membership change waits)
+  // or moving. Empty (the default) when the handler does not say or does
+  // not serve the group.
+  enum class GroupMotion : uint8_t { InStep, Moving };
+  virtual std::optional<GroupMotion> heartbeatGroupMotion(ConnectionSlot& slot, std::string_view group) {
+    (void)slot;
+    (void)group;
+    return std::nullopt;
   }
 };
 

@@ -6,11 +6,13 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <span>
 #include <utility>
@@ -517,6 +519,12 @@ void IoLoop::addConnection(UniqueFd fd) {
   c.completions->connection = &c;
   c.completions->loop = this;
   c.interest = EPOLLIN;
+  // The kernel stamps each packet's receipt, so that a sampled heartbeat's
+  // time counts what it waited in the socket (HeartbeatStages::arrivalToRead).
+  if (options_.observer != nullptr && !options_.tls) {
+    const int one = 1;
+    ::setsockopt(c.fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+  }
   if (options_.tls) {
     c.ssl = options_.tls->accept(c.fd.get());
     c.caller.tls = true;
@@ -581,9 +589,16 @@ void IoLoop::onReadable(Connection& c) {
   if (c.ssl != nullptr) return onReadableTls(c);
   if (!readingWanted(c)) return;
   ssize_t n;
-  do {
-    n = ::recv(c.fd.get(), scratch_.data(), scratch_.size(), 0);
-  } while (n < 0 && errno == EINTR);
+  // The read whose heartbeat will be timed asks for the kernel's timestamp
+  // of its bytes' arrival; every other read is a plain recv().
+  std::optional<uint64_t> arrivalToRead;
+  if (options_.observer != nullptr && stageReadSampled()) {
+    n = recvStamped(c, arrivalToRead);
+  } else {
+    do {
+      n = ::recv(c.fd.get(), scratch_.data(), scratch_.size(), 0);
+    } while (n < 0 && errno == EINTR);
+  }
   if (n == 0) {
     c.peerEof = true;
     updateInterest(c);
@@ -601,7 +616,7 @@ void IoLoop::onReadable(Connection& c) {
     return;
   }
   c.lastReadAt = now_;
-  if (options_.observer != nullptr) stageRead(c);
+  if (options_.observer != nullptr) stageRead(c, arrivalToRead);
   received(c, static_cast<size_t>(n));
   // The sampled read brought no heartbeat the fast path answered.
   if (sample_.conn == &c && sample_.state == StageSample::State::Armed) sample_ = StageSample{};
@@ -614,12 +629,43 @@ uint64_t nanosBetween(Clock::time_point from, Clock::time_point to) {
 }
 }  // namespace
 
-void IoLoop::stageRead(Connection& c) {
+bool IoLoop::stageReadSampled() const {
+  return sample_.state == StageSample::State::Idle && (stageReads_ + 1) % kHeartbeatStageSampleEvery == 0;
+}
+
+ssize_t IoLoop::recvStamped(Connection& c, std::optional<uint64_t>& arrivalToRead) {
+  iovec iov{scratch_.data(), scratch_.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = ::recvmsg(c.fd.get(), &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return n;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  for (cmsghdr* m = CMSG_FIRSTHDR(&msg); m != nullptr; m = CMSG_NXTHDR(&msg, m)) {
+    if (m->cmsg_level != SOL_SOCKET || m->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec at{};
+    std::memcpy(&at, CMSG_DATA(m), sizeof(at));
+    const int64_t waited = (static_cast<int64_t>(now.tv_sec) - at.tv_sec) * 1'000'000'000 + (now.tv_nsec - at.tv_nsec);
+    // A stamp of 0, or one from a clock set back meanwhile, says nothing.
+    if (at.tv_sec > 0 && waited >= 0) arrivalToRead = static_cast<uint64_t>(waited);
+  }
+  return n;
+}
+
+void IoLoop::stageRead(Connection& c, std::optional<uint64_t> arrivalToRead) {
   if (sample_.state != StageSample::State::Idle || ++stageReads_ % kHeartbeatStageSampleEvery != 0) return;
   sample_.state = StageSample::State::Armed;
   sample_.conn = &c;
   sample_.wake = now_;
   sample_.read = Clock::now();
+  sample_.stages.arrivalToRead = arrivalToRead;
 }
 
 void IoLoop::stageSent(Connection& c) {
@@ -789,8 +835,12 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   protocol::appendHeartbeatResponse(r.version, r.correlationId, hb, c.out);
   if (timed) {
     sample_.encoded = Clock::now();
-    sample_.stages = HeartbeatStages{nanosBetween(sample_.wake, sample_.read), nanosBetween(read, start),
-                                     nanosBetween(start, handled), nanosBetween(handled, sample_.encoded), 0};
+    sample_.stages.wakeToRead = nanosBetween(sample_.wake, sample_.read);
+    sample_.stages.decode = nanosBetween(read, start);
+    sample_.stages.handle = nanosBetween(start, handled);
+    sample_.stages.encode = nanosBetween(handled, sample_.encoded);
+    // Asked after the clock stopped: not part of the time it reports.
+    sample_.stages.groupMotion = handler_.heartbeatGroupMotion(c.handlerState, r.group);
     sample_.state = StageSample::State::Encoded;
   }
   outputQueued(c);

@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "common/Sync.h"
 #include "protocol/Codec.h"
@@ -226,7 +229,11 @@ class IoLoop {
     Clock::time_point wake, read, encoded;
     HeartbeatStages stages;
   };
-  void stageRead(Connection& c);
+  // The next read is the one stageRead() samples.
+  bool stageReadSampled() const;
+  // recv() that also takes the kernel's timestamp of the bytes' arrival.
+  ssize_t recvStamped(Connection& c, std::optional<uint64_t>& arrivalToRead);
+  void stageRead(Connection& c, std::optional<uint64_t> arrivalToRead);
   void stageSent(Connection& c);
   uint32_t stageReads_ = 0;
   StageSample sample_;

@@ -15,6 +15,7 @@ std::string apiLabel(size_t api) { return std::string(protocol::apiName(static_c
 RequestMetrics::RequestMetrics() {
   for (auto& h : latency_) h = std::make_unique<metrics::Histogram>(metrics::requestLatencyBoundsNs());
   for (auto& h : stages_) h = std::make_unique<metrics::Histogram>(metrics::stageBoundsNs());
+  for (auto& h : heartbeatByGroupMotion_) h = std::make_unique<metrics::Histogram>(metrics::heartbeatLatencyBoundsNs());
 }
 
 void RequestMetrics::heartbeatStages(const HeartbeatStages& s) {
@@ -23,6 +24,13 @@ void RequestMetrics::heartbeatStages(const HeartbeatStages& s) {
   stages_[2]->observe(s.handle);
   stages_[3]->observe(s.encode);
   stages_[4]->observe(s.write);
+  if (!s.arrivalToRead) return;
+  // Bytes that arrived after the loop woke (read in the same turn) waited
+  // for no wake-up.
+  stages_[5]->observe(*s.arrivalToRead > s.wakeToRead ? *s.arrivalToRead - s.wakeToRead : 0);
+  using Motion = protocol::Handler::GroupMotion;
+  const size_t motion = !s.groupMotion ? 2 : *s.groupMotion == Motion::InStep ? 0 : 1;
+  heartbeatByGroupMotion_[motion]->observe(*s.arrivalToRead + s.decode + s.handle + s.encode + s.write);
 }
 
 size_t RequestMetrics::errorSlot(protocol::ErrorCode error) {
@@ -84,6 +92,16 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
         "sent",
         metrics::Type::Histogram, [this](metrics::FamilyWriter& w) {
           for (size_t i = 0; i < stages_.size(); ++i) w.histogram({{"stage", kStageNames[i]}}, stages_[i]->snapshot(), 1e9);
+        });
+  r.add("groupcoord_heartbeat_latency_seconds",
+        "The sampled heartbeats of groupcoord_heartbeat_stage_seconds whose arrival the kernel stamped (plain TCP), "
+        "from the kernel's receipt of the last packet read with them until their answer's last byte is sent, by "
+        "their group's motion: in_step (every member registered at the current generation and holds what it "
+        "gives it, no membership change waiting), moving, or unknown (a group not served here)",
+        metrics::Type::Histogram, [this](metrics::FamilyWriter& w) {
+          for (size_t i = 0; i < heartbeatByGroupMotion_.size(); ++i) {
+            w.histogram({{"group", kGroupMotions[i]}}, heartbeatByGroupMotion_[i]->snapshot(), 1e9);
+          }
         });
 }
 

@@ -42,8 +42,9 @@ class RequestMetrics final : public RequestObserver {
   uint64_t errors(protocol::ApiKey api, protocol::ErrorCode error) const;
 
   // Adds groupcoord_requests_total, groupcoord_request_errors_total,
-  // groupcoord_request_duration_seconds and
-  // groupcoord_heartbeat_stage_seconds. Start-up; this object must
+  // groupcoord_request_duration_seconds,
+  // groupcoord_heartbeat_stage_seconds and
+  // groupcoord_heartbeat_latency_seconds. Start-up; this object must
   // outlive the registry's scrapes.
   void registerWith(metrics::Registry& registry) const;
 
@@ -54,9 +55,16 @@ class RequestMetrics final : public RequestObserver {
   static size_t errorSlot(protocol::ErrorCode error);
 
   std::array<std::unique_ptr<metrics::Histogram>, protocol::kApiCount> latency_;
-  // wake_to_read, decode, handle, encode, write (HeartbeatStages's order).
-  static constexpr std::array<const char*, 5> kStageNames{"wake_to_read", "decode", "handle", "encode", "write"};
+  // wake_to_read, decode, handle, encode, write (HeartbeatStages's order),
+  // then arrival_to_wake (only the samples whose arrival the kernel stamped).
+  static constexpr std::array<const char*, 6> kStageNames{"wake_to_read", "decode", "handle",
+                                                          "encode",       "write",  "arrival_to_wake"};
   std::array<std::unique_ptr<metrics::Histogram>, kStageNames.size()> stages_;
+  // The same samples' whole time, from the kernel's receipt of their bytes
+  // to their answer sent, by their group's motion (in step, moving, or not
+  // said: protocol::Handler::heartbeatGroupMotion).
+  static constexpr std::array<const char*, 3> kGroupMotions{"in_step", "moving", "unknown"};
+  std::array<std::unique_ptr<metrics::Histogram>, kGroupMotions.size()> heartbeatByGroupMotion_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
 };
 

@@ -33,6 +33,14 @@ struct HeartbeatStages {
   uint64_t handle = 0;      // the handler, lock waits included
   uint64_t encode = 0;      // the answer encoded into the output buffer
   uint64_t write = 0;       // encoded -> the send() that handed its last byte to the kernel returned
+  // The kernel's receipt of the last packet that read brought -> the read
+  // returned (SO_TIMESTAMPNS): the time the bytes waited in the socket,
+  // which the loop's own clock cannot see. Plain TCP only; empty with TLS
+  // or when the kernel gave no timestamp.
+  std::optional<uint64_t> arrivalToRead;
+  // Whether the heartbeat's group was in step or moving, when the handler
+  // says (protocol::Handler::heartbeatGroupMotion).
+  std::optional<protocol::Handler::GroupMotion> groupMotion;
 };
 inline constexpr uint32_t kHeartbeatStageSampleEvery = 8;
 

@@ -444,6 +444,33 @@ TEST_F(GroupModelTest, APartitionMovesWhenItsHolderHeartbeatsAndTheGroupSettles)
   EXPECT_FALSE(moved);
 }
 
+TEST_F(GroupModelTest, AGroupIsInStepOnceEveryMemberWasHeardAtItsGenerationAndHoldsItsShare) {
+  load(0);
+  join("a");
+  EXPECT_TRUE(model_.inStep());
+  Answers b;
+  registerAs("b", b);
+  EXPECT_FALSE(model_.inStep()) << "a join waits";
+  write();
+  EXPECT_FALSE(model_.inStep()) << "a has not been heard at generation 2";
+  EXPECT_EQ(beat("a", 1).error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_FALSE(model_.inStep()) << "a heartbeat at an older generation is not heard at this one";
+  EXPECT_EQ(beat("a", 2).error, ErrorCode::NONE);
+  EXPECT_FALSE(model_.inStep()) << "heard, but b does not hold its partitions yet";
+  Answers again;
+  registerAs("b", again);
+  EXPECT_TRUE(model_.inStep());
+  Answers left;
+  leave("b", left);
+  EXPECT_FALSE(model_.inStep()) << "a removal waits";
+  write();
+  EXPECT_FALSE(model_.inStep()) << "a has not been heard at generation 3";
+  EXPECT_EQ(beat("a", 3).error, ErrorCode::REBALANCE_NEEDED) << "b's partitions are a's now";
+  Answers a3;
+  registerAs("a", a3);
+  EXPECT_TRUE(model_.inStep());
+}
+
 // A registration held up in the network until its client had given up on
 // its connection and registered on a new one: answering it would grant
 // partitions in an answer nobody reads, and the controller would count them

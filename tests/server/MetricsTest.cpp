@@ -217,6 +217,39 @@ TEST(RequestMetrics, HeartbeatStagesHaveAHistogramEach) {
   EXPECT_NEAR(*sample(samples, "groupcoord_heartbeat_stage_seconds_sum{stage=\"handle\"}"), 43e-6, 1e-9);
 }
 
+TEST(RequestMetrics, StampedHeartbeatsAreTimedFromTheirArrivalByTheirGroupsMotion) {
+  RequestMetrics m;
+  using Motion = protocol::Handler::GroupMotion;
+  // 300 ns to read, 2 us to decode, 3 us in the handler, 1 us to encode,
+  // 7 us to send; the bytes waited 3 ms in the socket (arrival to read).
+  server::HeartbeatStages inStep{300, 2000, 3000, 1000, 7000};
+  inStep.arrivalToRead = 3'000'000;
+  inStep.groupMotion = Motion::InStep;
+  server::HeartbeatStages moving = inStep;
+  moving.groupMotion = Motion::Moving;
+  moving.arrivalToRead = 100;  // arrived after the loop woke: no wait for a wake-up
+  server::HeartbeatStages unstamped = inStep;
+  unstamped.arrivalToRead.reset();  // TLS: only the stages
+  m.heartbeatStages(inStep);
+  m.heartbeatStages(moving);
+  m.heartbeatStages(unstamped);
+  Registry r;
+  m.registerWith(r);
+  const auto samples = parseSamples(r.render());
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_stage_seconds_count{stage=\"handle\"}"), 3.0);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_stage_seconds_count{stage=\"arrival_to_wake\"}"), 2.0);
+  EXPECT_NEAR(*sample(samples, "groupcoord_heartbeat_stage_seconds_sum{stage=\"arrival_to_wake\"}"), 2'999'700e-9,
+              1e-12);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_count{group=\"in_step\"}"), 1.0);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_count{group=\"moving\"}"), 1.0);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_count{group=\"unknown\"}"), 0.0);
+  // Arrival to answer sent: 3 ms + 2 + 3 + 1 + 7 us.
+  EXPECT_NEAR(*sample(samples, "groupcoord_heartbeat_latency_seconds_sum{group=\"in_step\"}"), 3.013e-3, 1e-12);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_bucket{group=\"in_step\",le=\"0.00251\"}"), 0.0);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_bucket{group=\"in_step\",le=\"0.00316\"}"), 1.0);
+  EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_bucket{group=\"moving\",le=\"1.58e-05\"}"), 1.0);
+}
+
 TEST(RequestMetrics, ConnectionFamiliesReadTheServerStats) {
   TcpServerStats stats;
   stats.connectionsOpen = 3;

@@ -36,6 +36,10 @@ class FastHeartbeatHandler : public DeferredHandler {
     out = protocol::HeartbeatResponse{r.generation, ErrorCode::NONE};
     return true;
   }
+  // A group named "moving..." is moving; any other is in step.
+  std::optional<GroupMotion> heartbeatGroupMotion(protocol::ConnectionSlot&, std::string_view group) override {
+    return group.rfind("moving", 0) == 0 ? GroupMotion::Moving : GroupMotion::InStep;
+  }
   std::atomic<int> fast{0};
 };
 
@@ -50,8 +54,11 @@ class CountingObserver : public server::RequestObserver {
     // request's time inside the server, which is far below a minute.
     const uint64_t total = s.wakeToRead + s.decode + s.handle + s.encode + s.write;
     if (total < 60'000'000'000ull) plausible.fetch_add(1);
+    // The kernel's stamp of the bytes' arrival, on the wall clock.
+    if (s.arrivalToRead && *s.arrivalToRead < 60'000'000'000ull) stamped.fetch_add(1);
+    if (s.groupMotion == protocol::Handler::GroupMotion::InStep) inStep.fetch_add(1);
   }
-  std::atomic<int> heartbeats{0}, samples{0}, plausible{0};
+  std::atomic<int> heartbeats{0}, samples{0}, plausible{0}, stamped{0}, inStep{0};
 };
 
 class TcpServerTest : public ::testing::Test {
@@ -637,6 +644,8 @@ TEST_F(TcpServerTest, AHeartbeatWithNothingAheadIsAnsweredOnItsIoThreadAndItsSta
   EXPECT_GE(observer.samples.load(), kBeats / static_cast<int>(server::kHeartbeatStageSampleEvery) / 2);
   EXPECT_LE(observer.samples.load(), kBeats / static_cast<int>(server::kHeartbeatStageSampleEvery));
   EXPECT_EQ(observer.plausible.load(), observer.samples.load());
+  EXPECT_EQ(observer.stamped.load(), observer.samples.load()) << "each sample knows when its bytes arrived";
+  EXPECT_EQ(observer.inStep.load(), observer.samples.load()) << "each sample says its group's motion";
 }
 
 TEST_F(TcpServerTest, AHeartbeatBehindAnUnansweredRequestWaitsItsTurn) {
