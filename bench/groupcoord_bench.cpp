@@ -1268,6 +1268,13 @@ void bigGroup(const Args& args) {
       row(sc, std::string("server-side heartbeat time of the moving group during ") + what + ": p50 / p99 / p999 (us)",
           serverQuantilesUs(*a, *b, family, moving));
     }
+    // Where the time went during the storm: the big group does not
+    // heartbeat until its registrations are answered, so these samples are
+    // the other group's.
+    for (const char* stage : {"arrival_to_wake", "wake_to_read", "handle", "encode", "write"}) {
+      row(sc, std::string("server stage ") + stage + " during the storm, sampled: p50 / p99 / p999 (us)",
+          serverQuantilesUs(s0, s1, "groupcoord_heartbeat_stage_seconds", std::string("stage=\"") + stage + "\""));
+    }
   }
   row(sc, "answers not NONE (all of the group's, rebalances included); the other group's",
       errorsText(fleet.stats()) + "; " + errorsText(bystanders.stats()));

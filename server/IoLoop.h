@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -173,6 +174,14 @@ class IoLoop {
 
   void run();
   bool drainInbox();
+  // Requests other than heartbeats get kTurnBudget of a loop turn: past it,
+  // a connection's remaining frames wait (`deferred_`) for the next turns,
+  // so that a storm of registrations or of their answers does not keep the
+  // loop from reading other connections' heartbeats (docs/design.md,
+  // "Heartbeats"). Each turn gives the deferred work at least kTurnSlice.
+  bool overBudget();
+  void defer(Connection& c);
+  bool runDeferred();
   void addConnection(UniqueFd fd);
   void onEvent(Connection& c, uint32_t events);
   void onReadable(Connection& c);
@@ -218,6 +227,10 @@ class IoLoop {
   std::vector<Connection*> scheduled_;                  // written directly this turn; flushed at its end
   std::vector<Connection*> scheduledNow_;
   Inbox::Batch batch_;
+  Clock::time_point turnDeadline_{};
+  bool budgetSpent_ = false;                                 // this turn's: past turnDeadline_
+  std::deque<Connection*> deferred_;                          // frames left for a later turn, oldest first
+  std::vector<std::shared_ptr<Completions>> flushDeferred_;  // answers left for a later turn
   Clock::time_point now_{};
   // The heartbeat whose stages are being timed (with an observer only):
   // armed by one read in kHeartbeatStageSampleEvery, timed through decode,

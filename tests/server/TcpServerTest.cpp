@@ -648,6 +648,76 @@ TEST_F(TcpServerTest, AHeartbeatWithNothingAheadIsAnsweredOnItsIoThreadAndItsSta
   EXPECT_EQ(observer.inStep.load(), observer.samples.load()) << "each sample says its group's motion";
 }
 
+// A handler whose non-heartbeat requests each take `work` of the I/O
+// thread (answered at once, as a registration that joins a batch is taken),
+// and that notes the order of what it saw.
+class SlowRequestsHandler : public protocol::Handler {
+ public:
+  explicit SlowRequestsHandler(std::chrono::microseconds work) : work_(work) {}
+  void handle(const protocol::RequestHeader& header, protocol::Request request,
+              protocol::ResponseCallback done) override {
+    const auto until = std::chrono::steady_clock::now() + work_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    {
+      std::lock_guard lock(mutex_);
+      seen_.push_back("request " + std::to_string(header.correlationId));
+    }
+    done(protocol::errorResponse(request, ErrorCode::NONE));
+  }
+  bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
+    {
+      std::lock_guard lock(mutex_);
+      seen_.push_back("heartbeat");
+    }
+    out = protocol::HeartbeatResponse{r.generation, ErrorCode::NONE};
+    return true;
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  const std::chrono::microseconds work_;
+  std::mutex mutex_;
+  std::vector<std::string> seen_;
+};
+
+TEST_F(TcpServerTest, ABurstOfSlowRequestsOnOneConnectionDoesNotHoldBackAnotherConnectionsHeartbeat) {
+  // 200 requests of 300 us each (60 ms of the only I/O thread) in one
+  // write, then a heartbeat on another connection: past its turn's budget
+  // the burst waits for later turns, and the heartbeat is answered long
+  // before the burst's end, which is still answered whole and in order.
+  SlowRequestsHandler slow(std::chrono::microseconds(300));
+  TcpServerOptions options;
+  options.ioThreads = 1;
+  startServer(slow, options);
+  Connection busy = connect();
+  Connection other = connect();
+  constexpr int kRequests = 200;
+  std::vector<uint8_t> burst;
+  for (int i = 1; i <= kRequests; ++i) {
+    auto f = requestFrame(i, protocol::ListGroupsRequest{{}});
+    burst.insert(burst.end(), f.begin(), f.end());
+  }
+  ASSERT_EQ(busy.sendRaw(burst), IoStatus::Ok);
+  ASSERT_TRUE(waitUntil([&] { return !slow.seen().empty(); })) << "the burst is being handled";
+  ASSERT_TRUE(heartbeatWorks(other, 9));
+  for (int i = 1; i <= kRequests; ++i) {
+    auto r = busy.receive(ApiKey::ListGroups, 10s);
+    ASSERT_TRUE(r.ok) << "request " << i << ": " << r.detail;
+    ASSERT_EQ(r.header.correlationId, i);
+  }
+  const auto seen = slow.seen();
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kRequests) + 1);
+  const auto at = static_cast<size_t>(std::find(seen.begin(), seen.end(), "heartbeat") - seen.begin());
+  EXPECT_LT(at, static_cast<size_t>(kRequests) / 2)
+      << "the heartbeat was handled after " << at << " of the burst's " << kRequests << " requests";
+  server_.reset();  // before `slow` goes
+}
+
 TEST_F(TcpServerTest, AHeartbeatBehindAnUnansweredRequestWaitsItsTurn) {
   auto& handler = fast_;
   startServer(handler);
