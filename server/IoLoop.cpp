@@ -215,7 +215,7 @@ struct Connection {
   uint64_t flushedSeq = 0;  // requests whose response moved to `out`
   uint32_t interest = 0;    // the epoll mask registered now
   bool paused = false;      // too many requests in flight: not reading
-  bool deferred = false;    // frames in `in` wait on IoLoop::deferred_ for a later turn: not reading
+  bool deferred = false;    // frames in `in` wait on IoLoop::deferred_ for a later turn: not read meanwhile
   bool peerEof = false;     // the client closed its side: answer what is in flight, then close
   bool closed = false;
   bool scheduled = false;  // on IoLoop::scheduled_ for a flush at the end of this turn
@@ -561,7 +561,6 @@ bool IoLoop::runDeferred() {
     parseBuffered(c);
     if (c.closed || c.deferred) continue;
     if (c.in.empty() && c.in.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.in);
-    updateInterest(c);
     // TLS may hold decrypted bytes that no epoll event will announce.
     if (c.ssl != nullptr && c.tlsReady && readingWanted(c)) onReadableTls(c);
     if (c.closed) continue;
@@ -654,11 +653,14 @@ void IoLoop::onEvent(Connection& c, uint32_t events) {
   }
 }
 
-bool IoLoop::readingWanted(const Connection& c) const { return !c.paused && !c.peerEof && !c.deferred; }
+// A deferred connection keeps its epoll interest (two epoll_ctl calls per
+// deferral cost more than the events it may bring meanwhile); it is simply
+// not read until its turn comes (onReadable, onReadableTls).
+bool IoLoop::readingWanted(const Connection& c) const { return !c.paused && !c.peerEof; }
 
 void IoLoop::onReadable(Connection& c) {
   if (c.ssl != nullptr) return onReadableTls(c);
-  if (!readingWanted(c)) return;
+  if (!readingWanted(c) || c.deferred) return;
   ssize_t n;
   // The read whose heartbeat will be timed asks for the kernel's timestamp
   // of its bytes' arrival; every other read is a plain recv().
@@ -1155,7 +1157,7 @@ void IoLoop::tick() {
     if (c->untrusted) {
       // Its answers are not being read: it gets no longer than a frame would.
       if (now_ - c->untrustedAt >= options_.idleTimeout) unread.push_back(c.get());
-    } else if (!c->in.empty() && readingWanted(*c) && now_ - c->frameStartedAt >= options_.idleTimeout) {
+    } else if (!c->in.empty() && readingWanted(*c) && !c->deferred && now_ - c->frameStartedAt >= options_.idleTimeout) {
       stalled.push_back(c.get());
     } else if (c->ssl != nullptr && !c->tlsReady && now_ - c->lastReadAt >= options_.idleTimeout) {
       stalled.push_back(c.get());  // a TLS handshake begun and not finished
@@ -1220,7 +1222,7 @@ void IoLoop::tlsHandshake(Connection& c) {
 
 void IoLoop::onReadableTls(Connection& c) {
   for (int i = 0; i < kTlsReadsPerEvent; ++i) {
-    if (c.closed || !readingWanted(c)) return;
+    if (c.closed || !readingWanted(c) || c.deferred) return;
     ERR_clear_error();
     const int n = SSL_read(c.ssl.get(), scratch_.data(), static_cast<int>(scratch_.size()));
     if (n > 0) {
