@@ -50,6 +50,7 @@
 # the table to this file), BENCH_NO_BUILD=1 (use the binaries already in
 # BUILD_DIR), BENCH_REGISTER_VERSION (the RegisterConsumer version the
 # big-group and big-partitions members speak; default 2, 1 to compare),
+# BENCH_CLIENT_MEMBERS (big-group's client-mode group; default 3,000),
 # PLACEMENT_STEADY_SECONDS (placement's steady phase; default 600).
 set -euo pipefail
 
@@ -263,7 +264,7 @@ for s in "${scenarios[@]}"; do
       start_server 1
       run big-group --ports="$server_port" --server-log="$work/server1.log" --metrics-port="$server_http" \
         --members="$(q 10000 500)" --partitions="$(q 10000 500)" --conns="$(q 1000 50)" --others="$(q 1000 100)" \
-        --client-members="$(q 3000 300)" --register-version="$register_version"
+        --client-members="${BENCH_CLIENT_MEMBERS:-$(q 3000 300)}" --register-version="$register_version"
       stop_server "$server_pid"
       ;;
     assign)

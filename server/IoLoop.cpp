@@ -480,7 +480,9 @@ void IoLoop::run() {
   }
   while (!connections_.empty()) close(*connections_.back(), CloseReason::Shutdown);
   scheduled_.clear();
+  deferred_.clear();
   graveyard_.clear();
+  flushDeferred_.clear();  // the Completions hold the Inbox too
   // Every connection is closed, so no completion posts any more; drop what
   // was posted (the Completions hold the Inbox: a cycle otherwise).
   inbox_->take(batch_);

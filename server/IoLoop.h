@@ -178,7 +178,8 @@ class IoLoop {
   // a connection's remaining frames wait (`deferred_`) for the next turns,
   // so that a storm of registrations or of their answers does not keep the
   // loop from reading other connections' heartbeats (docs/design.md,
-  // "Heartbeats"). Each turn gives the deferred work at least kTurnSlice.
+  // "Heartbeats"). Each turn gives the deferred connections at least
+  // kTurnSlice and flushes at least 16 connections' answers.
   bool overBudget();
   void defer(Connection& c);
   bool runDeferred();
