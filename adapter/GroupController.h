@@ -102,9 +102,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   using MemberCache = GroupModel::MemberCache;
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache = nullptr) EXCLUDES(mu_);
-  // Served here, every member registered at the current generation and
-  // holding what it gives it, and no membership change waiting
-  // (GroupModel::inStep): the server's heartbeat figures by group motion.
+  // Served here, not being handed over, and in step (GroupModel::inStep):
+  // the server's heartbeat figures by group motion.
   bool inStep() const EXCLUDES(mu_);
   // A heartbeat the coordinator answers CONTROLLER_NOT_AVAILABLE without
   // asking the group (no lease): its member still counts as heard.

@@ -90,9 +90,9 @@ class Handler {
   // Where the group `group` names stands, asked right after heartbeatNow()
   // answered a heartbeat of it, on the same thread and with the same slot,
   // for the heartbeats whose time the server samples (docs/design.md,
-  // "Heartbeats"): in step (every member registered at the current
-  // generation and holds what it gives it, and no membership change waits)
-  // or moving. Empty (the default) when the handler does not say or does
+  // "Heartbeats"): in step (every member heard at the current generation,
+  // registered at it or heartbeated with it, every partition with the
+  // member it is assigned to, and no membership change waiting) or moving. Empty (the default) when the handler does not say or does
   // not serve the group.
   enum class GroupMotion : uint8_t { InStep, Moving };
   virtual std::optional<GroupMotion> heartbeatGroupMotion(ConnectionSlot& slot, std::string_view group) {

@@ -96,8 +96,8 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
   r.add("groupcoord_heartbeat_latency_seconds",
         "The sampled heartbeats of groupcoord_heartbeat_stage_seconds whose arrival the kernel stamped (plain TCP), "
         "from the kernel's receipt of the last packet read with them until their answer's last byte is sent, by "
-        "their group's motion: in_step (every member registered at the current generation and holds what it "
-        "gives it, no membership change waiting), moving, or unknown (a group not served here)",
+        "their group's motion: in_step (every member heard at the current generation and holding what it gives "
+        "it, no membership change waiting), moving, or unknown (a group not served here)",
         metrics::Type::Histogram, [this](metrics::FamilyWriter& w) {
           for (size_t i = 0; i < heartbeatByGroupMotion_.size(); ++i) {
             w.histogram({{"group", kGroupMotions[i]}}, heartbeatByGroupMotion_[i]->snapshot(), 1e9);
