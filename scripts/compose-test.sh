@@ -922,12 +922,27 @@ zk_mode() {  # zk_mode SERVICE: leader, follower, or what else srvr says
 # g: the ZooKeeper leader stopped.
 step_zk_leader() {
   pick_groups || return 1
-  local n leader="" m t0 tlead="" tok="" newleader="" deadline bad_now ready_dropped=no
-  for n in 1 2 3; do
-    m=$(cexec "zk$n" sh -c 'echo srvr | nc -w 2 127.0.0.1 2181' 2>/dev/null | sed -n 's/^Mode: //p' | tr -d '\r') || m=""
-    [ "$m" = leader ] && leader=zk$n
+  local n leader="" m t0 tlead="" tok="" newleader="" deadline bad_now ready_dropped=no modes="" tfind
+  # The ensemble may be between leaders when the step begins (a node that
+  # lost its quorum link during the steps before answers srvr with "not
+  # currently serving requests"): wait for one, as long as a failover.
+  refresh_cids
+  t0=$(now)
+  deadline=$(($(date +%s) + failover_timeout))
+  while :; do
+    modes=""
+    for n in 1 2 3; do
+      m=$(zk_mode "zk$n")
+      modes+=" zk$n=$m"
+      [ "$m" = leader ] && leader=zk$n
+    done
+    [ -n "$leader" ] && break
+    [ "$(date +%s)" -lt "$deadline" ] || break
+    sleep 0.5
   done
-  [ -n "$leader" ] || { detail="no ZooKeeper node says Mode: leader"; return 1; }
+  tfind=$(since "$t0")
+  [ -n "$leader" ] || { detail="no ZooKeeper node says Mode: leader within ${failover_timeout} s (last:$modes)"; return 1; }
+  echo "figure zk-leader-stop: leader $leader found after $tfind s (modes:$modes)"
   zk_stop_from=$(date +%s)
   t0=$(now)
   timeout 60 "${compose_cmd[@]}" stop "$leader" >"$workdir/zk-stop.log" 2>&1 ||
