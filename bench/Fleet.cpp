@@ -196,6 +196,11 @@ void Fleet::beatAt(size_t i, uint64_t dueNs, uint64_t intervalNs, uint64_t epoch
   if (measure_.lateness != nullptr && measure_.covers(dueNs)) measure_.lateness->add(now > dueNs ? now - dueNs : 0);
   // Not registered yet (its registration is still out): nothing to beat for.
   if (m.id.empty()) return;
+  beatOrDefer(i, dueNs, epoch);
+}
+
+void Fleet::beatOrDefer(size_t i, uint64_t dueNs, uint64_t epoch) {
+  Member& m = members_[i];
   if (m.busy) {
     // The previous one (or what it led to) is still going: this one goes
     // when it is answered, and counts its wait.
@@ -220,13 +225,8 @@ void Fleet::sendBeat(size_t i, uint64_t dueNs, uint64_t epoch) {
     if (e == ErrorCode::REBALANCE_IN_PROGRESS && epoch == beatEpoch_ && m.deferred.empty() && !m.crashed) {
       const uint64_t soon = std::min<uint64_t>(beatIntervalNs_, 100'000'000);
       loop_.after(soon, [this, i, epoch] {
-        Member& mm = members_[i];
-        if (epoch != beatEpoch_ || mm.crashed) return;
-        if (mm.busy) {
-          if (mm.deferred.size() < 64) mm.deferred.push_back(nowNs());
-          return;
-        }
-        sendBeat(i, nowNs(), epoch);
+        if (epoch != beatEpoch_ || members_[i].crashed) return;
+        beatOrDefer(i, nowNs(), epoch);
       });
     }
     if (e == ErrorCode::NONE && measure_.latency != nullptr && measure_.covers(dueNs)) {

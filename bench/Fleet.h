@@ -141,6 +141,8 @@ class Fleet {
   void heartbeatTry(size_t i, int attempt, std::function<void(protocol::ErrorCode, uint64_t)> done);
   void encodeHeartbeat(Member& m);
   void beatAt(size_t i, uint64_t dueNs, uint64_t intervalNs, uint64_t epoch);
+  // Sends member i's beat due at dueNs now, or after the one still out.
+  void beatOrDefer(size_t i, uint64_t dueNs, uint64_t epoch);
   void sendBeat(size_t i, uint64_t dueNs, uint64_t epoch);
   void countError(protocol::ErrorCode e);
 

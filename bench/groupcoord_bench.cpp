@@ -1297,8 +1297,9 @@ void bigGroup(const Args& args) {
               (a != &s2 && v > 0 && steady99 > 0 ? "; p99 " + fmt(v / steady99, 1) + "x steady" : std::string()),
           a == &s2 ? std::string() : std::string("p99 <= 2x steady"));
     }
-    for (const auto& [what, a, b] : {std::tuple{"the storm", &s0, &s1}, std::tuple{"the joins", &none, joins},
-                                     std::tuple{"the leaves", &none, leaves}}) {
+    // Not the storm: the big group heartbeats only once its registrations
+    // are answered, which ends the storm's window.
+    for (const auto& [what, a, b] : {std::tuple{"the joins", &none, joins}, std::tuple{"the leaves", &none, leaves}}) {
       row(sc, std::string("server-side heartbeat time of the moving group during ") + what + ": p50 / p99 / p999 (us)",
           serverQuantilesUs(*a, *b, family, moving));
     }

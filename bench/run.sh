@@ -36,7 +36,8 @@
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
 # the table's. Each scenario's time is logged.
-# --pin: the generator on CPU 0, the servers on the other cores.
+# --pin: the generator and the ZooKeeper ensemble on CPU 0, the servers on
+# the other cores.
 # It builds groupcoordd, groupcoord-bench, groupcoord-echo and
 # groupcoord-loop-echo in build-bench/ (with scripts/dev.sh's build type),
 # starts its own three-node ZooKeeper ensemble on 127.0.0.1 (base port
@@ -107,13 +108,19 @@ fi
 bench="$build_dir/bench/groupcoord-bench"
 gate_bin="$build_dir/bench/groupcoord-gate-cost"
 server_bin="$build_dir/server/groupcoordd"
-# --pin: the generator on the first core, every server on the others, so
-# that they do not take turns on one core (the table says which was used).
-gen_cpu=() srv_cpu=()
+# --pin: the generator and the ZooKeeper ensemble on the first core, every
+# server on the others, so that they do not take turns on one core (the
+# table says which was used). Pinning is the way to keep them apart here:
+# niceness is not, because each ensemble node runs in a session of its own
+# (setsid) and where the kernel groups tasks by session (autogroup,
+# /proc/sys/kernel/sched_autogroup_enabled) every session gets an equal
+# share of a core whatever its tasks' niceness.
+gen_cpu=() srv_cpu=() zk_cpu=()
 if [ -n "$pin" ] && [ "$(nproc)" -ge 2 ]; then
   gen_cpu=(taskset -c 0)
+  zk_cpu=(taskset -c 0)
   srv_cpu=(taskset -c "1-$(($(nproc) - 1))")
-  pinning="generator on CPU 0, servers on CPUs 1-$(($(nproc) - 1))"
+  pinning="generator and ZooKeeper on CPU 0, servers on CPUs 1-$(($(nproc) - 1))"
 else
   pinning="not pinned (bench/run.sh --pin pins them)"
 fi
@@ -123,7 +130,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 [ "$(ulimit -n)" -ge 16384 ] || ulimit -n 65536 2>/dev/null || log "warning: open-file limit is $(ulimit -n)"
 
 log "starting a ZooKeeper ensemble on 127.0.0.1:$((base + 1))-$((base + 3))"
-"${ensemble[@]}" start >&2
+"${zk_cpu[@]}" "${ensemble[@]}" start >&2
 zk=$("${ensemble[@]}" connect)
 
 # start_server ID [ZK_SESSION_MS] -> sets server_pid and server_port

@@ -216,7 +216,7 @@ std::vector<OptionSpec> makeSpecs() {
   s.push_back(numberOption("max.output.buffer.bytes", "BYTES",
                            "a connection whose unread responses pass this many bytes is closed",
                            &ServerConfig::maxOutputBufferBytes));
-  s.push_back(numberOption("io.threads", "N", "I/O threads; 0: one per core", &ServerConfig::ioThreads));
+  s.push_back(numberOption("io.threads", "N", "I/O threads; 0: one per core the process may run on (its CPU affinity)", &ServerConfig::ioThreads));
   s.push_back(numberOption("shutdown.grace.ms", "MS",
                            "on SIGTERM/SIGINT, how long in-flight requests may take to be answered",
                            &ServerConfig::shutdownGraceMs));
@@ -513,7 +513,7 @@ std::string validateConfig(const ServerConfig& c) {
     return badValue("max.output.buffer.bytes", num(c.maxOutputBufferBytes), "must be >= 1024");
   }
   if (c.ioThreads < 0 || c.ioThreads > 1024) {
-    return badValue("io.threads", num(c.ioThreads), "must be 0..1024 (0: one per core)");
+    return badValue("io.threads", num(c.ioThreads), "must be 0..1024 (0: one per core the process may run on)");
   }
   if (c.shutdownGraceMs < 0 || c.shutdownGraceMs > 3'600'000) {
     return badValue("shutdown.grace.ms", num(c.shutdownGraceMs), "must be 0..3600000");

@@ -89,7 +89,7 @@ struct ServerConfig {
   int64_t maxInFlightPerConnection = 1024;
   int64_t idleTimeoutMs = 30000;
   int64_t maxOutputBufferBytes = 4 << 20;
-  int64_t ioThreads = 0;  // 0: one per core
+  int64_t ioThreads = 0;  // 0: one per core the process may run on
   int64_t shutdownGraceMs = 5000;
 
   // Clients: authentication (server/Auth.h) and TLS (server/Tls.h); each is

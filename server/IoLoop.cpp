@@ -515,11 +515,10 @@ bool IoLoop::drainInbox() {
       if (c != nullptr && !c->closed) flush(*c);
     }
     if (i == ready.size()) return true;
-    std::vector<std::shared_ptr<Completions>> rest(std::make_move_iterator(ready.begin() + static_cast<ptrdiff_t>(i)),
-                                                   std::make_move_iterator(ready.end()));
-    rest.insert(rest.end(), std::make_move_iterator(flushDeferred_.begin()),
-                std::make_move_iterator(flushDeferred_.end()));
-    flushDeferred_ = std::move(rest);
+    // flushDeferred_ is empty here: it was taken before the first call, and
+    // a call that leaves a remainder ends the turn.
+    flushDeferred_.assign(std::make_move_iterator(ready.begin() + static_cast<ptrdiff_t>(i)),
+                          std::make_move_iterator(ready.end()));
     return false;
   };
   if (!flushDeferred_.empty()) {

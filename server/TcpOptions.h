@@ -59,7 +59,7 @@ struct TcpServerOptions {
   // connections the handler sees as internal (protocol::Caller::internal;
   // docs/design.md, "Two addresses"). After bind(): the bound port.
   std::optional<uint16_t> internalPort;
-  int ioThreads = 0;                        // 0: one per core
+  int ioThreads = 0;                        // 0: TcpServer::defaultIoThreads()
   int32_t maxFrameBytes = 1 << 20;          // larger frames close their connection
   int maxConnections = 20000;               // past it, new connections are closed at once
   int maxInFlightPerConnection = 1024;      // past it, the socket is not read until responses drain

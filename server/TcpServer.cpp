@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -116,6 +117,20 @@ bool TcpServer::bind(std::string* error) {
   return true;
 }
 
+int TcpServer::defaultIoThreads() {
+  // More I/O threads than cores the process may use only take turns on
+  // them: a heartbeat on one thread's connection then waits out another
+  // thread's time slice (milliseconds) while that one works through a
+  // burst of registrations.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 bool TcpServer::start(std::string* error) {
   if (started_) return true;
   if (stopped_) {
@@ -124,7 +139,7 @@ bool TcpServer::start(std::string* error) {
   }
   if (!bind(error)) return false;
   int threads = options_.ioThreads;
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = defaultIoThreads();
   for (int i = 0; i < threads; ++i) {
     loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, handler_, *counters_));
   }

@@ -53,6 +53,13 @@ class TcpServer {
   uint16_t internalPort() const { return internalPort_; }
   const TcpServerOptions& options() const { return options_; }
   TcpServerStats stats() const;
+  // The I/O threads running (after start()), else 0.
+  int ioThreads() const { return static_cast<int>(loops_.size()); }
+
+  // The I/O threads that options.ioThreads 0 asks for: one per core the
+  // calling thread may run on (its CPU affinity, which taskset, numactl and
+  // a container's cpuset narrow), at least one.
+  static int defaultIoThreads();
 
  private:
   void acceptLoop();

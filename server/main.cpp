@@ -363,8 +363,8 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       backend->shutdown();
       return EXIT_CANTCREAT;
     }
-    spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{})", config.listenAddress,
-                 server.port(), self.serverId, self.host, self.port);
+    spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{}; {} I/O thread(s))",
+                 config.listenAddress, server.port(), self.serverId, self.host, self.port, server.ioThreads());
     if (server.internalPort() != 0) {
       spdlog::info("internal listener on {}:{} (advertised inside the network as {}:{})", config.listenAddress,
                    server.internalPort(), self.internalHost, self.internalPort);

@@ -2,6 +2,7 @@
 // shutdown. Every wait is bounded.
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -742,6 +743,37 @@ TEST_F(TcpServerTest, AHeartbeatBehindAnUnansweredRequestWaitsItsTurn) {
   // Nothing ahead any more: the next one is answered at once, on the loop.
   EXPECT_TRUE(heartbeatWorks(c, 78));
   EXPECT_EQ(handler.fast.load(), 1);
+}
+
+TEST(TcpServerThreads, ByDefaultOneIoThreadPerCoreTheProcessMayRunOn) {
+  // Narrowed to one core (as taskset or a container's cpuset would), the
+  // server starts one I/O thread, not one per core of the machine.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(all), &all), 0);
+  const int allowed = CPU_COUNT(&all);
+  EXPECT_EQ(TcpServer::defaultIoThreads(), allowed);
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  EchoHandler handler;
+  TcpServerOptions options;
+  options.listenAddress = "127.0.0.1";
+  options.port = 0;
+  int started = 0;
+  {
+    TcpServer server(options, handler);
+    std::string error;
+    const bool ok = server.start(&error);
+    started = server.ioThreads();
+    EXPECT_TRUE(ok) << error;
+  }
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(TcpServer::defaultIoThreads(), allowed);
 }
 
 TEST(ConnectionTest, ConnectingWhereNothingListensFailsWithAReason) {
