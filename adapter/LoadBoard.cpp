@@ -208,9 +208,8 @@ void LoadBoard::publish(TimePoint now, const std::vector<std::pair<std::string, 
       auto old = before.find(name);
       if (old == before.end()) {
         added = true;
-      } else {
-        const uint64_t d = w > old->second ? w - old->second : old->second - w;
-        if (d > std::max(config_.minChange, old->second / 10)) changed = true;
+      } else if (config_.changeWorthPublishing(old->second, w)) {
+        changed = true;
       }
     }
     for (auto it = firstSeen_.begin(); it != firstSeen_.end();) {

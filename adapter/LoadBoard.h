@@ -44,6 +44,13 @@ struct LoadBoardConfig {
   uint64_t minChange = 2;
   // The largest znode written; the heaviest groups are kept beyond it.
   size_t maxBytes = 900 * 1024;
+
+  // Whether a group's weight `now` is a change worth publishing over the
+  // `published` one: by more than minChange and more than a tenth of it.
+  bool changeWorthPublishing(uint64_t published, uint64_t now) const {
+    const uint64_t d = now > published ? now - published : published - now;
+    return d > std::max(minChange, published / 10);
+  }
 };
 
 class LoadBoard {

@@ -92,8 +92,9 @@ class Handler {
   // for the heartbeats whose time the server samples (docs/design.md,
   // "Heartbeats"): in step (every member heard at the current generation,
   // registered at it or heartbeated with it, every partition with the
-  // member it is assigned to, and no membership change waiting) or moving. Empty (the default) when the handler does not say or does
-  // not serve the group.
+  // member it is assigned to, and no membership change waiting) or moving.
+  // Empty (the default) when the handler does not say or does not serve
+  // the group.
   enum class GroupMotion : uint8_t { InStep, Moving };
   virtual std::optional<GroupMotion> heartbeatGroupMotion(ConnectionSlot& slot, std::string_view group) {
     (void)slot;

@@ -60,6 +60,7 @@
 
 #include "adapter/FleetSnapshot.h"
 #include "adapter/Hash.h"
+#include "adapter/LoadBoard.h"
 #include "adapter/Placement.h"
 #include "client/Connection.h"
 #include "common/Layout.h"
@@ -351,8 +352,8 @@ class FleetSuite : public ::testing::Test {
               << " ms" << std::endl;
     // A server publishes a weight change at most every 5 s, and only one
     // of more than 2 or a tenth (docs/design.md, "Placement"): the steps
-    // start from a fleet whose published weights count its members, as an operator's rolling restart starts from a
-    // settled fleet. A server stopped before then leaves the others placing
+    // start from a fleet whose published weights count its members, as an
+    // operator's rolling restart starts from a settled fleet. A server stopped before then leaves the others placing
     // its groups by the weights of empty groups, and correcting with moves
     // of their own groups once the real weights are read.
     const auto w0 = Clock::now();
@@ -364,11 +365,11 @@ class FleetSuite : public ::testing::Test {
         return false;
       }
       for (size_t i = 0; i < snap.groups.size(); ++i) {
-        // Within what a server leaves unpublished: a change of at most 2,
-        // or of a tenth.
+        // Within what a server leaves unpublished (the servers run with
+        // the default LoadBoardConfig).
         const uint64_t want = static_cast<uint64_t>(membersOf(static_cast<int>(i))) + kGroupWeight;
         const uint64_t got = snap.groups[i].weight;
-        if ((got > want ? got - want : want - got) > std::max<uint64_t>(2, got / 10)) {
+        if (adapter::LoadBoardConfig{}.changeWorthPublishing(got, want)) {
           stale = snap.groups[i].name + " published at " + std::to_string(got) + ", not " + std::to_string(want);
           return false;
         }
