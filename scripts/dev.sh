@@ -16,6 +16,11 @@
 #       either failing fails the run. GROUPCOORD_THREAD_SAFETY_BUILD=0
 #       skips the thread-safety build (1: run it even with ctest options);
 #       GROUPCOORD_FUZZ_SECONDS sets the fuzzing time (0: no fuzzing).
+#       GROUPCOORD_TEST_BUSY=N runs N CPU-bound loops beside the tests (from
+#       the ensemble's start to the end, each in a session of its own, as
+#       other users' processes are), to show that a busy machine fails no
+#       test (tests/README.md, "Time in tests"). The "[figure]" lines the
+#       tests print are gathered into <build>/Testing/figures.txt.
 #   scripts/dev.sh setup     install the packages only
 #   scripts/dev.sh build     setup, then configure and build only
 #   scripts/dev.sh tsa [cmake --build options...]
@@ -101,6 +106,38 @@ failure_digest() {
   ' "$log" | tail -n 80 >&2
 }
 
+# GROUPCOORD_TEST_BUSY: CPU-bound loops beside the tests. Each runs in a
+# session of its own (setsid), as another user's process would: with the
+# kernel's autogroup scheduling a loop in the tests' own session would take
+# its share from the tests alone. Stopped by their PIDs when the run ends.
+busy_pids=()
+start_busy() {
+  local n=$1 i
+  case "$n" in ''|*[!0-9]*) echo "dev.sh: GROUPCOORD_TEST_BUSY must be a number, not '$n'" >&2; exit 2 ;; esac
+  [ "$n" -gt 0 ] || return 0
+  for ((i = 0; i < n; i++)); do
+    setsid bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+    busy_pids+=("$!")
+  done
+  log "GROUPCOORD_TEST_BUSY=$n: CPU-bound loops beside the tests, PIDs ${busy_pids[*]}"
+}
+stop_busy() {
+  [ ${#busy_pids[@]} -gt 0 ] || return 0
+  kill "${busy_pids[@]}" 2>/dev/null || true
+  wait "${busy_pids[@]}" 2>/dev/null || true
+  log "busy loops stopped (PIDs ${busy_pids[*]})"
+  busy_pids=()
+}
+
+# Every "[figure] ..." line the tests printed (measures of speed, which they
+# report and do not assert), in one file for a report to read.
+gather_figures() {
+  local log=$1 out=$2
+  [ -f "$log" ] || return 0
+  grep -h '^\[figure\]' "$log" >"$out" 2>/dev/null || true
+  log "$(wc -l <"$out") figure line(s) in $out"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 
@@ -140,11 +177,12 @@ case "$cmd" in
     if [ "$tsa_build" != 0 ]; then
       "$root/scripts/thread-safety.sh" || { log "the thread-safety build FAILED"; tsa_rc=1; }
     fi
+    start_busy "${GROUPCOORD_TEST_BUSY:-0}"
     export GROUPCOORD_ZK_BASE_PORT=${GROUPCOORD_ZK_BASE_PORT:-21800}
     export GROUPCOORD_ZK_TICK_MS=${GROUPCOORD_ZK_TICK_MS:-500}
     ensemble="$root/scripts/zk-ensemble.sh"
+    trap '"$ensemble" stop; log "test ensemble stopped"; stop_busy' EXIT
     "$ensemble" start
-    trap '"$ensemble" stop; log "test ensemble stopped"' EXIT
     export GROUPCOORD_TEST_ZK
     GROUPCOORD_TEST_ZK=$("$ensemble" connect)
     log "running ctest against the ensemble at $GROUPCOORD_TEST_ZK"
@@ -158,6 +196,7 @@ case "$cmd" in
       log "the thread-safety build FAILED (log: ${TSA_BUILD_DIR:-$root/build-tsa}/build.log)"
       rc=1
     fi
+    gather_figures "$build_dir/Testing/Temporary/LastTest.log" "$build_dir/Testing/figures.txt"
     if [ $rc -ne 0 ]; then
       failure_digest "$build_dir/Testing/Temporary/LastTest.log"
       log "tests FAILED (ctest exit code $rc); ZooKeeper logs: /tmp/groupcoord-zk-$GROUPCOORD_ZK_BASE_PORT/node*/logs"

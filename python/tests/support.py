@@ -8,16 +8,91 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
+from typing import Any, Callable
 
 SOURCE_DIR = Path(os.environ.get("GROUPCOORD_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD_DIR = Path(os.environ.get("GROUPCOORD_BUILD_DIR", SOURCE_DIR / "build"))
 GROUPCOORDD = os.environ.get("GROUPCOORDD", str(BUILD_DIR / "server/groupcoordd"))
 GROUPCTL = os.environ.get("GROUPCTL", str(BUILD_DIR / "client/groupctl"))
 PROBE = os.environ.get("GROUPCOORD_CONSUMER_PROBE", str(BUILD_DIR / "python/groupcoord_consumer_probe"))
+
+
+# ---- time (tests/README.md, "Time in tests"; the rules of tests/support/Timing.h) -----------
+#
+# A test asserts time in two ways only: a rule on an injected clock (test_member.py), or a rule
+# with a bound the design gives, waited for by polling up to that bound plus scheduling_allowance()
+# (design_bound()). A measure of speed is printed as a figure() line and not asserted.
+
+def scheduling_allowance() -> float:
+    """What a deadline derived from the design's bounds adds for scheduling, in seconds: 20 s, or
+    GROUPCOORD_TEST_ALLOWANCE_MS (tests/support/Timing.h says why). A busy machine (scripts/dev.sh test with GROUPCOORD_TEST_BUSY=2)
+    delays everything a test runs, the ensemble's JVMs included, by whole seconds at a time."""
+    text = os.environ.get("GROUPCOORD_TEST_ALLOWANCE_MS", "")
+    return int(text) / 1000.0 if text.isdigit() else 20.0
+
+
+def design_bound(bound: float) -> float:
+    """A bound the design gives, in seconds, with the scheduling allowance added: the deadline for
+    waiting on it and the limit for asserting it."""
+    return bound + scheduling_allowance()
+
+
+def eventually_within(deadline: float, state: Callable[[], Any], every: float = 0.02) -> Any:
+    """Polls ``state`` every ``every`` seconds until it returns something true or ``deadline``
+    seconds pass; returns that value, or the last one. Looks once more after the last sleep, so
+    that a state reached during it counts."""
+    until = time.monotonic() + deadline
+    while True:
+        value = state()
+        if value or time.monotonic() >= until:
+            return value
+        time.sleep(every)
+
+
+def figure(text: str) -> None:
+    """One "[figure] ..." line on stdout: a measure of speed that a test reports and does not
+    assert. It starts a line of its own (unittest -v leaves "test_name ... " open on stderr);
+    scripts/dev.sh test gathers these lines into <build>/Testing/figures.txt."""
+    sys.stdout.write(f"\n[figure] {text}\n")
+    sys.stdout.flush()
+
+
+# The design's bounds these tests rest on (docs/design.md), in seconds, as the servers here run.
+ZK_SESSION_TIMEOUT = 4.0  # --zk-session-timeout-ms of every Server here
+ZK_CONNECT_WAIT = 30.0    # --zk-connect-wait-ms: how long a Server waits at start for a ZooKeeper session
+CLAIM_FALLBACK = 3.0      # "Claims": a group without a controller is claimed by any server after this
+JOIN_WINDOW_MAX = 3.0     # group.join.window.max.ms: the longest a join waits in the batch ("Coalesced joins")
+HANDOVER_SETTLE = 10.0    # handover.settle.ms: a server is nobody's preferred one until live this long
+REQUEST_TIMEOUT = 3.0     # a consumer's wait for one answer (ConsumerConfig's default, the C++ client's too)
+CLIENT_RETRY = 10.0       # how long a consumer's commit() and close() retry (the Python and C++ clients)
+
+
+def settle_bound(heartbeat_interval: float) -> float:
+    """How long the design gives a group to settle after a change of its members, before the
+    allowance: a group just created or left without a controller is claimed within the claim
+    fallback, a join waits in the batch at most the join window's cap, every member learns of the
+    move within one heartbeat interval, and one due partitions still held elsewhere takes them at
+    its first heartbeat after their release, so two intervals ("Claims", "Coalesced joins",
+    "Acknowledged at once")."""
+    return CLAIM_FALLBACK + JOIN_WINDOW_MAX + 2 * heartbeat_interval
+
+
+def retry_budget() -> float:
+    """The retry budget of an Admin whose calls must be answered: a group goes unanswered
+    (CONTROLLER_NOT_AVAILABLE, NOT_CONTROLLER) at most until its controller's ZooKeeper session
+    has ended and another server has claimed it, plus the allowance. A call is retried only while
+    unanswered, so a long budget costs nothing when things go well."""
+    return design_bound(ZK_SESSION_TIMEOUT + CLAIM_FALLBACK)
+
+
+# A command run here (groupctl, openssl) takes well under a second: no bound the design gives.
+# What it may take is a hang guard, with the allowance on top.
+COMMAND_TIMEOUT = 20.0
 
 
 def zk_base_port() -> int:
@@ -58,8 +133,11 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000_007}-{_counter}"
 
 
-def run(args: list[str], stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
-    """Runs a command and fails loudly when it does."""
+def run(args: list[str], stdin: str | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Runs a command and fails loudly when it does (or takes longer than ``timeout``, by default
+    COMMAND_TIMEOUT plus the allowance)."""
+    if timeout is None:
+        timeout = design_bound(COMMAND_TIMEOUT)
     r = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         raise AssertionError(f"{' '.join(args)} exited {r.returncode}: {r.stderr}{r.stdout}")
@@ -81,29 +159,34 @@ class Server:
         self.port_file = os.path.join(self.dir, "port")
         self.args = [GROUPCOORDD, "--listen-address=127.0.0.1", "--listen-port=0", f"--port-file={self.port_file}",
                      f"--zk-connect={zk_connect()}", f"--zk-root={root}", f"--zk-topics-path={topics_path}",
-                     f"--server-id={server_id}", "--zk-session-timeout-ms=4000", "--io-threads=1",
+                     f"--server-id={server_id}", f"--zk-session-timeout-ms={round(ZK_SESSION_TIMEOUT * 1000)}",
+                     f"--zk-connect-wait-ms={round(ZK_CONNECT_WAIT * 1000)}", "--io-threads=1",
                      "--http-port=0", *(extra or [])]
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
-    def start(self, wait: float = 20.0) -> "Server":
-        """Starts it and waits until it listens."""
+    def start(self, wait: float | None = None) -> "Server":
+        """Starts it and waits until it listens: it writes its port file once it has a ZooKeeper
+        session, which it waits for at most ZK_CONNECT_WAIT (then it exits); by default the wait
+        is that with the allowance, and ends as soon as the port is there or the process exits."""
         log = open(self.log_path, "ab")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORDD_")}
         self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=env)
         log.close()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
+
+        def listening() -> bool:
             try:
                 text = Path(self.port_file).read_text().strip()
                 if text.isdigit() and int(text) > 0:
                     self.port = int(text)
-                    return self
+                    return True
             except OSError:
                 pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
+            return self.proc is not None and self.proc.poll() is not None  # exited: nothing more to wait for
+
+        eventually_within(design_bound(ZK_CONNECT_WAIT) if wait is None else wait, listening)
+        if self.port > 0:
+            return self
         raise AssertionError(f"groupcoordd did not start listening; its log:\n{self.log()}")
 
     @property
@@ -157,14 +240,12 @@ class LiveTestCase(unittest.TestCase):
         return s.start()
 
     def wait_for(self, what: str, predicate, timeout: float, step: float = 0.05):  # type: ignore[no-untyped-def]
-        """Polls ``predicate`` until it returns something true; fails after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(step)
-        self.fail(f"timed out after {timeout} s waiting for {what}; server logs:\n" +
+        """Polls ``predicate`` until it returns something true; fails after ``timeout`` seconds (a
+        deadline derived from the design's bounds: design_bound())."""
+        value = eventually_within(timeout, predicate, step)
+        if value:
+            return value
+        self.fail(f"timed out after {timeout:.1f} s waiting for {what}; server logs:\n" +
                   "\n".join(s.log()[-3000:] for s in self.servers))
 
     # ---- credentials and certificates ----------------------------------------------

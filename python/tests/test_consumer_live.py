@@ -9,9 +9,21 @@ import time
 
 from groupcoord import Admin, AsyncConsumer, Callbacks, Consumer, ConsumerConfig, PartitionOffset
 from groupcoord.protocol import TopicPartition
-from tests.support import LiveTestCase, OwnershipRecord, create_topic
+from tests.support import (CLIENT_RETRY, REQUEST_TIMEOUT, LiveTestCase, OwnershipRecord, create_topic, design_bound,
+                           retry_budget, settle_bound)
 
 ALL = [TopicPartition("alpha", n) for n in range(4)]
+
+# The group's session timeout. These tests pause between two polls of a member they still count
+# on (a commit written to ZooKeeper, an admin call), so its lease has the scheduling allowance on
+# top of the 2 s it had, and a busy machine does not fence it; the members heartbeat as often as
+# in a 2 s session, so that rebalances take no longer.
+SESSION_TIMEOUT = design_bound(2.0)
+HEARTBEAT_INTERVAL = 2.0 / 3
+# A change of members settles within settle_bound() (a rule with a bound the design gives): each
+# wait for it polls up to that plus the allowance.
+SETTLE = design_bound(settle_bound(HEARTBEAT_INTERVAL))
+POLL_STEP = 0.05  # how long PollingThread's polls last
 
 
 def recording(record: OwnershipRecord, who: str, log: list | None = None) -> Callbacks:
@@ -45,14 +57,15 @@ class PollingThread:
     def _run(self) -> None:
         while not self.stop.is_set():
             try:
-                self.consumer.poll(0.05)
+                self.consumer.poll(POLL_STEP)
             except Exception as e:  # recorded, the test fails on it
                 self.errors.append(e)
                 return
 
     def join(self) -> None:
+        """Stops it: its last poll ends within its step and one exchange's request timeout."""
         self.stop.set()
-        self.thread.join(timeout=15)
+        self.thread.join(timeout=design_bound(POLL_STEP + REQUEST_TIMEOUT))
 
 
 class ConsumerLifeTest(LiveTestCase):
@@ -60,9 +73,10 @@ class ConsumerLifeTest(LiveTestCase):
         super().setUp()
         create_topic(self.topics_path, "alpha", 4)
         self.server = self.start_server()
-        self.admin = Admin([self.server.endpoint])
-        self.admin.create_group("life", 2.0, ["alpha"])
-        self.config = lambda name: ConsumerConfig([self.server.endpoint], "life", client_id=name)  # noqa: E731
+        self.admin = Admin([self.server.endpoint], retry_budget=retry_budget())
+        self.admin.create_group("life", SESSION_TIMEOUT, ["alpha"])
+        self.config = lambda name: ConsumerConfig([self.server.endpoint], "life", client_id=name,  # noqa: E731
+                                                  heartbeat_interval=HEARTBEAT_INTERVAL)
 
     def tearDown(self) -> None:
         self.admin.close()
@@ -72,7 +86,7 @@ class ConsumerLifeTest(LiveTestCase):
         record = OwnershipRecord()
         log_a: list = []
         a = Consumer(self.config("py-a"), recording(record, "a", log_a))
-        self.wait_for("a to hold all 4 partitions", lambda: a.poll(0.1) and a.assignment() == ALL, 20)
+        self.wait_for("a to hold all 4 partitions", lambda: a.poll(0.1) and a.assignment() == ALL, SETTLE)
         self.assertEqual(log_a[0], ("assigned", [PartitionOffset("alpha", n, -1) for n in range(4)]))
         self.assertTrue(a.member_id.startswith("py-a-"), a.member_id)
         a.commit([PartitionOffset("alpha", 0, 42), PartitionOffset("alpha", 3, 7)])
@@ -83,7 +97,7 @@ class ConsumerLifeTest(LiveTestCase):
         b = Consumer(self.config("py-b"), recording(record, "b"))
         pb = PollingThread(b)
         self.wait_for("a and b to hold two each", lambda: (a.poll(0.05) or True) and len(a.assignment()) == 2
-                      and len(b.assignment()) == 2, 20)
+                      and len(b.assignment()) == 2, SETTLE)
         pb.join()
         self.assertEqual(pb.errors, [])
         self.assertEqual(sorted(a.assignment() + b.assignment()), ALL)
@@ -92,16 +106,20 @@ class ConsumerLifeTest(LiveTestCase):
 
         # b stops polling for longer than the session timeout (a process
         # frozen): its lease runs out before the controller can give its
-        # partitions to a, and its next poll tells it they are lost.
+        # partitions to a, and its next poll tells it they are lost. The
+        # controller evicts it a session timeout after it last heard from it,
+        # then the group settles.
         given_b = b.assignment()
         split = len(record.events)
-        self.wait_for("a to be given b's partitions", lambda: a.poll(0.1) and a.assignment() == ALL, 20)
+        self.wait_for("a to be given b's partitions", lambda: a.poll(0.1) and a.assignment() == ALL,
+                      design_bound(SESSION_TIMEOUT + settle_bound(HEARTBEAT_INTERVAL)))
         b_events: list = []
         b.callbacks = recording(OwnershipRecord(), "b", b_events)
         lease_ns = int(b.member.lease_expiry() * 1e9)
         regrants = [at for at, who, p, grant in record.events[split:] if who == "a" and grant
                     and TopicPartition(*p) in given_b]
         self.assertEqual(len(regrants), 2)
+        # A lower bound the protocol gives: strict, no allowance.
         self.assertGreaterEqual(min(regrants), lease_ns, "a was granted b's partitions inside b's lease")
         b.poll(0.0)
         self.assertEqual(b_events[0], ("lost", given_b))
@@ -113,14 +131,16 @@ class ConsumerLifeTest(LiveTestCase):
         pb = PollingThread(b)
         a.close()
         self.assertEqual(log_a[-1], ("revoked", ALL))
-        self.wait_for("b to hold all 4", lambda: b.assignment() == ALL, 20)
+        self.wait_for("b to hold all 4", lambda: b.assignment() == ALL, SETTLE)
         pb.join()
         self.assertEqual(pb.errors, [])
         committed = [e for e in b_events if e[0] == "assigned"][-1][1]
         self.assertIn(PartitionOffset("alpha", 0, 42), committed)
         b.close()
         self.assertEqual(record.overlaps(), [])
-        self.wait_for("the group to be empty", lambda: self.admin.list_groups(["life"])[0].members == [], 10)
+        # b's LeaveGroup is answered at once; had the answer been lost, b is evicted a session timeout later.
+        self.wait_for("the group to be empty", lambda: self.admin.list_groups(["life"])[0].members == [],
+                      design_bound(SESSION_TIMEOUT))
 
     def test_the_asyncio_consumer_lives_the_same_life(self) -> None:
         record = OwnershipRecord()
@@ -138,13 +158,15 @@ class ConsumerLifeTest(LiveTestCase):
                     record.add("b", (tp.topic, tp.partition), False)
             b = AsyncConsumer(self.config("aio-b"), recording(record, "b", b_log))
             b.callbacks.on_revoked = on_revoked
-            deadline = time.monotonic() + 20
+            # Each wait polls up to SETTLE, and looks once more after its last poll.
+            deadline = time.monotonic() + SETTLE
             while not b.assignment() == ALL:
-                await b.poll(0.1)
                 self.assertLess(time.monotonic(), deadline, "b never held all 4 partitions")
+                await b.poll(0.1)
+            deadline = time.monotonic() + SETTLE
             while not (len(a.assignment()) == 2 and len(b.assignment()) == 2):
+                self.assertLess(time.monotonic(), deadline, "a and b never split the partitions")
                 await asyncio.gather(a.poll(0.1), b.poll(0.1))
-                self.assertLess(time.monotonic(), deadline + 20, "a and b never split the partitions")
             self.assertEqual(len(revoked_then_committed), 2)
             offsets = {(o.topic, o.partition): o.offset for o in await asyncio.to_thread(
                 self.admin.fetch_offsets, "life")}
@@ -153,5 +175,7 @@ class ConsumerLifeTest(LiveTestCase):
             # a was granted them with the offsets b committed while revoking.
             await a.close()
             await b.close()
-        asyncio.run(asyncio.wait_for(scenario(), 60))
+        # A hang guard, longer than every wait inside: two settles, and the commits and closes,
+        # which retry for CLIENT_RETRY each.
+        asyncio.run(asyncio.wait_for(scenario(), 2 * SETTLE + design_bound(2 * CLIENT_RETRY)))
         self.assertEqual(record.overlaps(), [])

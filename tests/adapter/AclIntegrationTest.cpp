@@ -28,6 +28,7 @@
 #include "common/Layout.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 
 namespace groupcoord::testing {
 namespace {
@@ -37,23 +38,27 @@ using protocol::ErrorCode;
 
 constexpr const char* kUser = "gc-acl";
 constexpr const char* kPassword = "s3cret-acl";
+constexpr int64_t kZkSessionTimeoutMs = 4000;  // the servers'
 
 // A blocking C-client handle, optionally authenticated with digest user:password.
 class PlainClient {
  public:
   explicit PlainClient(const std::string& connect, const std::string& digest = "") {
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zh_ = zookeeper_init(connect.c_str(), &PlainClient::watcher, 10000, nullptr, this, 0);
+    zh_ = zookeeper_init(connect.c_str(), &PlainClient::watcher, kSessionTimeoutMs, nullptr, this, 0);
     if (!zh_) return;
+    // A live ensemble grants a session, and answers a request, within the
+    // session timeout.
+    const auto wait = designBound(std::chrono::milliseconds(kSessionTimeoutMs));
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, 10s, [this] { return connected_; });
+      cv_.wait_for(lock, wait, [this] { return connected_; });
     }
     if (!digest.empty()) {
       authRc_ = ZSYSTEMERROR;
       zoo_add_auth(zh_, "digest", digest.data(), static_cast<int>(digest.size()), &PlainClient::authDone, this);
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, 10s, [this] { return authAnswered_; });
+      cv_.wait_for(lock, wait, [this] { return authAnswered_; });
     }
   }
   ~PlainClient() {
@@ -111,6 +116,8 @@ class PlainClient {
   }
 
  private:
+  static constexpr int kSessionTimeoutMs = 10000;
+
   static void watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
     auto* self = static_cast<PlainClient*>(ctx);
     if (type != ZOO_SESSION_EVENT) return;
@@ -163,7 +170,8 @@ class AclTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> startServer(int id, const std::string& password) {
     auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=" + std::to_string(id), "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
-        "--zk-session-timeout-ms=4000", "--http-port=-1", std::string("--zk-digest-user=") + kUser,
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeoutMs), "--http-port=-1",
+        std::string("--zk-digest-user=") + kUser,
         "--zk-digest-password=" + password});
     return s;
   }
@@ -192,7 +200,7 @@ TEST_F(AclTest, PlainAndWrongPasswordClientsReadButCannotWrite) {
   {
     client::Connection c;
     ASSERT_TRUE(c.connect("127.0.0.1", port, 3s));
-    auto r = c.call(protocol::CommitOffsetsRequest{group, a.id(), reg.generation, offsets}, 10s);
+    auto r = c.call(protocol::CommitOffsetsRequest{group, a.id(), reg.generation, offsets}, requestCallTimeout());
     ASSERT_TRUE(r.ok) << c.lastError();
     auto* commit = std::get_if<protocol::CommitOffsetsResponse>(&r.response);
     ASSERT_NE(commit, nullptr);
@@ -300,7 +308,8 @@ TEST_F(AclTest, ServerWithTheWrongPasswordCannotTouchTheFirstServersZnodes) {
 
   auto second = startServer(2, "wrong-password");
   const bool started = second->start();
-  // Give it time to try registering, claiming and creating.
+  // Give it time to try registering, claiming and creating: what must not
+  // happen below.
   std::this_thread::sleep_for(3s);
 
   layout::Layout layout(root_);
@@ -321,6 +330,10 @@ TEST_F(AclTest, ServerWithTheWrongPasswordCannotTouchTheFirstServersZnodes) {
     ASSERT_EQ(plain_->children(layout.groupsPath(), &groups), ZOK);
     EXPECT_EQ(groups, std::vector<std::string>{group});
   }
+  // Its first write (its registration, once it has a session) is refused
+  // within its ZooKeeper session timeout, and logged.
+  eventuallyWithin(designBound(std::chrono::milliseconds(kZkSessionTimeoutMs)),
+                   [&] { return second->log().find("NOAUTH") != std::string::npos; });
   const std::string log = second->log();
   EXPECT_NE(log.find("NOAUTH"), std::string::npos) << "the wrong-password server did not log NOAUTH:\n" << log;
   std::printf("[figure] wrong-password server started=%d, listening=%d\n", started ? 1 : 0,

@@ -348,11 +348,11 @@ TEST(AssignmentRacks, ThousandMembersInThreeRacksIsFast) {
     EXPECT_EQ(countMoves(fresh, left), countMoves(fresh, assignPartitions(rest, topics, fresh))) << s.name;
     size_t total = 0;
     for (const auto& [_, n] : topics) total += static_cast<size_t>(n);
+    // A measure of speed: reported, not asserted (tests/README.md, Time in
+    // tests); bench/ measures the targets.
     std::cout << "[figure] speed with racks, 1000 members, " << s.name << ": fresh + leave " << ms << " ms; in-rack "
               << countInRack(fresh, racks) << " of " << total << " (without racks "
               << countInRack(assignPartitions(members, topics, {}), racks) << ")\n";
-    // Only catches a blow-up; bench/ measures.
-    EXPECT_LT(ms, 10000.0) << s.name;
   }
 }
 

@@ -631,12 +631,12 @@ TEST(Assignment, ThousandMembersTenThousandPartitionsIsFast) {
     more.push_back("member-new");
     auto [joined, joinMs] = timed([&] { return assignPartitions(more, topics, before); });
     ASSERT_EQ(ruleViolation(more, topics, joined), "") << s.name;
+    // A measure of speed: reported, not asserted (tests/README.md, Time in
+    // tests); bench/ measures the targets. The rules of every result are
+    // asserted above.
     std::cout << "[figure] speed, 1000 members, " << s.name << ": fresh " << freshMs << " ms, leave " << leaveMs
               << " ms (" << countMoves(fresh, left) << " moves, leaver held " << fresh.at(members[0]).size()
               << "), join " << joinMs << " ms (" << countMoves(fresh, joined) << " moves)\n";
-    // Timing targets are measured by bench/, not asserted here; this bound
-    // only catches an accidental O(members x partitions) blow-up.
-    EXPECT_LT(freshMs + leaveMs + joinMs, 3000.0) << s.name;
   }
 }
 

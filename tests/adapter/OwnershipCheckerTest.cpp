@@ -4,7 +4,8 @@
 // is killed. Every grant and release is recorded with its time; the test
 // fails if two members ever held the same partition at once, if an
 // acknowledged commit is not what FetchOffsets returns at the end, or if the
-// group does not settle within two session timeouts once the churn stops.
+// group does not settle within two session timeouts (and the scheduling
+// allowance) once the churn stops.
 // The members and the checks are support/OwnershipChecker.h, which the
 // fault suite (tests/fault) shares.
 //
@@ -26,6 +27,7 @@
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -36,7 +38,8 @@ using protocol::ErrorCode;
 using protocol::TopicPartition;
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kSessionTimeoutMs = 2000;
+constexpr int64_t kSessionTimeoutMs = 2000;  // the group's
+constexpr int64_t kZkSessionTimeoutMs = 4000;  // the servers'
 constexpr const char* kGroup = "checked";
 
 TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
@@ -54,7 +57,7 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
   zc.sessionTimeout = 10000ms;
   zk::Session zk(zc);
   ASSERT_EQ(zk.start(), zk::Error::Ok);
-  ASSERT_EQ(zk.waitConnected(10s), zk::Error::Ok);
+  ASSERT_EQ(zk.waitConnected(designBound(zc.sessionTimeout)), zk::Error::Ok);
   ASSERT_EQ(zk.ensurePathSync(topicsPath), zk::Error::Ok);
   const std::map<std::string, int32_t> topics{{"alpha", 12}, {"beta", 7}, {"gamma", 5}};
   std::set<TopicPartition> all;
@@ -68,13 +71,16 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
   for (int id = 1; id <= 2; ++id) {
     servers.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=" + std::to_string(id), "--zk-root=" + root, "--zk-topics-path=" + topicsPath,
-        "--zk-session-timeout-ms=4000"}));
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeoutMs)}));
     ASSERT_TRUE(servers.back()->start());
   }
   std::vector<uint16_t> ports{servers[0]->port(), servers[1]->port()};
-  // Both registered before the group exists, so either may control it.
-  for (int i = 0; i < 200 && zk.getChildrenSync(root + "/servers").children.size() < 2; ++i)
-    std::this_thread::sleep_for(50ms);
+  // Both registered before the group exists, so either may control it. A
+  // server registers with one ZooKeeper write once it listens, answered
+  // within its session timeout.
+  ASSERT_TRUE(eventuallyWithin(designBound(std::chrono::milliseconds(kZkSessionTimeoutMs)),
+                               [&] { return zk.getChildrenSync(root + "/servers").children.size() == 2; }))
+      << "the two servers did not both register";
   auto created = createGroup(ports[0], kGroup, kSessionTimeoutMs, false, {"alpha", "beta", "gamma"});
   ASSERT_EQ(created.error, ErrorCode::NONE);
   ASSERT_FALSE(created.controller.isNone());
@@ -90,7 +96,8 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
 
   auto churnStart = Clock::now();
   auto at = [&](int s) { return churnStart + std::chrono::seconds(s); };
-  int leader = ensembleLeader();
+  int leader = awaitEnsembleLeader();
+  ASSERT_GT(leader, 0) << "no ZooKeeper node leads";
   int follower = leader % 3 + 1;
   std::this_thread::sleep_until(at(seconds / 3));
   ASSERT_EQ(ensemble("kill " + std::to_string(follower)), 0);
@@ -103,10 +110,15 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
   std::cout << "[checker] killed the controlling groupcoordd (server " << controllerIndex + 1 << ")" << std::endl;
   std::this_thread::sleep_until(at(seconds));
 
-  // The churn stops: every member comes back and behaves.
+  // The churn stops: every member comes back and behaves. The design's
+  // bound: a member that crashed just before is evicted one session timeout
+  // after its last heartbeat, and the move that follows is done within
+  // another. Waited for one allowance longer, to tell late from never.
+  const int64_t settleBoundMs = 2 * kSessionTimeoutMs;
   auto churnStop = Clock::now();
   checker.setChurn(false);
-  auto settle = checker.waitSettled(all, churnStop, std::chrono::milliseconds(2 * kSessionTimeoutMs + 20000));
+  auto settle = checker.waitSettled(all, churnStop,
+                                    designBound(std::chrono::milliseconds(settleBoundMs)) + schedulingAllowance());
   checker.stop();
 
   // Overlaps: per partition, the holding intervals must not intersect.
@@ -125,11 +137,15 @@ TEST(OwnershipChecker, NoPartitionIsEverHeldTwiceUnderChurnAndFaults) {
             << " releases checked, " << overlaps.size() << " overlaps; " << counts.commitsAcked
             << " commits acknowledged, " << commits.lost << " differ from FetchOffsets (" << commits.inDoubt
             << " partitions hold an unacknowledged later commit); settled " << settle.ms
-            << " ms after the churn stopped (limit " << 2 * kSessionTimeoutMs << " ms)" << std::endl;
+            << " ms after the churn stopped (design bound " << settleBoundMs << " ms)" << std::endl;
   EXPECT_TRUE(settle.settled) << "the group did not settle: " << settle.reason;
-  EXPECT_LE(settle.ms, 2 * kSessionTimeoutMs) << "settled, but later than two session timeouts";
-  EXPECT_GT(counts.grants, 100u);
-  EXPECT_GT(counts.commitsAcked, 100u);
+  EXPECT_LE(settle.ms, designBoundMs(settleBoundMs))
+      << "settled, but later than two session timeouts and the scheduling allowance";
+  // That the churn exercised the group: every partition granted, and
+  // commits acknowledged. How many fit in the churn's time is a measure of
+  // speed, in the figure above.
+  EXPECT_GE(counts.grants, all.size());
+  EXPECT_GT(counts.commitsAcked, 0u);
   if (HasFailure()) {
     for (auto& s : servers) std::cerr << "---- groupcoordd log\n" << s->log() << std::endl;
   }

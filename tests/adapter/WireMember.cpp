@@ -58,7 +58,8 @@ bool WireMember::connectToController() {
   if (conn_.isOpen()) return true;
   // Ask any live server where the controller is.
   for (uint16_t port : servers_) {
-    auto info = callOnce<protocol::ListGroupsResponse>(port, protocol::ListGroupsRequest{{group_}}, 3000ms);
+    auto info =
+        callOnce<protocol::ListGroupsResponse>(port, protocol::ListGroupsRequest{{group_}}, requestCallTimeout());
     if (!info || info->groups.size() != 1 || info->groups[0].controller.isNone()) continue;
     uint16_t target = info->groups[0].controller.port;
     conn_.setClientId(clientId_);
@@ -79,7 +80,7 @@ protocol::RegisterConsumerResponse WireMember::join(std::chrono::milliseconds wa
       std::this_thread::sleep_for(100ms);
       continue;
     }
-    auto r = conn_.call(protocol::RegisterConsumerRequest{group_, id_, {}}, 10000ms);
+    auto r = conn_.call(protocol::RegisterConsumerRequest{group_, id_, {}}, registerCallTimeout());
     if (!r.ok) {
       conn_.close();
       continue;
@@ -101,7 +102,7 @@ protocol::HeartbeatResponse WireMember::heartbeat() {
   protocol::HeartbeatResponse out;
   out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
   if (!conn_.isOpen() && !connectToController()) return out;
-  auto r = conn_.call(protocol::HeartbeatRequest{group_, id_, generation_}, 5000ms);
+  auto r = conn_.call(protocol::HeartbeatRequest{group_, id_, generation_}, heartbeatCallTimeout());
   if (!r.ok) {
     conn_.close();
     return out;
@@ -111,7 +112,7 @@ protocol::HeartbeatResponse WireMember::heartbeat() {
 
 protocol::ErrorCode WireMember::leave() {
   if (!conn_.isOpen() && !connectToController()) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
-  auto r = conn_.call(protocol::LeaveGroupRequest{group_, id_}, 10000ms);
+  auto r = conn_.call(protocol::LeaveGroupRequest{group_, id_}, requestCallTimeout());
   if (!r.ok) return ErrorCode::CONTROLLER_NOT_AVAILABLE;
   return std::get<protocol::LeaveGroupResponse>(r.response).error;
 }

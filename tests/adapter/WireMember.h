@@ -12,14 +12,35 @@
 
 #include "client/Connection.h"
 #include "protocol/Messages.h"
+#include "support/ServerProcess.h"
+#include "support/Timing.h"
 
 namespace groupcoord::testing {
+
+// Design bounds (docs/design.md) that the helpers below wait for, with
+// schedulingAllowance() added; kLongestServerZkSessionTimeout is in
+// support/ServerProcess.h.
+//
+// A group without a controller is claimed by any server after the claim
+// fallback (3 s by default).
+inline constexpr std::chrono::milliseconds kClaimFallback{3000};
+// A join waits in the group's batch at most group.join.window.max.ms (3 s).
+inline constexpr std::chrono::milliseconds kJoinWindowCap{3000};
+
+// Deadlines of one request. Heartbeats are answered from memory (no design
+// delay); the others may wait for ZooKeeper, a registration also for its
+// batch.
+inline std::chrono::milliseconds heartbeatCallTimeout() { return designBound(std::chrono::milliseconds(0)); }
+inline std::chrono::milliseconds requestCallTimeout() { return designBound(kLongestServerZkSessionTimeout); }
+inline std::chrono::milliseconds registerCallTimeout() {
+  return designBound(kJoinWindowCap + kLongestServerZkSessionTimeout);
+}
 
 // One request on a fresh connection to 127.0.0.1:port; nullopt when no
 // response of the right API came back.
 template <typename Resp>
 std::optional<Resp> callOnce(uint16_t port, const protocol::Request& request,
-                             std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                             std::chrono::milliseconds timeout = requestCallTimeout());
 
 protocol::CreateGroupResponse createGroup(uint16_t port, const std::string& group, int64_t sessionTimeoutMs,
                                           bool ephemeral = false, std::vector<std::string> topics = {});
@@ -32,8 +53,11 @@ class WireMember {
 
   // Registers with the group's controller (found with ListGroups when not
   // known), keeping the member id it gets. Retries NOT_CONTROLLER and
-  // CONTROLLER_NOT_AVAILABLE until `wait` passes.
-  protocol::RegisterConsumerResponse join(std::chrono::milliseconds wait = std::chrono::seconds(15));
+  // CONTROLLER_NOT_AVAILABLE until `wait` passes: by default until a group
+  // without a controller has been claimed (the claim fallback) and the join
+  // has left its batch (the join window's cap).
+  protocol::RegisterConsumerResponse join(
+      std::chrono::milliseconds wait = designBound(kClaimFallback + kJoinWindowCap));
   // One heartbeat at the member's generation; CONTROLLER_NOT_AVAILABLE when
   // the controller cannot be reached.
   protocol::HeartbeatResponse heartbeat();

@@ -14,6 +14,7 @@
 
 #include "client/Consumer.h"
 #include "protocol/Codec.h"
+#include "support/Timing.h"
 #include "tests/client/FakeServer.h"
 
 namespace groupcoord::client {
@@ -22,15 +23,27 @@ namespace {
 using namespace std::chrono_literals;
 using protocol::AssignmentMode;
 using protocol::ErrorCode;
+using groupcoord::testing::designBound;
+using groupcoord::testing::designBoundMs;
 using protocol::MemberMetadata;
 using testing::FakeServer;
+
+// The fake server answers at once, but on a starved machine its thread (or
+// the consumer's) may run seconds late. A request that timed out is sent
+// again, and a lease that ran out makes the consumer register again: either
+// would add a registration to the ones counted below. So the request
+// timeout and the group's session timeout hold the scheduling allowance.
+constexpr auto kRequestTimeout = 1000ms;
+constexpr int32_t kSessionMs = 3000;
+// A few round trips with the fake server: 10 s is already generous.
+constexpr auto kExchangeWait = 10s;
 
 // ListGroups naming the fake server itself as the group's controller.
 protocol::ListGroupsResponse listed(uint16_t port, AssignmentMode mode) {
   protocol::GroupInfo g;
   g.name = "g";
   g.controller = protocol::Broker{1, "127.0.0.1", port};
-  g.sessionTimeoutMs = 3000;
+  g.sessionTimeoutMs = static_cast<int32_t>(designBoundMs(kSessionMs));
   g.generation = 1;
   g.mode = mode;
   return protocol::ListGroupsResponse{{g}, ErrorCode::NONE};
@@ -41,7 +54,7 @@ ConsumerConfig configFor(uint16_t port) {
   c.bootstrap = {{"127.0.0.1", port}};
   c.group = "g";
   c.heartbeatInterval = 20ms;
-  c.requestTimeout = 1000ms;
+  c.requestTimeout = designBound(kRequestTimeout);
   return c;
 }
 
@@ -71,7 +84,7 @@ TEST(ConsumerVersion, StepsDownOneVersionPerRefusalAndRegistersAtTheFirstSpoken)
   });
   port = server.port();
   Consumer consumer(configFor(port), ConsumerCallbacks{});
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kExchangeWait);
   while (consumer.assignment().empty() && std::chrono::steady_clock::now() < deadline) consumer.poll(20ms);
   ASSERT_EQ(consumer.assignment().size(), 1u);
   EXPECT_EQ(consumer.registerVersion(), 1);
@@ -122,7 +135,7 @@ TEST(ConsumerVersion, AClientModeChangeThatDoesNotAddUpIsRefusedAndTheWholeListA
   ConsumerCallbacks cb;
   cb.onMembers = [&](int64_t g, const std::vector<MemberMetadata>& list) { starts.push_back({g, list.size()}); };
   Consumer consumer(configFor(port), cb);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kExchangeWait);
   while ((starts.empty() || starts.back().first != 5) && std::chrono::steady_clock::now() < deadline) {
     consumer.poll(20ms);
   }

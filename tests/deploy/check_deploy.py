@@ -151,12 +151,26 @@ def free_port():
 CONFIG_LINE = re.compile(r"\bconfig ([a-z0-9][a-z0-9.]*)=(.*)$")
 
 
+# Time (tests/README.md, "Time in tests"). groupcoordd logs its configuration, or refuses it and
+# exits, milliseconds after it starts: no bound the design gives. The waits for that end as soon
+# as it has (they poll its output), and are 5 s with the scheduling allowance on top (20 s, or
+# GROUPCOORD_TEST_ALLOWANCE_MS, as tests/support/Timing.h reads it), so that a start a busy
+# machine slowed is not taken for a server that never logs its configuration or never exits.
+def scheduling_allowance():
+    text = os.environ.get("GROUPCOORD_TEST_ALLOWANCE_MS", "")
+    return int(text) / 1000.0 if text.isdigit() else 20.0
+
+
+START_WAIT = 5.0 + scheduling_allowance()  # for its whole configuration in its log, or its exit
+EXIT_WAIT = 5.0 + scheduling_allowance()   # for its exit once its output has ended
+
+
 def bound_key(key):
     """Whether `key` names a port groupcoordd binds (advertised ones it only names)."""
     return key.endswith(".port") and "advertised" not in key and key != "listen.port"
 
 
-def start_server(groupcoordd, options, args, env_extra, wait, override_connect=True):
+def start_server(groupcoordd, options, args, env_extra, wait=START_WAIT, override_connect=True):
     """Starts groupcoordd with `args` and `env_extra` plus overrides that keep
     it on loopback and on free ports (and, with override_connect, away from
     any real ensemble), for at most `wait` seconds: until it has logged its
@@ -206,7 +220,7 @@ def start_server(groupcoordd, options, args, env_extra, wait, override_connect=T
     finally:
         if eof:
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=EXIT_WAIT)
             except subprocess.TimeoutExpired:
                 pass
         if proc.poll() is None:
@@ -223,7 +237,7 @@ def start_server(groupcoordd, options, args, env_extra, wait, override_connect=T
     return config, "\n".join(lines), status
 
 
-def effective_config(groupcoordd, options, args, env_extra, wait=15.0):
+def effective_config(groupcoordd, options, args, env_extra, wait=START_WAIT):
     """The effective configuration groupcoordd logs at start with `args` and
     `env_extra` (see start_server), then kills it.
 
@@ -840,7 +854,7 @@ def check_network_file(src, filename, connect):
     return problems
 
 
-def run_server_briefly(groupcoordd, options, env, wait=10.0):
+def run_server_briefly(groupcoordd, options, env, wait=START_WAIT):
     """groupcoordd with `env` as it stands (its zk.connect too), on loopback
     and free ports: (config, output, exit status or None if still running)."""
     return start_server(groupcoordd, options, [], env, wait, override_connect=False)
@@ -1271,7 +1285,7 @@ def check_properties_accepted(src, options, groupcoordd, work):
     shutil.copy(path, bad)
     with open(bad, "a") as g:
         g.write("\nno.such.option=1\n")
-    config, out = effective_config(groupcoordd, options, [f"--config={bad}"], {}, wait=10)
+    config, out = effective_config(groupcoordd, options, [f"--config={bad}"], {})
     if config is not None or "no.such.option" not in out:
         problems.append(f"groupcoordd did not refuse a file with an unknown key, so acceptance proves nothing:\n{out}")
     return problems

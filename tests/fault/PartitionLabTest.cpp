@@ -31,6 +31,11 @@
 // Each is judged by the checker: no partition ever held by two members, no
 // acknowledged commit lost, the group settled again after the heal (the
 // time printed). GROUPCOORD_PARTITION_RUNS sets scenario 1's runs (20).
+//
+// Time (support/Timing.h): the faults last as long as the scenarios say;
+// what the test then waits for (a session expired, a member fenced, a group
+// claimed) it polls for up to the design's bound plus the scheduling
+// allowance; how long anything took is a figure.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -58,6 +63,7 @@
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -70,6 +76,14 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kZkSessionMs = 4000;      // the servers' ZooKeeper session
 constexpr int64_t kMemberSessionMs = 3000;  // the groups' session timeout
+constexpr int64_t kClaimFallbackMs = 3000;  // the servers' claim fallback (the default)
+// How far behind its leader a ZooKeeper node of the lab may fall before the
+// leader drops it: syncLimit (5) ticks of 500 ms (support/LabEnsemble).
+constexpr int64_t kZkFollowerLagMs = 5 * 500;
+// How long a group is given to settle: generous, several times what the
+// design needs after any fault here (a session expired, the claim fallback,
+// the group's session timeout); the time it took is a figure.
+constexpr auto kSettleWait = 60s;
 constexpr int kMembers = 12;
 constexpr uint16_t kServerPort = 7400;      // in each server's namespace
 
@@ -147,8 +161,9 @@ class World {
         return fail(why, "cannot create topic " + topic);
       for (int32_t p = 0; p < n; ++p) all_.insert({topic, p});
     }
-    for (int i = 0; i < 200 && admin_->getChildrenSync(root_ + "/servers").children.size() < 2; ++i)
-      std::this_thread::sleep_for(50ms);
+    // A server registers as soon as its ZooKeeper session is established.
+    eventuallyWithin(designBound(std::chrono::milliseconds(kZkSessionMs)),
+                     [&] { return admin_->getChildrenSync(root_ + "/servers").children.size() >= 2; }, 50ms);
     if (admin_->getChildrenSync(root_ + "/servers").children.size() != 2)
       return fail(why, "the servers did not register:\n" + servers_[0]->log() + servers_[1]->log());
     return true;
@@ -175,10 +190,17 @@ class World {
   bool createGroup(const std::string& name, std::string* why) {
     client::Connection c;
     if (!c.connect("127.0.0.1", clientProxies_[0]->port(), 5000ms)) return fail(why, "server 1 not reachable");
-    auto r = c.call(protocol::CreateGroupRequest{name, kMemberSessionMs, {"alpha", "beta"}, false}, 10000ms);
+    // CreateGroup answers within the server's 5 s wait for a claim.
+    auto r = c.call(protocol::CreateGroupRequest{name, kMemberSessionMs, {"alpha", "beta"}, false}, designBound(5s));
     if (!r.ok || std::get<protocol::CreateGroupResponse>(r.response).error != ErrorCode::NONE)
       return fail(why, "CreateGroup " + name + " failed");
     return true;
+  }
+
+  // The ZooKeeper session server s is registered with (0: not registered).
+  int64_t serverSession(int s) {
+    auto r = admin_->getSync(root_ + "/servers/" + std::to_string(s + 1));
+    return r.error == zk::Error::Ok ? r.stat.ephemeralOwner : 0;
   }
 
   // The index of the server that controls `group` (-1: none says so).
@@ -262,8 +284,9 @@ World* world = nullptr;
 struct Outcome {
   bool settled = false;
   int64_t settleMs = -1;  // from the heal to the group settled again
-  int64_t marginMs = 0;   // old controller's last renewal to the new one's first grant
+  int64_t marginMs = 0;   // old controller's last renewal to the new one's first grant (or renewal, keptThrough)
   bool controllerMoved = false;
+  bool keptThrough = false;  // moved, and its members kept their partitions through the move
   size_t overlaps = 0;
   size_t lost = 0;
   int staleReads = 0;  // FetchOffsets answers older than what was acknowledged, read again
@@ -311,7 +334,7 @@ class PartitionLab : public ::testing::Test {
     options.commitPermille = 400;
     checker_ = std::make_unique<OwnershipChecker>(world->ports(), options);
     checker_->start(kMembers, static_cast<uint64_t>(::getpid()));
-    auto s = checker_->waitSettled(world->all(), Clock::now(), 60s);
+    auto s = checker_->waitSettled(world->all(), Clock::now(), kSettleWait);
     ASSERT_TRUE(s.settled) << "the group did not settle: " << s.reason;
     // A new group may first be claimed by the server that created it and
     // then handed to the one rendezvous hashing picks (after the servers'
@@ -329,7 +352,7 @@ class PartitionLab : public ::testing::Test {
       }
     }
     ASSERT_GE(last, 0) << "no controller";
-    s = checker_->waitSettled(world->all(), Clock::now(), 60s);
+    s = checker_->waitSettled(world->all(), Clock::now(), kSettleWait);
     ASSERT_TRUE(s.settled) << "the group did not settle at its controller: " << s.reason;
   }
 
@@ -363,21 +386,21 @@ class PartitionLab : public ::testing::Test {
     return out.str();
   }
 
+  // The index of the group's controller, waited for: a group without one is
+  // claimed at once by its target, at the latest after the claim fallback.
   int controller() {
-    for (int i = 0; i < 50; ++i) {
-      int c = world->controllerOf(group_);
-      if (c >= 0) return c;
-      std::this_thread::sleep_for(100ms);
-    }
-    return -1;
+    int c = -1;
+    eventuallyWithin(designBound(std::chrono::milliseconds(kClaimFallbackMs)),
+                     [&] { return (c = world->controllerOf(group_)) >= 0; }, 100ms);
+    return c;
   }
 
   // Runs `fault` (which cuts, waits and heals; it returns when healed) with
   // churn on, then judges what the members saw.
   Outcome judge(const std::string& label, int oldController, const std::function<void()>& fault,
-                bool churn = true, std::chrono::milliseconds settleLimit = 60s) {
+                bool churn = true, std::chrono::milliseconds settleLimit = kSettleWait) {
     Outcome o;
-    auto before = checker_->waitSettled(world->all(), Clock::now(), 60s);
+    auto before = checker_->waitSettled(world->all(), Clock::now(), kSettleWait);
     EXPECT_TRUE(before.settled) << label << ": not settled before the fault: " << before.reason;
     const auto errorsBefore = checker_->record().counts().errors;
     checker_->setChurn(churn);
@@ -409,6 +432,19 @@ class PartitionLab : public ::testing::Test {
           other = e.server == world->clientProxy(0).port() ? 0 : 1;
         }
       }
+      // A member that comes to the new controller within its own lease may
+      // be given back what it held, which it then never let go of: no grant,
+      // only the new controller's renewals. Then the margin runs to the
+      // first of those.
+      if (firstGrant == Clock::time_point::max()) {
+        for (auto& r : checker_->record().renewals()) {
+          if (r.server != oldPort && r.at >= cutAt && r.at <= windowEnd && r.at < firstGrant) {
+            firstGrant = r.at;
+            other = r.server == world->clientProxy(0).port() ? 0 : 1;
+            o.keptThrough = true;
+          }
+        }
+      }
       o.controllerMoved = firstGrant != Clock::time_point::max();
       if (o.controllerMoved && lastRenewal != Clock::time_point{}) o.marginMs = msBetween(lastRenewal, firstGrant);
     }
@@ -416,18 +452,21 @@ class PartitionLab : public ::testing::Test {
     // Commits: what was acknowledged is in ZooKeeper. FetchOffsets reads
     // the ZooKeeper node the server is connected to, and a node that has
     // just rejoined may still be behind the ensemble (ZooKeeper's reads are
-    // not linearizable): an older offset is read again for a few seconds
-    // before it counts as lost, and such reads are counted.
+    // not linearizable): an older offset is read again, every second for
+    // as long as a node may lag its leader before the leader drops it (and
+    // the allowance), before it counts as lost; such reads are counted.
     checker_->quiesceCommits();
     std::optional<std::map<TopicPartition, int64_t>> fetched;
     OwnershipRecord::CommitCheck commits;
-    for (int attempt = 0; attempt < 8; ++attempt) {
+    const auto readUntil = Clock::now() + designBound(std::chrono::milliseconds(kZkFollowerLagMs));
+    for (;;) {
       fetched = fetchOffsetsOnAny(world->ports().get(), group_);
       if (fetched) {
         commits = checker_->record().compareCommits(*fetched);
         if (commits.lost == 0) break;
         ++o.staleReads;
       }
+      if (Clock::now() >= readUntil) break;
       std::this_thread::sleep_for(1s);
     }
     EXPECT_TRUE(fetched.has_value()) << label << ": FetchOffsets failed on every server";
@@ -443,7 +482,9 @@ class PartitionLab : public ::testing::Test {
     overlapsSeen_ = overlaps.size();
     std::ostringstream t;
     t << label << ": " << msBetween(cutAt, healAt) << " ms of fault; controller server " << oldController + 1
-      << (o.controllerMoved ? ", server " + std::to_string(other + 1) + " granted meanwhile" : std::string(" kept it"))
+      << (!o.controllerMoved ? std::string(" kept it")
+          : o.keptThrough    ? ", server " + std::to_string(other + 1) + " renewed its members meanwhile (no new grant)"
+                             : ", server " + std::to_string(other + 1) + " granted meanwhile")
       << ", server " << now + 1 << " controls it after; served again " << (o.settled ? std::to_string(o.settleMs) + " ms" : std::string("never"))
       << " after the heal";
     if (o.controllerMoved) t << "; margin " << o.marginMs << " ms";
@@ -479,11 +520,19 @@ TEST_F(PartitionLab, ControllerCutFromEveryZooKeeperNodeStopsBeforeTheNextOneGra
     const int c = controller();
     ASSERT_GE(c, 0) << "run " << r + 1 << ": no controller";
     const auto hold = std::chrono::milliseconds(kZkSessionMs + 2000 + static_cast<int64_t>(rng() % 1500));
+    const int64_t session = world->serverSession(c);
+    bool expired = false;
     auto o = judge("scenario 1 run " + std::to_string(r + 1) + "/" + std::to_string(runs), c, [&] {
       world->cutZk(c, {0, 1, 2}, true);
       std::this_thread::sleep_for(hold);
+      // Cut until the ensemble has expired the controller's session (its
+      // registration gone): it does so one session timeout after the last
+      // ping, which a starved ensemble may do after the hold.
+      expired = eventuallyWithin(designBound(std::chrono::milliseconds(kZkSessionMs)),
+                                 [&] { return world->serverSession(c) != session; }, 100ms);
       world->cutZk(c, {0, 1, 2}, false);
     });
+    EXPECT_TRUE(expired) << o.text << ": the ensemble did not expire the cut-off controller's session";
     EXPECT_TRUE(o.controllerMoved) << o.text << ": the group did not move while its controller was cut off";
     if (o.controllerMoved) {
       margins.add(o.marginMs);
@@ -540,18 +589,30 @@ TEST_F(PartitionLab, AMemberCutFromItsControllerFencesItselfAndItsPartitionsMove
         [&] {
           const auto before = checker_->members()[0]->view();
           const auto cutAt = Clock::now();
+          const auto cutFor = std::chrono::milliseconds(kMemberSessionMs * 2 + 1000);
           for (auto& p : own) p->setCut(true, true);
-          std::this_thread::sleep_for(std::chrono::milliseconds(kMemberSessionMs * 2 + 1000));
-          // Before the heal: the cut-off member let go of everything, and
-          // the others were granted what it held.
-          const auto during = checker_->members()[0]->view();
+          std::this_thread::sleep_for(cutFor);
+          // Before the heal: the cut-off member let go of everything (at its
+          // session timeout), and the others were granted what it held (once
+          // the controller evicted it, at the same timeout, and they
+          // registered again). Still cut, polled up to the cut's length and
+          // the allowance, since a starved member or controller is late.
+          auto during = checker_->members()[0]->view();
           std::set<TopicPartition> moved;
-          for (auto& e : checker_->record().events())
-            if (e.grant && e.at >= cutAt && before.held.count(e.partition) &&
-                e.member.rfind(before.id + "#", 0) != 0)
-              moved.insert(e.partition);
+          const auto look = [&] {
+            during = checker_->members()[0]->view();
+            moved.clear();
+            for (auto& e : checker_->record().events())
+              if (e.grant && e.at >= cutAt && before.held.count(e.partition) &&
+                  e.member.rfind(before.id + "#", 0) != 0)
+                moved.insert(e.partition);
+            return during.held.empty() && moved.size() == before.held.size();
+          };
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(cutAt + designBound(cutFor) -
+                                                                                   Clock::now());
+          eventuallyWithin(std::max(left, std::chrono::milliseconds(0)), look, 100ms);
           EXPECT_TRUE(during.held.empty()) << label << ": the cut-off member still holds " << during.held.size()
-                                           << " partitions after twice its session timeout";
+                                           << " partitions after twice its session timeout and the allowance";
           EXPECT_EQ(moved.size(), before.held.size())
               << label << ": of the " << before.held.size() << " partitions the cut-off member held, " << moved.size()
               << " went to other members during the cut";

@@ -34,6 +34,14 @@
 // The tests run in the order written and share one set-up; each repairs the
 // fleet in its TearDown, so a failure does not cascade. Figures go to
 // [figure] lines.
+//
+// Time (support/Timing.h): "nothing moves before a server has settled" is
+// the protocol's lower bound, asserted strictly from a moment before the
+// server was started. The settle delay itself holds the scheduling
+// allowance, so that the flapping server of C, live for well under a second
+// as the others see it, stays short of it however late they see it go. Every
+// other wait polls up to the design's bound plus the allowance; how long a
+// step took is a figure.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -67,6 +75,7 @@
 #include "support/OwnershipChecker.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "tests/server/HttpTestUtil.h"
 #include "zk/Session.h"
 
@@ -88,17 +97,36 @@ int membersOf(int i) { return i % kBigEvery == 0 ? kMembersPerBigGroup : kMember
 constexpr int kCommitEvery = 10;            // every tenth group commits offsets
 constexpr int32_t kPartitions = 4;          // of the one topic every group consumes
 constexpr int64_t kZkSessionMs = 4000;      // the servers' ZooKeeper session
-constexpr int64_t kSettleMs = 2000;         // --handover-settle-ms
+constexpr int64_t kReaderSessionMs = 10000;  // the test's own ZooKeeper session
+constexpr int64_t kClaimFallbackMs = 3000;  // the servers' claim fallback (the default)
+// How long server 5 of C stays registered before it is stopped.
+constexpr int64_t kFlapLiveMs = 500;
+// --handover-settle-ms: 2 s and the scheduling allowance. Server 5 of C is
+// registered for about a second; the others count it settled only if they
+// see it live for the whole delay, so that a server that is late to see it
+// go (by up to the allowance) still gives it nothing.
+const int64_t kSettleMs = designBoundMs(2000);
 constexpr int64_t kPlacementIntervalMs = 3000;  // --placement-interval-ms
 constexpr uint64_t kGroupWeight = 10;           // the servers' placement.group.weight (the default)
 constexpr int64_t kMemberSessionMs = 3000;  // the groups' session timeout
+// Placing the groups after a step, beyond the settle delay: a killed
+// server's session, the claim fallback, then handovers 8 at a time; 30 s is
+// several times what 300 groups take (the figures print it).
 constexpr auto kBalanceLimit = 30s;
+// Every group's members in sync once the fleet is placed: generous beside
+// the groups' session timeout (the figures print the time).
 constexpr auto kMemberSettleLimit = 30s;
+// A fleet already placed is seen so at the first look that reads it whole.
+constexpr auto kAlreadyPlaced = 10s;
 constexpr const char* kTopic = "t";
 
 int64_t msBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
 }
+
+// The wait for a fleet to be placed after a step: the settle delay (which
+// holds the scheduling allowance) and the placing itself.
+std::chrono::milliseconds balanceWait() { return std::chrono::milliseconds(kSettleMs) + kBalanceLimit; }
 
 std::string groupName(int i) {
   char buf[32];
@@ -297,10 +325,10 @@ class FleetSuite : public ::testing::Test {
     env->layout = std::make_unique<layout::Layout>(env->root);
     zk::SessionConfig zc;
     zc.connect = zkConnect();
-    zc.sessionTimeout = 10000ms;
+    zc.sessionTimeout = std::chrono::milliseconds(kReaderSessionMs);
     env->zk = std::make_unique<zk::Session>(zc);
     ASSERT_EQ(env->zk->start(), zk::Error::Ok);
-    ASSERT_EQ(env->zk->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(env->zk->waitConnected(designBound(zc.sessionTimeout)), zk::Error::Ok);
     ASSERT_EQ(env->zk->ensurePathSync(env->topicsPath), zk::Error::Ok);
     ASSERT_EQ(env->zk->createSync(env->topicsPath + "/" + kTopic, layout::encodeTopic(kPartitions),
                                   zk::CreateMode::Persistent)
@@ -314,9 +342,10 @@ class FleetSuite : public ::testing::Test {
       std::cout << "[fleet] groupcoordd server " << id << " logs to " << n.proc->logPath() << std::endl;
     }
     env->refreshPorts();
-    for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(waitRegistered(id, true, 10s)) << "server " << id;
+    for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(waitRegistered(id, true, registerWait())) << "server " << id;
     // Every server has seen the others and counts them settled: the groups
-    // are claimed where they belong from the start.
+    // are claimed where they belong from the start. (Pacing only: groups
+    // claimed elsewhere are handed over, and the wait below polls.)
     std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs + 500));
 
     const auto t0 = Clock::now();
@@ -324,14 +353,24 @@ class FleetSuite : public ::testing::Test {
     ASSERT_TRUE(c.connect("127.0.0.1", env->nodes[1].proc->port(), 5000ms));
     for (int i = 0; i < kGroups; ++i) {
       env->groups.push_back(groupName(i));
-      auto r = c.call(protocol::CreateGroupRequest{env->groups.back(), kMemberSessionMs, {kTopic}, false}, 10000ms);
+      // CreateGroup answers within the server's 5 s wait for a claim.
+      auto r = c.call(protocol::CreateGroupRequest{env->groups.back(), kMemberSessionMs, {kTopic}, false},
+                      designBound(5s));
       ASSERT_TRUE(r.ok) << "CreateGroup " << env->groups.back() << ": no answer";
       auto& created = std::get<protocol::CreateGroupResponse>(r.response);
       ASSERT_EQ(created.error, ErrorCode::NONE) << env->groups.back();
-      ASSERT_FALSE(created.controller.isNone()) << env->groups.back();
+      // CreateGroup waits 5 s for a claim and may answer before one (no
+      // controller, docs/protocol.md): the controller znode follows, at the
+      // latest after the claim fallback.
+      const bool controlled =
+          !created.controller.isNone() ||
+          eventuallyWithin(designBound(std::chrono::milliseconds(kClaimFallbackMs)), [&] {
+            return env->zk->existsSync(env->layout->controllerPath(env->groups.back())).error == zk::Error::Ok;
+          }, 100ms);
+      ASSERT_TRUE(controlled) << env->groups.back() << ": no server claimed it";
     }
     std::cout << "[fleet] " << kGroups << " groups created in " << msBetween(t0, Clock::now()) << " ms" << std::endl;
-    auto balanced = waitBalanced(env->candidates(), kBalanceLimit);
+    auto balanced = waitBalanced(env->candidates(), balanceWait());
     ASSERT_TRUE(balanced.ok) << "the new fleet did not balance: " << balanced.reason;
 
     const auto m0 = Clock::now();
@@ -345,7 +384,7 @@ class FleetSuite : public ::testing::Test {
       env->checkers.push_back(std::make_unique<OwnershipChecker>(env->ports, options));
       env->checkers.back()->start(membersOf(i), 1000 + static_cast<uint64_t>(i));
     }
-    ASSERT_TRUE(allSettled(m0, kMemberSettleLimit, nullptr)) << "the members did not settle";
+    ASSERT_TRUE(allSettled(m0, designBound(kMemberSettleLimit), nullptr)) << "the members did not settle";
     int members = 0;
     for (int i = 0; i < kGroups; ++i) members += membersOf(i);
     std::cout << "[fleet] " << members << " members in sync in " << msBetween(m0, Clock::now())
@@ -377,11 +416,9 @@ class FleetSuite : public ::testing::Test {
       return true;
     };
     bool published = false;
-    for (const auto until = w0 + kBalanceLimit; !(published = weightsPublished()) && Clock::now() < until;) {
-      std::this_thread::sleep_for(200ms);
-    }
+    published = eventuallyWithin(balanceWait(), weightsPublished, 200ms);
     ASSERT_TRUE(published) << "the servers did not publish their groups' weights: " << stale;
-    auto weighed = waitBalanced(env->candidates(), kBalanceLimit);
+    auto weighed = waitBalanced(env->candidates(), balanceWait());
     ASSERT_TRUE(weighed.ok) << "the fleet did not balance by its members' weights: " << weighed.reason;
     std::cout << "[fleet] weights published and the fleet placed by them in " << msBetween(w0, Clock::now()) << " ms"
               << std::endl;
@@ -424,6 +461,22 @@ class FleetSuite : public ::testing::Test {
     for (auto& g : env->groups) out.try_emplace(g);  // unanswered: -2
     return out;
   }
+
+  // readControllers() again until every znode was read: a read that failed
+  // or went unanswered (a starved ensemble) is "unread", not a change. Up to
+  // the test's own ZooKeeper session and the allowance.
+  Controllers readAllControllers() {
+    Controllers ctl;
+    eventuallyWithin(designBound(std::chrono::milliseconds(kReaderSessionMs)), [&] {
+      ctl = readControllers();
+      return std::none_of(ctl.begin(), ctl.end(), [](const auto& gc) { return gc.second.id == -2; });
+    }, 100ms);
+    return ctl;
+  }
+
+  // A server registers as soon as its ZooKeeper session is established, and
+  // its registration goes with its session.
+  static std::chrono::milliseconds registerWait() { return designBound(std::chrono::milliseconds(kZkSessionMs)); }
 
   static std::map<int32_t, int> perServer(const Controllers& ctl) {
     std::map<int32_t, int> n;
@@ -567,10 +620,11 @@ class FleetSuite : public ::testing::Test {
   }
 
   // Every live server's ListGroups names, for every group, the controller
-  // its znode names (waits up to 5 s for the servers' watches to catch up).
+  // its znode names (waits for the servers' watches to catch up: within
+  // their ZooKeeper session, and the allowance).
   void expectServersAgree(const std::string& label, const Controllers& ctl) {
     std::string why;
-    const auto deadline = Clock::now() + 5s;
+    const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
     do {
       why.clear();
       for (int32_t id : env->live()) {
@@ -687,14 +741,16 @@ class FleetSuite : public ::testing::Test {
     return r;
   }
 
-  // Waits until every group has settled; *slowest: when the last one did,
-  // in ms after `from`.
+  // Waits up to `limit` from now (the fleet placed: the last move done)
+  // until every group has settled; *slowest: when the last one did, in ms
+  // after `from`.
   bool allSettled(Clock::time_point from, std::chrono::milliseconds limit, int64_t* slowest,
                   std::string* why = nullptr) {
     int64_t worst = 0;
     bool ok = true;
+    const auto until = Clock::now() + limit;
     for (size_t i = 0; i < env->checkers.size(); ++i) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(from + limit - Clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
       auto s = env->checkers[i]->waitSettled(env->all, Clock::now(), std::max(left, 1ms));
       if (!s.settled) {
         ok = false;
@@ -721,14 +777,14 @@ class FleetSuite : public ::testing::Test {
   MemberCheck checkMembers(const std::string& label, Clock::time_point from) {
     MemberCheck m;
     std::string why;
-    const bool settled = allSettled(from, kMemberSettleLimit, &m.settledMs, &why);
+    const bool settled = allSettled(from, designBound(kMemberSettleLimit), &m.settledMs, &why);
     EXPECT_TRUE(settled) << label << ": " << why;
     if (!settled) m.settledMs = -1;
 
-    // Commits flow again before they are compared.
-    const auto loadDeadline = Clock::now() + 5s;
-    while (counts().commitsAcked == env->lastCounts.commitsAcked && Clock::now() < loadDeadline)
-      std::this_thread::sleep_for(20ms);
+    // Commits flow again before they are compared: a commit is a ZooKeeper
+    // write, answered within the servers' ZooKeeper session.
+    eventuallyWithin(designBound(std::chrono::milliseconds(kZkSessionMs)),
+                     [&] { return counts().commitsAcked != env->lastCounts.commitsAcked; });
     for (size_t i = 0; i < env->checkers.size(); ++i)
       if (env->committing(i)) env->checkers[i]->quiesceCommits();
     for (size_t i = 0; i < env->checkers.size(); ++i) {
@@ -830,14 +886,14 @@ TEST_F(FleetSuite, A_RollingRestart) {
 
     // Down: its groups are claimed by the others.
     const auto regsBefore = registrations();
-    const auto before = readControllers();
+    const auto before = readAllControllers();
     std::set<std::string> itsGroups;
     for (auto& [g, c] : before)
       if (c.id == id) itsGroups.insert(g);
     const auto stopped = Clock::now();
     EXPECT_EQ(node.proc->terminate(), 0) << step << ": SIGTERM did not end it cleanly";
     env->refreshPorts();
-    auto down = waitBalanced(env->candidates(), kBalanceLimit, stopped);
+    auto down = waitBalanced(env->candidates(), balanceWait(), stopped);
     EXPECT_TRUE(down.ok) << step << ": its groups were not claimed by the others: " << down.reason;
     if (!down.ok) continue;
     expectFleet(step + " (down)", down, false);
@@ -854,15 +910,18 @@ TEST_F(FleetSuite, A_RollingRestart) {
            " members registered again; " + memberText(downMembers));
 
     // Back: once settled, the others hand it what the bound forces off them.
+    // Not before: the others count the settle delay from when they see it
+    // registered, after `starting` (a lower bound of the protocol, strict).
     const auto regsMid = registrations();
     const double handoversBefore = handoversOf(env->candidates());
+    const auto starting = Clock::now();
     ASSERT_TRUE(node.start()) << step << ": it did not start again";
     const auto back = Clock::now();
     env->refreshPorts();
-    auto up = waitBalanced(env->candidates(), kBalanceLimit, back);
+    auto up = waitBalanced(env->candidates(), balanceWait(), starting);
     EXPECT_TRUE(up.ok) << step << ": the fleet did not balance after its return: " << up.reason;
     if (!up.ok) continue;
-    EXPECT_GE(up.firstChangeMs, kSettleMs - 500) << step << ": groups moved to it before it had settled";
+    EXPECT_GE(up.firstChangeMs, kSettleMs) << step << ": groups moved to it before it had settled";
     expectFleet(step + " (back)", up, true);
     size_t minimum = 0, toNew = 0;
     const auto moved = expectMovesWithinMinimum(step, id, down, up, &minimum, &toNew);
@@ -873,15 +932,18 @@ TEST_F(FleetSuite, A_RollingRestart) {
     auto upRegs = reregistrations(regsMid, moved);
     EXPECT_LE(upRegs.most, 1u) << step << ": a member of a handed-over group registered " << upRegs.most
                                << " times";
-    figure("fleet " + step + " returned: balanced " + std::to_string(up.ms) + " ms after its return, first group seen moved at " +
-           std::to_string(up.firstChangeMs) + " ms (settle delay " + std::to_string(kSettleMs) + " ms; " + spread(up.ctl) + "; " + ratioText(up) + "); " + std::to_string(moved.size()) +
-           " groups handed over, " + std::to_string(toNew) + " of them to it (the bound forces at least " + std::to_string(minimum) + "), handovers counted " + std::to_string(static_cast<int>(handedOver)) + "; " +
-           std::to_string(upRegs.registeredAgain) + " of their " + std::to_string(upRegs.members) +
-           " members registered again (" + std::to_string(upRegs.calls) + " calls); " + memberText(upMembers));
+    figure("fleet " + step + " returned: balanced " + std::to_string(up.ms) +
+           " ms after it was started, first group seen moved at " + std::to_string(up.firstChangeMs) +
+           " ms (settle delay " + std::to_string(kSettleMs) + " ms; " + spread(up.ctl) + "; " + ratioText(up) + "); " +
+           std::to_string(moved.size()) + " groups handed over, " + std::to_string(toNew) +
+           " of them to it (the bound forces at least " + std::to_string(minimum) + "), handovers counted " +
+           std::to_string(static_cast<int>(handedOver)) + "; " + std::to_string(upRegs.registeredAgain) + " of their " +
+           std::to_string(upRegs.members) + " members registered again (" + std::to_string(upRegs.calls) +
+           " calls); " + memberText(upMembers));
   }
 
   // At the end: the whole run's record.
-  auto end = waitBalanced(env->candidates(), 5s);
+  auto end = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   EXPECT_TRUE(end.ok) << "after the rolling restart: " << end.reason;
   expectFleet("after the rolling restart", end, true);
   size_t overlaps = 0;
@@ -895,18 +957,20 @@ TEST_F(FleetSuite, A_RollingRestart) {
 
 TEST_F(FleetSuite, B_FourthServerJoins) {
   wanted_ = {1, 2, 3, 4};
-  auto before = waitBalanced(env->candidates(), 10s);
+  auto before = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   ASSERT_TRUE(before.ok) << "not balanced before the fourth server joins: " << before.reason;
   const auto regsBefore = registrations();
   Node& n4 = env->nodes.count(4) ? env->nodes[4] : addNode(4);
+  // The settle delay runs from when the others see it registered, after this.
+  const auto starting = Clock::now();
   ASSERT_TRUE(n4.start()) << "server 4 did not start";
   logOffsets_[4] = 0;
   std::cout << "[fleet] groupcoordd server 4 logs to " << n4.proc->logPath() << std::endl;
   const auto joined = Clock::now();
   env->refreshPorts();
-  auto after = waitBalanced(env->candidates(), kBalanceLimit, joined);
+  auto after = waitBalanced(env->candidates(), balanceWait(), starting);
   ASSERT_TRUE(after.ok) << "the fleet did not balance after server 4 joined: " << after.reason;
-  EXPECT_GE(after.firstChangeMs, kSettleMs - 500) << "groups moved to server 4 before it had settled";
+  EXPECT_GE(after.firstChangeMs, kSettleMs) << "groups moved to server 4 before it had settled";
   expectFleet("server 4 joined", after, true);
   size_t minimum = 0, toNew = 0;
   const auto moved = expectMovesWithinMinimum("server 4 joined", 4, before, after, &minimum, &toNew);
@@ -927,7 +991,7 @@ TEST_F(FleetSuite, B_FourthServerJoins) {
 
 TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
   wanted_ = {1, 2, 3, 4};
-  auto before = waitBalanced(env->candidates(), 10s);
+  auto before = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   ASSERT_TRUE(before.ok) << "not balanced before the flapping: " << before.reason;
   const auto fleetIds = env->candidates();
   const double handoversBefore = handoversOf(fleetIds);
@@ -939,7 +1003,7 @@ TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
   // in between still changes its controller znode's czxid.
   std::vector<std::string> changes;
   auto look = [&] {
-    auto now = readControllers();
+    auto now = readAllControllers();
     for (auto& [g, c] : now)
       if (!(c == before.ctl.at(g)) && changes.size() < 20)
         changes.push_back(g + ": " + std::to_string(before.ctl.at(g).id) + " -> " + std::to_string(c.id));
@@ -950,15 +1014,17 @@ TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
     const auto started = Clock::now();
     ASSERT_TRUE(n5.start()) << "server 5 did not start (round " << round + 1 << ")";
     env->refreshPorts();
-    ASSERT_TRUE(waitRegistered(5, true, 5s)) << "server 5 did not register";
-    // Live for a quarter of the settle delay after it registered (a loaded
-    // machine may take a second to start it).
-    std::this_thread::sleep_for(std::chrono::milliseconds(kSettleMs / 4));
+    ASSERT_TRUE(waitRegistered(5, true, registerWait())) << "server 5 did not register";
+    // Live for half a second after it registered.
+    std::this_thread::sleep_for(std::chrono::milliseconds(kFlapLiveMs));
     look();
     EXPECT_EQ(n5.proc->terminate(), 0);
-    lives.push_back(msBetween(started, Clock::now()));
     env->refreshPorts();
-    ASSERT_TRUE(waitRegistered(5, false, 5s)) << "server 5's registration outlived it";
+    ASSERT_TRUE(waitRegistered(5, false, registerWait())) << "server 5's registration outlived it";
+    // From before it started to its registration seen gone: longer than any
+    // server saw it live, unless one saw it go late. The settle delay holds
+    // the allowance for that.
+    lives.push_back(msBetween(started, Clock::now()));
     EXPECT_LT(lives.back(), kSettleMs) << "server 5 lived longer than the settle delay: the round proves nothing";
   }
   const int64_t span = msBetween(t0, Clock::now());
@@ -968,7 +1034,7 @@ TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
     look();
     std::this_thread::sleep_for(250ms);
   }
-  auto after = readControllers();
+  auto after = readAllControllers();
   size_t moved = 0;
   for (auto& [g, c] : after) moved += c == before.ctl.at(g) ? 0 : 1;
   EXPECT_EQ(moved, 0u) << "groups moved although server 5 never stayed for the settle delay";
@@ -985,7 +1051,7 @@ TEST_F(FleetSuite, C_ServerFlappingWithinTheSettleDelay) {
 TEST_F(FleetSuite, D_DrainAndUndrain) {
   wanted_ = {1, 2, 3, 4};
   const int32_t victim = 2;
-  auto before = waitBalanced(env->candidates(), 10s);
+  auto before = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   ASSERT_TRUE(before.ok) << "not balanced before the drain: " << before.reason;
   std::set<std::string> itsGroups;
   for (auto& [g, c] : before.ctl)
@@ -999,15 +1065,25 @@ TEST_F(FleetSuite, D_DrainAndUndrain) {
   std::string out;
   const auto t0 = Clock::now();
   env->drained.insert(victim);  // so that TearDown undrains it whatever happens
-  int rc = runCommand("timeout 90 " + groupctl + " --bootstrap " + env->bootstrap() + " drain " +
-                          std::to_string(victim) + " --wait 60s",
+  // Its groups handed over 8 at a time: 60 s is several times what they take
+  // (the figure prints it), and the allowance.
+  const auto drainWait = designBound(60s);
+  int rc = runCommand("timeout " + std::to_string(drainWait.count() / 1000 + 30) + " " + groupctl + " --bootstrap " +
+                          env->bootstrap() + " drain " + std::to_string(victim) + " --wait " +
+                          std::to_string(drainWait.count()) + "ms",
                       &out);
   const int64_t drainMs = msBetween(t0, Clock::now());
   ASSERT_EQ(rc, 0) << "groupctl drain: " << out;
   std::cout << "[fleet] groupctl drain " << victim << " (" << drainMs << " ms): " << out;
 
-  // At once: no controller znode names it, and no other group moved.
-  auto after = readControllers();
+  // At once: no controller znode names it, and no other group moved. A
+  // group it handed over has no controller znode until the next one claims
+  // it, at once, at the latest after the claim fallback: waited for.
+  Controllers after;
+  eventuallyWithin(designBound(std::chrono::milliseconds(kClaimFallbackMs)), [&] {
+    after = readAllControllers();
+    return std::all_of(after.begin(), after.end(), [](const auto& gc) { return gc.second.id >= 0; });
+  }, 100ms);
   for (auto& [g, c] : after) {
     EXPECT_NE(c.id, victim) << "group " << g << " is still controlled by the drained server";
     EXPECT_GE(c.id, 0) << "group " << g << " has no controller after the drain";
@@ -1015,19 +1091,21 @@ TEST_F(FleetSuite, D_DrainAndUndrain) {
       EXPECT_EQ(c, before.ctl.at(g)) << "group " << g << " moved although not drained";
     }
   }
-  // Its gauge follows within a second; its drain handovers are counted.
+  // Its gauge follows (it counts the groups it controls when scraped, and
+  // a group is dropped right after its handover), polled up to a second and
+  // the allowance; its drain handovers are counted.
   double gauge = -1;
-  for (int i = 0; i < 10 && gauge != 0; ++i) {
-    if (i) std::this_thread::sleep_for(100ms);
+  eventuallyWithin(designBound(1s), [&] {
     gauge = valueOr(env->nodes[victim].scrape(), "groupcoord_groups_controlled");
-  }
+    return gauge == 0;
+  }, 100ms);
   EXPECT_EQ(gauge, 0) << "the drained server reports groupcoord_groups_controlled " << gauge;
   const auto metricsAfter = env->nodes[victim].scrape();
   const double drains = valueOr(metricsAfter, "groupcoord_handovers_total{reason=\"drain\"}", 0) - drainsBefore;
   EXPECT_GE(drains, static_cast<double>(itsGroups.size()))
       << "groupcoord_handovers_total{reason=\"drain\"} moved by " << drains << " for " << itsGroups.size()
       << " groups";
-  auto drained = waitBalanced(env->candidates(), 10s);
+  auto drained = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   EXPECT_TRUE(drained.ok) << "after the drain: " << drained.reason;
   expectFleet("drained", drained, false);
   auto members = checkMembers("server " + std::to_string(victim) + " drained", t0);
@@ -1047,7 +1125,7 @@ TEST_F(FleetSuite, D_DrainAndUndrain) {
                   &out);
   ASSERT_EQ(rc, 0) << "groupctl undrain: " << out;
   env->drained.erase(victim);
-  auto back = waitBalanced(env->candidates(), kBalanceLimit, t1);
+  auto back = waitBalanced(env->candidates(), balanceWait(), t1);
   ASSERT_TRUE(back.ok) << "the fleet did not balance after the undrain: " << back.reason;
   expectFleet("undrained", back, true);
   size_t minimum = 0, toNew = 0;
@@ -1065,7 +1143,7 @@ TEST_F(FleetSuite, D_DrainAndUndrain) {
 TEST_F(FleetSuite, E_KilledAndRestarted) {
   wanted_ = {1, 2, 3, 4};
   const int32_t victim = 3;
-  auto before = waitBalanced(env->candidates(), 10s);
+  auto before = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   ASSERT_TRUE(before.ok) << "not placed before the kill: " << before.reason;
   std::set<std::string> itsGroups;
   for (auto& [g, c] : before.ctl)
@@ -1078,7 +1156,7 @@ TEST_F(FleetSuite, E_KilledAndRestarted) {
   const auto killed = Clock::now();
   node.proc->kill9();
   env->refreshPorts();
-  auto down = waitBalanced(env->candidates(), kBalanceLimit, killed);
+  auto down = waitBalanced(env->candidates(), balanceWait(), killed);
   ASSERT_TRUE(down.ok) << "its groups were not claimed by the others: " << down.reason;
   expectFleet("server " + std::to_string(victim) + " killed", down, true);
   for (auto& [g, c] : down.ctl) {
@@ -1093,13 +1171,16 @@ TEST_F(FleetSuite, E_KilledAndRestarted) {
 
   // Started again: it says its id is taken until the old session is gone,
   // then settles, and the others hand it what the bound forces off them.
+  // Not before: the others count the settle delay from when they see it
+  // registered, after `starting` (a lower bound of the protocol, strict).
   const double handoversBefore = handoversOf(env->candidates());
+  const auto starting = Clock::now();
   ASSERT_TRUE(node.start()) << "server " << victim << " did not start again";
   const auto back = Clock::now();
   env->refreshPorts();
-  auto up = waitBalanced(env->candidates(), kBalanceLimit, back);
+  auto up = waitBalanced(env->candidates(), balanceWait(), starting);
   ASSERT_TRUE(up.ok) << "the fleet was not placed again after the restart: " << up.reason;
-  EXPECT_GE(up.firstChangeMs, kSettleMs - 500) << "groups moved to it before it had settled";
+  EXPECT_GE(up.firstChangeMs, kSettleMs) << "groups moved to it before it had settled";
   expectFleet("server " + std::to_string(victim) + " restarted", up, true);
   size_t minimum = 0, toNew = 0;
   const auto moved = expectMovesWithinMinimum("restarted after SIGKILL", victim, down, up, &minimum, &toNew);
@@ -1114,7 +1195,7 @@ TEST_F(FleetSuite, E_KilledAndRestarted) {
 
 TEST_F(FleetSuite, F_SteadyWeightsMoveNothing) {
   wanted_ = {1, 2, 3, 4};
-  auto before = waitBalanced(env->candidates(), 10s);
+  auto before = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   ASSERT_TRUE(before.ok) << "not placed before the steady run: " << before.reason;
   const char* text = std::getenv("GROUPCOORD_FLEET_STEADY_SECONDS");
   const int seconds = text ? std::max(1, std::atoi(text)) : 60;
@@ -1123,14 +1204,14 @@ TEST_F(FleetSuite, F_SteadyWeightsMoveNothing) {
   const auto t0 = Clock::now();
   while (Clock::now() < t0 + std::chrono::seconds(seconds)) {
     std::this_thread::sleep_for(1s);
-    for (auto& [g, c] : readControllers())
+    for (auto& [g, c] : readAllControllers())
       if (!(c == before.ctl.at(g)) && changes.size() < 20)
         changes.push_back(g + ": " + std::to_string(before.ctl.at(g).id) + " -> " + std::to_string(c.id));
   }
   for (auto& c : changes) ADD_FAILURE() << "controller changed while nothing happened: " << c;
   const double handovers = handoversOf(env->candidates()) - handoversBefore;
   EXPECT_EQ(handovers, 0) << "groupcoord_handovers_total moved";
-  auto after = waitBalanced(env->candidates(), 5s);
+  auto after = waitBalanced(env->candidates(), designBound(kAlreadyPlaced));
   EXPECT_TRUE(after.ok) << after.reason;
   figure("fleet steady weights for " + std::to_string(seconds) + " s (members heartbeating and committing): " +
          std::to_string(changes.size()) + " groups changed controller, handovers " +

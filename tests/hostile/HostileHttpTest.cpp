@@ -11,11 +11,12 @@
 // Each attacker comes from a source address of its own kind (127.0.0.2 to
 // 127.0.0.5) and opens again, a second later, whatever the server closes,
 // so the pressure holds through the window. Meanwhile fresh connections
-// from 127.0.0.1 ask for /health/live, /health/ready and /metrics. Their
-// latencies must stay low, every heartbeat must be answered NONE, the
-// server-side heartbeat p99 must not move, and the server's memory must stay
-// bounded. A last case puts the probes on the attacker's own address.
-// Figures go to [figure] lines.
+// from 127.0.0.1 ask for /health/live, /health/ready and /metrics. Every
+// probe must be answered 200, every heartbeat must be answered NONE, and the
+// server's memory must stay bounded. The probes' latencies and the
+// server-side heartbeat p99 (alone and under the attack) are measures of
+// speed: [figure] lines, not assertions (tests/README.md, "Time in tests").
+// A last case puts the probes on the attacker's own address.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -47,6 +48,7 @@
 #include "support/ServerProcess.h"
 #include "support/TestCertificates.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -59,7 +61,25 @@ using protocol::ErrorCode;
 constexpr int kMembers = 20;
 constexpr int kPartitions = 20;
 constexpr auto kBaseline = 5s;  // heartbeats alone, for the server-side p99 to compare with
-constexpr auto kAttack = 12s;   // the attack, probes and heartbeats together
+constexpr auto kAttack = 12s;   // the attack, probes and heartbeats together (longer on a slow machine, below)
+// What the attack window holds at least, however slow the machine: probes of
+// each path, and heartbeats answered under the attack (for the figures).
+constexpr size_t kMinProbes = 20;
+constexpr int kMinHeartbeatsUnderAttack = 100;
+// The server's ZooKeeper session: groupcoordd's default, the longest the
+// test ensemble grants (20 ticks of 500 ms). Nothing here is about the
+// session; a long one keeps the stall rule (a server that did not run for a
+// third of it answers CONTROLLER_NOT_AVAILABLE, docs/design.md) from
+// answering heartbeats for a server that a busy machine held back a moment.
+constexpr std::chrono::milliseconds kZkSessionTimeout{10000};
+// The members' group's session timeout.
+constexpr int64_t kGroupSessionTimeoutMs = 10000;
+// http.head.timeout.ms, the default: the longest the HTTP port lets a
+// connection go without a whole head; a probe sends its head at once.
+constexpr std::chrono::milliseconds kHttpHeadTimeout{5000};
+// 20 members joining one group settle within a join window (3 s at most)
+// and a round of registrations; this is room for that, polled.
+constexpr auto kSettle = 30s;
 // The bound the attack may grow the server's RSS by.
 constexpr long kRssGrowthBoundKiB = 128 * 1024;
 
@@ -71,6 +91,15 @@ long rssKiB(pid_t pid) {
   }
   return -1;
 }
+
+// How long a call on the binary port is waited for: an answer, even one that
+// needs ZooKeeper, comes within the server's ZooKeeper session (past it the
+// server answers CONTROLLER_NOT_AVAILABLE), plus the scheduling allowance.
+std::chrono::milliseconds answerWait() { return designBound(kZkSessionTimeout); }
+
+// How long a probe waits for its answer: the server answers a whole head at
+// once; waited for up to the head timeout plus the scheduling allowance.
+std::chrono::milliseconds probeWait() { return designBound(kHttpHeadTimeout); }
 
 std::string readFile(const std::string& path) {
   std::ifstream f(path);
@@ -115,7 +144,7 @@ struct ProbeResult {
 ProbeResult probe(uint16_t port, const std::string& path, SSL_CTX* tls, const char* source = "127.0.0.1") {
   ProbeResult r;
   const auto start = Clock::now();
-  const int fd = connectFrom(source, port, 5s);
+  const int fd = connectFrom(source, port, probeWait());
   if (fd < 0) return r;
   SSL* ssl = nullptr;
   if (tls) {
@@ -371,7 +400,7 @@ class HostileHttpTest : public ::testing::Test {
     zc.connect = zkConnect();
     zk_ = std::make_unique<zk::Session>(zc);
     ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(zk_->waitConnected(designBound(zc.sessionTimeout)), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(
         zk_->createSync(topicsPath_ + "/" + topic_, layout::encodeTopic(kPartitions), zk::CreateMode::Persistent).error,
@@ -384,8 +413,11 @@ class HostileHttpTest : public ::testing::Test {
   }
 
   void startServer(bool tls) {
-    std::vector<std::string> args{"--server-id=1",        "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
-                                  "--zk-session-timeout-ms=4000", "--http-port=0",
+    std::vector<std::string> args{"--server-id=1",
+                                  "--zk-root=" + root_,
+                                  "--zk-topics-path=" + topicsPath_,
+                                  "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeout.count()),
+                                  "--http-port=0",
                                   "--http-port-file=" + dir_ + "/http-port"};
     if (tls) {
       const std::string made = makeTestCertificates(dir_);
@@ -398,16 +430,17 @@ class HostileHttpTest : public ::testing::Test {
     }
     server_ = std::make_unique<ServerProcess>(args);
     ASSERT_TRUE(server_->start());
-    const auto deadline = Clock::now() + 10s;
-    while (httpPort_ == 0 && Clock::now() < deadline) {
+    // The HTTP port is written as the server starts: at once, so waited for
+    // up to the scheduling allowance.
+    eventuallyWithin(schedulingAllowance(), [&] {
       httpPort_ = static_cast<uint16_t>(std::atoi(readFile(dir_ + "/http-port").c_str()));
-      if (httpPort_ == 0) std::this_thread::sleep_for(20ms);
-    }
+      return httpPort_ != 0;
+    });
     ASSERT_NE(httpPort_, 0) << server_->log();
-    // Ready: connected to ZooKeeper and registered.
-    while (probe(httpPort_, "/health/ready", tls_).status != 200 && Clock::now() < deadline + 10s) {
-      std::this_thread::sleep_for(50ms);
-    }
+    // Ready: connected to ZooKeeper and registered, within the ZooKeeper
+    // session (plus the allowance).
+    eventuallyWithin(designBound(kZkSessionTimeout),
+                     [&] { return probe(httpPort_, "/health/ready", tls_).status == 200; }, 50ms);
     ASSERT_EQ(probe(httpPort_, "/health/ready", tls_).status, 200) << server_->log();
   }
 
@@ -416,26 +449,27 @@ class HostileHttpTest : public ::testing::Test {
   void settleMembers() {
     client::Connection admin;
     admin.setSecurity(security_);
-    ASSERT_TRUE(admin.connect("127.0.0.1", server_->port(), 3s)) << admin.lastError();
-    auto created = admin.call(protocol::CreateGroupRequest{group_, 10000, {topic_}, false}, 10s);
+    ASSERT_TRUE(admin.connect("127.0.0.1", server_->port(), answerWait())) << admin.lastError();
+    auto created =
+        admin.call(protocol::CreateGroupRequest{group_, kGroupSessionTimeoutMs, {topic_}, false}, answerWait());
     ASSERT_TRUE(created.ok);
     members_.resize(kMembers);
     for (auto& m : members_) {
       m.conn.setSecurity(security_);
-      ASSERT_TRUE(m.conn.connect("127.0.0.1", server_->port(), 3s)) << m.conn.lastError();
+      ASSERT_TRUE(m.conn.connect("127.0.0.1", server_->port(), answerWait())) << m.conn.lastError();
     }
-    const auto deadline = Clock::now() + 30s;
+    const auto deadline = Clock::now() + designBound(kSettle);
     bool settled = false;
     while (!settled && Clock::now() < deadline) {
       settled = true;
       for (auto& m : members_) {
         if (m.generation >= 0) {
-          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, 5s);
+          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, answerWait());
           auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
           if (hb && hb->error == ErrorCode::NONE) continue;
         }
         settled = false;
-        auto d = m.conn.call(protocol::RegisterConsumerRequest{group_, m.id, {}}, 10s);
+        auto d = m.conn.call(protocol::RegisterConsumerRequest{group_, m.id, {}}, answerWait());
         auto* r = d.ok ? std::get_if<protocol::RegisterConsumerResponse>(&d.response) : nullptr;
         if (r && r->error == ErrorCode::NONE) {
           m.id = r->consumerId;
@@ -448,12 +482,15 @@ class HostileHttpTest : public ::testing::Test {
   }
 
   // Heartbeats every member every 100 ms until `stop`; counts answers other
-  // than NONE.
+  // than NONE (a call not answered within answerWait() among them). The
+  // group's session is kGroupSessionTimeoutMs: a heartbeat thread held back
+  // that long on a busy machine would see its members evicted, a margin of
+  // seconds over the 100 ms pace.
   std::thread heartbeat(std::atomic<bool>& stop) {
     return std::thread([this, &stop] {
       while (!stop) {
         for (auto& m : members_) {
-          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, 5s);
+          auto d = m.conn.call(protocol::HeartbeatRequest{group_, m.id, m.generation}, answerWait());
           auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
           ++heartbeats_;
           if (!hb || hb->error != ErrorCode::NONE) ++heartbeatsNotNone_;
@@ -481,8 +518,11 @@ class HostileHttpTest : public ::testing::Test {
     std::atomic<bool> stopBeats{false};
     std::thread beats = heartbeat(stopBeats);
     const auto scrape0 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
-    std::this_thread::sleep_for(kBaseline);
+    std::this_thread::sleep_for(kBaseline);  // the baseline's length: pacing, not a wait for a state
     const auto scrape1 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
+    // Heartbeats that end after this point: all but the one in flight now
+    // were answered after scrape1, and all before scrape2.
+    const int beatsAtAttack = heartbeats_.load();
     const long rssBefore = rssKiB(pid);
     const int notNoneBefore = heartbeatsNotNone_.load();
 
@@ -495,9 +535,28 @@ class HostileHttpTest : public ::testing::Test {
 
     long rssPeak = rssBefore;
     std::map<std::string, Latencies> seen;
-    const auto attackEnd = Clock::now() + kAttack;
+    const auto attackStart = Clock::now();
+    const auto attackEnd = attackStart + kAttack;
     std::this_thread::sleep_for(1s);  // the attackers' first connections are in
-    while (Clock::now() < attackEnd) {
+    // The window lasts kAttack, and on a slow machine until it holds
+    // kMinProbes probes of each path and kMinHeartbeatsUnderAttack answered
+    // heartbeats (+1 for the one in flight at scrape1): a count in a fixed
+    // time would be a measure of speed. A failed probe or heartbeat ends it
+    // (the test fails on it below); every probe and call ends within its
+    // own deadline, so the window does too.
+    auto enough = [&] {
+      for (const char* path : {"/health/live", "/health/ready", "/metrics"}) {
+        if (seen[path].ms.size() + static_cast<size_t>(seen[path].failed) < kMinProbes) return false;
+      }
+      return heartbeats_.load() - beatsAtAttack > kMinHeartbeatsUnderAttack;
+    };
+    auto failing = [&] {
+      for (const auto& [path, l] : seen) {
+        if (l.failed > 0) return true;
+      }
+      return heartbeatsNotNone_.load() > notNoneBefore;
+    };
+    while (Clock::now() < attackEnd || (!enough() && !failing())) {
       for (const char* path : {"/health/live", "/health/ready", "/metrics"}) {
         const ProbeResult r = probe(httpPort_, path, tls_);
         if (r.status == 200) {
@@ -510,6 +569,7 @@ class HostileHttpTest : public ::testing::Test {
       std::this_thread::sleep_for(20ms);
     }
     const auto scrape2 = heartbeatBuckets(probe(httpPort_, "/metrics", tls_).body);
+    const double attackSeconds = std::chrono::duration<double>(Clock::now() - attackStart).count();
     for (auto& a : attacks) a->stop();
     stopBeats = true;
     beats.join();
@@ -521,15 +581,15 @@ class HostileHttpTest : public ::testing::Test {
     }
     for (const char* path : {"/health/live", "/health/ready", "/metrics"}) {
       const Latencies& l = seen[path];
-      std::printf("[figure] %s %s under the attack: %zu answered 200, %d not; p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-                  label, path, l.ms.size(), l.failed, l.at(0.5), l.at(0.99), l.at(1.0));
+      // A measure of speed: reported, not asserted (tests/README.md, "Time in
+      // tests"). The targets are p99 < 100 ms (/health/*) and < 250 ms
+      // (/metrics), read from these lines; what a held port does (no
+      // answer within the probe's deadline) fails the counts below.
+      std::printf("[figure] %s %s under the attack (%.1f s): %zu answered 200, %d not; p50 %.2f ms, p99 %.2f ms, max "
+                  "%.2f ms\n",
+                  label, path, attackSeconds, l.ms.size(), l.failed, l.at(0.5), l.at(0.99), l.at(1.0));
       EXPECT_EQ(l.failed, 0) << path;
-      EXPECT_GE(l.ms.size(), 20u) << path;
-      // The targets are p99 < 100 ms (/health/*) and < 250 ms (/metrics),
-      // read from the figures above; the check leaves room for a noisy
-      // machine and still catches what a held port does (seconds, or no
-      // answer).
-      EXPECT_LT(l.at(0.99), std::string(path) == "/metrics" ? 500.0 : 250.0) << path;
+      EXPECT_GE(l.ms.size(), kMinProbes) << path;
     }
     const auto [baseP99, baseCount] = quantileBetween(scrape0, scrape1, 0.99);
     const auto [attackP99, attackCount] = quantileBetween(scrape1, scrape2, 0.99);
@@ -540,10 +600,13 @@ class HostileHttpTest : public ::testing::Test {
                 rssPeak, rssPeak - rssBefore);
     EXPECT_EQ(heartbeatsNotNone_.load(), 0);
     EXPECT_EQ(notNoneBefore, 0);
-    EXPECT_GT(attackCount, 100);
-    // Buckets are coarse and the machine is shared: the p99 may move up a
-    // bucket or two for noise, up to a quarter of a millisecond, not more.
-    EXPECT_LE(attackP99, std::max(baseP99 * 2.5, 0.25)) << "the heartbeats' p99 moved under the HTTP attack";
+    // The window held kMinHeartbeatsUnderAttack + 1 heartbeats that ended
+    // after scrape1; the server answered all but one of them between the
+    // scrapes.
+    EXPECT_GE(attackCount, kMinHeartbeatsUnderAttack);
+    // The heartbeats' p99 under the attack against the p99 alone is a
+    // measure of speed too (a busy machine moves it by itself): the figure
+    // line above, not an assertion.
     EXPECT_LT(rssPeak - rssBefore, kRssGrowthBoundKiB);
     for (auto& a : attacks) EXPECT_GT(a->opened(), 0);
     // The server is still itself afterwards.
@@ -578,10 +641,13 @@ TEST_F(HostileHttpTest, AProbeFromTheAttackersOwnAddressIsStillAnswered) {
   if (HasFatalFailure()) return;
   Attack attack(AttackKind::HalfOpen, 1000, "127.0.0.1", httpPort_);
   attack.start();
-  std::this_thread::sleep_for(1s);
+  std::this_thread::sleep_for(1s);  // the attacker's first connections are in
   Latencies live;
+  // 5 s of probes, and on a slow machine until there were kMinProbes of
+  // them (a failed one ends it: the test fails on it).
   const auto end = Clock::now() + 5s;
-  while (Clock::now() < end) {
+  while (Clock::now() < end ||
+         (live.ms.size() + static_cast<size_t>(live.failed) < kMinProbes && live.failed == 0)) {
     const ProbeResult r = probe(httpPort_, "/health/live", nullptr);
     if (r.status == 200) {
       live.ms.push_back(r.ms);
@@ -596,7 +662,9 @@ TEST_F(HostileHttpTest, AProbeFromTheAttackersOwnAddressIsStillAnswered) {
               live.ms.size(), live.failed, live.at(0.5), live.at(0.99), live.at(1.0), attack.opened(),
               attack.closedByServer(), attack.heldAtMost());
   EXPECT_EQ(live.failed, 0);
-  EXPECT_LT(live.at(0.99), 250.0);
+  EXPECT_GE(live.ms.size(), kMinProbes);
+  // The latencies are a measure of speed: the figure line above, not an
+  // assertion (tests/README.md, "Time in tests").
   const std::string metrics = probe(httpPort_, "/metrics", nullptr).body;
   EXPECT_NE(metrics.find("groupcoord_http_connections_closed_total{reason=\"displaced\"}"), std::string::npos);
   EXPECT_EQ(metrics.find("groupcoord_http_connections_closed_total{reason=\"displaced\"} 0\n"), std::string::npos)

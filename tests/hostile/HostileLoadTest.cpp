@@ -14,7 +14,11 @@
 // The members must see nothing of it (every heartbeat NONE at the same
 // generation, every commit acknowledged and fetched back equal, nobody
 // evicted), the server's RSS stays under a stated bound, and each bad
-// client gets what the contract says. Figures go to [figure] lines.
+// client gets what the contract says. Figures go to [figure] lines. Time is
+// asserted only against the design's bounds (the idle timeout) plus the
+// scheduling allowance (tests/README.md, "Time in tests"); how much the
+// members got done in the window is a figure, and the window lasts until
+// they did enough for the checks to mean something.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -45,6 +49,7 @@
 #include "protocol/TestBytes.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -67,9 +72,29 @@ constexpr int kTricklers = 10;
 constexpr int kFlood = 300;
 constexpr int kMaxConnections = 400;
 constexpr int kIdleTimeoutMs = 1000;
+constexpr std::chrono::milliseconds kIdleTimeout{kIdleTimeoutMs};
 constexpr int kMaxFrameBytes = 65536;
 constexpr int kMaxOutputBytes = 65536;
-constexpr auto kWindow = 15s;  // how long the members keep going under attack
+constexpr auto kWindow = 15s;  // how long the members keep going under attack (at least)
+// The rounds each member driver completes at least, however slow the
+// machine (the window lasts until then): 10 rounds are 10 heartbeats and 3
+// commits per member.
+constexpr int kMinRounds = 10;
+// The server's ZooKeeper session: groupcoordd's default, the longest the
+// test ensemble grants (20 ticks of 500 ms). Nothing here is about the
+// session; a long one keeps the stall rule (a server that did not run for a
+// third of it answers CONTROLLER_NOT_AVAILABLE, docs/design.md) from
+// answering heartbeats for a server that a busy machine held back a moment.
+constexpr std::chrono::milliseconds kZkSessionTimeout{10000};
+// The members' group's session timeout: a driver held back that long would
+// see its members evicted, a margin of seconds over its 300 ms pace.
+constexpr int64_t kGroupSessionTimeoutMs = 10000;
+// group.join.window.max.ms, the default: the longest a join waits in the
+// group's batch.
+constexpr std::chrono::milliseconds kJoinWindowMax{3000};
+// 100 members joining one group settle within a join window and a round or
+// two of registrations; this is room for that, polled.
+constexpr auto kSettle = 40s;
 // The stated bound: the attack may grow the server's RSS by at most this.
 constexpr long kRssGrowthBoundKiB = 64 * 1024;
 
@@ -81,6 +106,11 @@ long rssKiB(pid_t pid) {
   }
   return -1;
 }
+
+// How long a call is waited for: an answer, even one that needs ZooKeeper,
+// comes within the server's ZooKeeper session (past it the server answers
+// CONTROLLER_NOT_AVAILABLE), plus the scheduling allowance.
+std::chrono::milliseconds answerWait() { return designBound(kZkSessionTimeout); }
 
 // A raw blocking TCP connection to 127.0.0.1:port, or -1.
 int rawConnect(uint16_t port, int receiveBuffer = 0) {
@@ -289,13 +319,14 @@ class HostileLoadTest : public ::testing::Test {
     zc.connect = zkConnect();
     zk_ = std::make_unique<zk::Session>(zc);
     ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(zk_->waitConnected(designBound(zc.sessionTimeout)), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(
         zk_->createSync(topicsPath_ + "/" + topic_, layout::encodeTopic(kPartitions), zk::CreateMode::Persistent).error,
         zk::Error::Ok);
     server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
-        "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--zk-session-timeout-ms=4000",
+        "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeout.count()),
         "--http-port=-1", "--max-connections=" + std::to_string(kMaxConnections),
         "--idle-timeout-ms=" + std::to_string(kIdleTimeoutMs),
         "--max-frame-bytes=" + std::to_string(kMaxFrameBytes),
@@ -305,7 +336,7 @@ class HostileLoadTest : public ::testing::Test {
   }
 
   template <typename Resp>
-  std::optional<Resp> call(Connection& c, const protocol::Request& r, std::chrono::milliseconds wait = 10s) {
+  std::optional<Resp> call(Connection& c, const protocol::Request& r, std::chrono::milliseconds wait = answerWait()) {
     auto d = c.call(r, wait);
     if (!d.ok) return std::nullopt;
     if (auto* typed = std::get_if<Resp>(&d.response)) return *typed;
@@ -323,7 +354,7 @@ class HostileLoadTest : public ::testing::Test {
     std::vector<size_t> again;
     bool allNone = true;
     for (size_t i = 0; i < members.size(); ++i) {
-      auto d = members[i].conn.receive(ApiKey::Heartbeat, 10s);
+      auto d = members[i].conn.receive(ApiKey::Heartbeat, answerWait());
       auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
       if (!hb || d.header.correlationId != sent[i]) {
         allNone = false;
@@ -364,22 +395,23 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   // ---- 100 members, settled at one generation ------------------------------------
   {
     Connection admin;
-    ASSERT_TRUE(admin.connect("127.0.0.1", port_, 3s));
+    ASSERT_TRUE(admin.connect("127.0.0.1", port_, answerWait()));
     auto created = call<protocol::CreateGroupResponse>(
-        admin, protocol::CreateGroupRequest{group_, 10000, {topic_}, false});
+        admin, protocol::CreateGroupRequest{group_, kGroupSessionTimeoutMs, {topic_}, false});
     ASSERT_TRUE(created.has_value());
     ASSERT_EQ(created->error, ErrorCode::NONE);
   }
   std::vector<Member> members(kMembers);
   for (int i = 0; i < kMembers; ++i) {
     members[i].conn.setClientId("member-" + std::to_string(i));
-    ASSERT_TRUE(members[i].conn.connect("127.0.0.1", port_, 3s)) << members[i].conn.lastError();
+    ASSERT_TRUE(members[i].conn.connect("127.0.0.1", port_, answerWait())) << members[i].conn.lastError();
   }
   const auto joinStart = Clock::now();
   std::vector<int64_t> joinCorr(kMembers);
   for (int i = 0; i < kMembers; ++i) members[i].conn.send(protocol::RegisterConsumerRequest{group_, "", {}});
   for (int i = 0; i < kMembers; ++i) {
-    auto d = members[i].conn.receive(ApiKey::RegisterConsumer, 15s);
+    // A join waits in the batch (the join window) and then for ZooKeeper.
+    auto d = members[i].conn.receive(ApiKey::RegisterConsumer, designBound(kJoinWindowMax + kZkSessionTimeout));
     ASSERT_TRUE(d.ok) << "member " << i << ": " << members[i].conn.lastError();
     auto& r = std::get<protocol::RegisterConsumerResponse>(d.response);
     ASSERT_EQ(r.error, ErrorCode::NONE) << "member " << i;
@@ -389,9 +421,10 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   }
   // Settled: every heartbeat NONE at one generation, every partition held,
   // and still so a second later (a registration batch or a topic watch may
-  // still move the generation right after the first quiet round).
+  // still move the generation right after the first quiet round). The time it
+  // took is a figure.
   bool settled = false;
-  while (!settled && Clock::now() - joinStart < 40s) {
+  while (!settled && Clock::now() - joinStart < designBound(kSettle)) {
     if (!settleRound(members)) {
       std::this_thread::sleep_for(50ms);
       continue;
@@ -424,6 +457,7 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   // ---- The members' traffic through the whole window -----------------------------
   MemberStats ms;
   std::atomic<bool> membersStop{false};
+  std::atomic<int> roundsDone[2] = {{0}, {0}};  // per driver
   std::vector<std::thread> drivers;
   for (int t = 0; t < 2; ++t) {
     drivers.emplace_back([&, t] {
@@ -435,7 +469,7 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
           corr[i - begin] = members[i].conn.send(protocol::HeartbeatRequest{group_, members[i].id, generation});
         }
         for (size_t i = begin; i < end; ++i) {
-          auto d = members[i].conn.receive(ApiKey::Heartbeat, 5s);
+          auto d = members[i].conn.receive(ApiKey::Heartbeat, answerWait());
           auto* hb = d.ok ? std::get_if<protocol::HeartbeatResponse>(&d.response) : nullptr;
           if (!hb || d.header.correlationId != corr[i - begin]) {
             ms.error("member " + std::to_string(i) + " heartbeat: " + members[i].conn.lastError());
@@ -455,7 +489,7 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
             corr[i - begin] = members[i].conn.send(protocol::CommitOffsetsRequest{group_, members[i].id, generation, offsets});
           }
           for (size_t i = begin; i < end; ++i) {
-            auto d = members[i].conn.receive(ApiKey::CommitOffsets, 10s);
+            auto d = members[i].conn.receive(ApiKey::CommitOffsets, answerWait());
             auto* cr = d.ok ? std::get_if<protocol::CommitOffsetsResponse>(&d.response) : nullptr;
             if (!cr || d.header.correlationId != corr[i - begin]) {
               ms.error("member " + std::to_string(i) + " commit: " + members[i].conn.lastError());
@@ -472,7 +506,8 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
             for (auto& p : members[i].held) ms.acked[{p.topic, p.partition}] = round * 1000L + p.partition;
           }
         }
-        std::this_thread::sleep_for(300ms);
+        ++roundsDone[t];
+        std::this_thread::sleep_for(300ms);  // pacing
       }
     });
   }
@@ -484,7 +519,7 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   std::vector<std::unique_ptr<Connection>> malformed(kMalformedClients);
   for (auto& c : malformed) {
     c = std::make_unique<Connection>();
-    if (!c->connect("127.0.0.1", port_, 3s)) ++bs.connectFailed;
+    if (!c->connect("127.0.0.1", port_, answerWait())) ++bs.connectFailed;
   }
   std::vector<int> garbage(kGarbageClients, -1);
   for (auto& fd : garbage) {
@@ -511,13 +546,16 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
         bool lost = false;
         if (k % 2 == 0) {
           for (size_t i = 0; i < cases.size() && !lost; ++i) {
-            lost = c.sendRaw(cases[i].frame) != IoStatus::Ok || c.receiveFrame(answers[i], 10s) != IoStatus::Ok;
+            lost = c.sendRaw(cases[i].frame) != IoStatus::Ok ||
+                   c.receiveFrame(answers[i], answerWait()) != IoStatus::Ok;
           }
         } else {
           std::vector<uint8_t> all;
           for (auto& cs : cases) all.insert(all.end(), cs.frame.begin(), cs.frame.end());
           lost = c.sendRaw(all) != IoStatus::Ok;
-          for (size_t i = 0; i < cases.size() && !lost; ++i) lost = c.receiveFrame(answers[i], 10s) != IoStatus::Ok;
+          for (size_t i = 0; i < cases.size() && !lost; ++i) {
+            lost = c.receiveFrame(answers[i], answerWait()) != IoStatus::Ok;
+          }
         }
         if (lost) {
           bs.answeredWrong += 1;
@@ -533,9 +571,11 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
             bs.problem("malformed client " + std::to_string(k) + ", " + cases[i].name + ": " + why);
           }
         }
-        // Then a frame that cannot be trusted: the server closes the connection.
+        // Then a frame that cannot be trusted: the server closes the
+        // connection once it has read it (after the answers above), at once,
+        // so waited for up to the scheduling allowance.
         c.sendRaw(untrustedFrame(k));
-        if (waitClosed(c.nativeHandle(), 5s)) {
+        if (waitClosed(c.nativeHandle(), schedulingAllowance())) {
           ++bs.closedAfterUntrusted;
         } else {
           ++bs.notClosedAfterUntrusted;
@@ -561,7 +601,9 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
       ::send(garbage[k], bytes.data(), bytes.size(), MSG_NOSIGNAL);
       ::shutdown(garbage[k], SHUT_WR);
     }
-    const auto deadline = Clock::now() + std::chrono::milliseconds(kIdleTimeoutMs + 4000);
+    // Closed at the latest by the idle timeout (a partial frame left at the
+    // end): waited for up to that plus the scheduling allowance.
+    const auto deadline = Clock::now() + designBound(kIdleTimeout);
     for (int k = 0; k < kGarbageClients; ++k) {
       int frames = 0;
       const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()), 1ms);
@@ -578,9 +620,15 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   // Slowloris: stallers send 10 bytes of a heartbeat one at a time, then
   // stop, and must be closed by the idle timeout; tricklers keep sending, a
   // byte every 150 ms, and must be closed too: a frame has the idle timeout,
-  // from its first byte, to arrive whole.
+  // from its first byte, to arrive whole. The frame (a ClientId of 200
+  // bytes) takes over 35 s to trickle whole, longer than the idle timeout
+  // plus the (default) scheduling allowance: a server that only closed
+  // connections silent for the idle timeout would answer the tricklers'
+  // frames instead of cutting them within that bound. The loop ends once
+  // every slow connection is closed.
   bad.emplace_back([&] {
-    const std::vector<uint8_t> frame = Bytes().requestHeader(0, 0, 7, "slow").str(group_).str("slow").int64(1).frame();
+    const std::vector<uint8_t> frame =
+        Bytes().requestHeader(0, 0, 7, std::string(200, 's')).str(group_).str("slow").int64(1).frame();
     const size_t stallAt = 10;
     std::vector<Clock::time_point> lastByte(slow.size()), firstByte(slow.size());
     std::vector<long> closedAfterMs(slow.size(), -1);  // stallers: since the last byte; tricklers: the first
@@ -595,7 +643,10 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
         }
       }
     };
-    for (size_t sent = 0; sent < frame.size(); ++sent) {
+    const auto allClosed = [&] {
+      return std::all_of(closedAfterMs.begin(), closedAfterMs.end(), [](long v) { return v >= 0; });
+    };
+    for (size_t sent = 0; sent < frame.size() && !allClosed(); ++sent) {
       for (size_t k = 0; k < slow.size(); ++k) {
         const bool trickler = k >= static_cast<size_t>(kStallers);
         if (!trickler && sent >= stallAt) continue;
@@ -609,18 +660,18 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
         noticeCloses();
       }
     }
-    const auto deadline = Clock::now() + std::chrono::milliseconds(kIdleTimeoutMs + 3000);
-    while (Clock::now() < deadline &&
-           std::any_of(closedAfterMs.begin(), closedAfterMs.end(), [](long v) { return v < 0; })) {
-      std::this_thread::sleep_for(10ms);
+    // The stallers' last bytes went out at most a moment ago: their idle
+    // timeout, plus the scheduling allowance.
+    eventuallyWithin(designBound(kIdleTimeout), [&] {
       noticeCloses();
-    }
+      return allClosed();
+    }, 10ms);
     for (size_t k = 0; k < slow.size(); ++k) {
       const bool trickler = k >= static_cast<size_t>(kStallers);
       if (trickler) {
         // Cut off: its frame did not arrive whole within the idle timeout of
-        // its first byte (a tick of slack, and this thread's 150 ms steps).
-        const bool cut = closedAfterMs[k] >= 0 && closedAfterMs[k] <= kIdleTimeoutMs + 1000;
+        // its first byte (a design bound, plus the scheduling allowance).
+        const bool cut = closedAfterMs[k] >= 0 && closedAfterMs[k] <= designBoundMs(kIdleTimeoutMs);
         cut ? ++bs.tricklersCut : ++bs.tricklersNotCut;
         if (closedAfterMs[k] > bs.tricklerCloseMaxMs) bs.tricklerCloseMaxMs = closedAfterMs[k];
         if (!cut) {
@@ -670,8 +721,11 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
       }
       ++piperSent;
     }
+    // A client whose answers go unread is closed within the idle timeout
+    // (or at once, when its output passes the bound): waited for up to that
+    // plus the scheduling allowance.
     if (piperOutcome == "still open" || piperOutcome == "the server stopped reading it") {
-      if (waitClosed(piper, 3s)) piperOutcome = "closed by the server";
+      if (waitClosed(piper, designBound(kIdleTimeout))) piperOutcome = "closed by the server";
     }
   });
 
@@ -686,9 +740,15 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
     flood.push_back(fd);
   }
   {
+    // Watched for 2 s, and on a slow machine until the first refusal: the
+    // server refuses past the limit at the accept, so waited for up to the
+    // scheduling allowance.
     std::vector<bool> refused(flood.size(), false);
-    const auto until = Clock::now() + 2s;
-    while (Clock::now() < until) {
+    const auto watchStart = Clock::now();
+    const auto until = watchStart + 2s;
+    const auto latest = watchStart + std::max<std::chrono::milliseconds>(2s, schedulingAllowance());
+    auto anyRefused = [&] { return std::find(refused.begin(), refused.end(), true) != refused.end(); };
+    while (Clock::now() < until || (!anyRefused() && Clock::now() < latest)) {
       std::vector<pollfd> fds;
       for (size_t i = 0; i < flood.size(); ++i)
         if (!refused[i]) fds.push_back({flood[i], POLLIN, 0});
@@ -707,20 +767,27 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   }
 
   for (auto& t : bad) t.join();
-  // Let the members run the rest of the window.
-  while (Clock::now() - windowStart < kWindow) std::this_thread::sleep_for(100ms);
+  // Let the members run the rest of the window, and on a slow machine until
+  // each driver has done kMinRounds rounds (a member error ends it: the test
+  // fails on it; every round ends within its calls' deadlines).
+  while (Clock::now() - windowStart < kWindow ||
+         (std::min(roundsDone[0].load(), roundsDone[1].load()) < kMinRounds && ms.errors.load() == 0)) {
+    std::this_thread::sleep_for(100ms);
+  }
+  const double windowSeconds = std::chrono::duration<double>(Clock::now() - windowStart).count();
   membersStop = true;
   for (auto& t : drivers) t.join();
   for (int fd : flood) ::close(fd);
   ::close(piper);
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(1500ms);  // the server sees the closes before the RSS is read (a memory check)
   stop = true;
   sampler.join();
   const long rssAfter = rssKiB(pid);
 
   // ---- What everyone saw ------------------------------------------------------------
-  std::printf("[figure] members: %d heartbeats, %d commits acknowledged, %d errors, slowest heartbeat round %ld ms\n",
-              ms.heartbeats.load(), ms.commits.load(), ms.errors.load(), ms.maxLatencyUs.load() / 1000);
+  std::printf("[figure] members in %.1f s: %d heartbeats, %d commits acknowledged, %d errors, slowest heartbeat round "
+              "%ld ms\n",
+              windowSeconds, ms.heartbeats.load(), ms.commits.load(), ms.errors.load(), ms.maxLatencyUs.load() / 1000);
   std::printf("[figure] malformed: %d answers as the contract says, %d not; %d closed after an untrusted frame, %d not\n",
               bs.answeredRight.load(), bs.answeredWrong.load(), bs.closedAfterUntrusted.load(),
               bs.notClosedAfterUntrusted.load());
@@ -742,11 +809,12 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   EXPECT_TRUE(server_->running()) << server_->log();
   // The members.
   EXPECT_EQ(ms.errors.load(), 0);
+  // kMinRounds rounds per driver: 10 heartbeats and 3 commits per member.
   EXPECT_GE(ms.heartbeats.load(), kMembers * 10);
   EXPECT_GE(ms.commits.load(), kMembers * 2);
   {
     Connection admin;
-    ASSERT_TRUE(admin.connect("127.0.0.1", port_, 3s));
+    ASSERT_TRUE(admin.connect("127.0.0.1", port_, answerWait()));
     auto info = call<protocol::ListGroupsResponse>(admin, protocol::ListGroupsRequest{{group_}});
     ASSERT_TRUE(info.has_value());
     ASSERT_EQ(info->groups.size(), 1u);
@@ -767,9 +835,9 @@ TEST_F(HostileLoadTest, MembersSeeNothingOfBadClientsAndEachBadClientGetsItsAnsw
   EXPECT_EQ(bs.closedAfterUntrusted.load(), kMalformedClients);
   EXPECT_EQ(bs.garbageClosed.load(), kGarbageClients);
   EXPECT_EQ(bs.stallersClosed.load(), kStallers);
-  // The idle timeout is enforced to within a quarter of itself; one more
-  // second for a machine busy with everything else.
-  EXPECT_LE(bs.stallerCloseMaxMs.load(), kIdleTimeoutMs + kIdleTimeoutMs / 4 + 1000);
+  // Closed by the idle timeout: a design bound, plus the scheduling
+  // allowance (how close to the timeout it came is the figure above).
+  EXPECT_LE(bs.stallerCloseMaxMs.load(), designBoundMs(kIdleTimeoutMs));
   EXPECT_EQ(bs.tricklersCut.load(), kTricklers);
   EXPECT_EQ(piperOutcome, "closed by the server");
   EXPECT_GE(bs.floodRefused.load(), 1) << "nothing was refused past the connection limit";

@@ -4,12 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <string>
 
 #include "AllocationProbe.h"
 #include "Samples.h"
 #include "TestBytes.h"
 #include "protocol/Codec.h"
+#include "support/Timing.h"
 
 namespace groupcoord::protocol::testing {
 namespace {
@@ -168,6 +172,7 @@ TEST(Malformed, CountBeyondTheFrameAllocatesNothingSizedByIt) {
       {"FetchOffsets topics", header(7).str("g").count(0x7fffffff)},
       {"RewindConsumer offsets", header(8).str("g").count(0x7fffffff).str("t").int32(0).int64(0)},
   };
+  double slowestMs = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const auto body = c.bytes.body();
@@ -179,12 +184,16 @@ TEST(Malformed, CountBeyondTheFrameAllocatesNothingSizedByIt) {
       d = decodeRequest(body);
       largest = probe.largest();
     }
-    const auto elapsed = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    slowestMs = std::max(slowestMs, took.count());
     EXPECT_EQ(d.status, DecodeStatus::InvalidRequest);
     EXPECT_NE(d.detail.find("cannot fit"), std::string::npos) << d.detail;
+    // What shows that the count cost nothing: no allocation sized by it.
     EXPECT_LT(largest, 4096u) << "an allocation sized by the sender's count";
-    EXPECT_LT(elapsed, std::chrono::milliseconds(500));
   }
+  // A measure of speed: reported, not asserted (tests/README.md, Time in tests).
+  groupcoord::testing::figure("malformed counts of 2^31-1: the slowest of " + std::to_string(std::size(cases)) +
+                              " decodes took " + std::to_string(slowestMs) + " ms");
 }
 
 TEST(Malformed, CountIsCheckedAgainstTheSmallestElement) {

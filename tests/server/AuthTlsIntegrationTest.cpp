@@ -24,6 +24,7 @@
 #include "support/ServerProcess.h"
 #include "support/TestCertificates.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -41,6 +42,28 @@ using protocol::ErrorCode;
 
 constexpr const char* kAdminSecret = "ops secret: 7f3a";
 constexpr const char* kMemberSecret = "app-secret-09bc";
+
+// The server's ZooKeeper session timeout, as configured below.
+constexpr std::chrono::milliseconds kZkSessionTimeout{4000};
+// group.join.window.max.ms, the default: the longest a join waits in the
+// group's batch.
+constexpr std::chrono::milliseconds kJoinWindowMax{3000};
+// A consumer is assigned its partitions once its join has left the batch
+// and been written; it polls, and may register twice. Room for that, polled.
+constexpr auto kAssignedWithin = 20s;
+
+// How long a call is waited for: a registration leaves the batch within the
+// join window, and an answer that needs ZooKeeper comes within the server's
+// ZooKeeper session (past it the server answers CONTROLLER_NOT_AVAILABLE);
+// plus the scheduling allowance (tests/README.md, "Time in tests").
+std::chrono::milliseconds answerWait() { return designBound(kJoinWindowMax + kZkSessionTimeout); }
+
+// The client library's Admin, waiting answerWait() for each request.
+AdminOptions adminOptions() {
+  AdminOptions o;
+  o.requestTimeout = answerWait();
+  return o;
+}
 
 std::string makeTempDir() {
   char tmpl[] = "/tmp/groupcoord-authtls-XXXXXX";
@@ -78,7 +101,7 @@ class SecuredServerTest : public ::testing::Test {
     zc.sessionTimeout = 10000ms;
     zk_ = std::make_unique<zk::Session>(zc);
     ASSERT_EQ(zk_->start(), zk::Error::Ok);
-    ASSERT_EQ(zk_->waitConnected(10s), zk::Error::Ok);
+    ASSERT_EQ(zk_->waitConnected(designBound(zc.sessionTimeout)), zk::Error::Ok);
     ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
     ASSERT_EQ(zk_->createSync(topicsPath_ + "/alpha", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
               zk::Error::Ok);
@@ -102,7 +125,8 @@ class SecuredServerTest : public ::testing::Test {
 
   std::unique_ptr<ServerProcess> startServer(std::vector<std::string> extra) {
     std::vector<std::string> args{"--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
-                                  "--zk-session-timeout-ms=4000", "--io-threads=2"};
+                                  "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeout.count()),
+                                  "--io-threads=2"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto s = std::make_unique<ServerProcess>(args);
     EXPECT_TRUE(s->start());
@@ -112,7 +136,7 @@ class SecuredServerTest : public ::testing::Test {
   Connection connect(uint16_t port, const SecurityOptions& security = {}) {
     Connection c;
     c.setSecurity(security);
-    EXPECT_TRUE(c.connect("127.0.0.1", port, 10s)) << c.lastError();
+    EXPECT_TRUE(c.connect("127.0.0.1", port, answerWait())) << c.lastError();
     return c;
   }
 
@@ -134,38 +158,41 @@ class SecuredServerTest : public ::testing::Test {
 TEST_F(SecuredServerTest, WithoutAuthConfiguredEverythingIsAsBeforeAndAuthenticateAnswersNone) {
   auto server = startServer({});
   Connection c = connect(server->port());
-  auto listed = c.call(protocol::ListGroupsRequest{}, 10s);
+  auto listed = c.call(protocol::ListGroupsRequest{}, answerWait());
   ASSERT_TRUE(listed.ok) << listed.detail;
   EXPECT_EQ(errorOf(listed), ErrorCode::NONE);
-  auto created = c.call(protocol::CreateGroupRequest{"g1", 4000, {"alpha"}, false}, 10s);
+  auto created = c.call(protocol::CreateGroupRequest{"g1", 4000, {"alpha"}, false}, answerWait());
   EXPECT_EQ(errorOf(created), ErrorCode::NONE) << server->log();
-  auto auth = c.call(protocol::AuthenticateRequest{"nobody", "anything"}, 10s);
+  auto auth = c.call(protocol::AuthenticateRequest{"nobody", "anything"}, answerWait());
   ASSERT_TRUE(auth.ok) << auth.detail;
   ASSERT_TRUE(std::holds_alternative<protocol::AuthenticateResponse>(auth.response));
   EXPECT_EQ(errorOf(auth), ErrorCode::NONE);
   // Deleting needs no role without authentication.
-  Admin admin({{"127.0.0.1", server->port()}});
+  Admin admin({{"127.0.0.1", server->port()}}, adminOptions());
   EXPECT_TRUE(admin.deleteGroup("g1").ok());
 }
 
 TEST_F(SecuredServerTest, CallsBeforeAuthenticateAndAfterAWrongSecretAreNotAuthorizedAndLogged) {
   auto server = startServer({"--auth-credentials-file=" + credentialsFile()});
   Connection c = connect(server->port());
-  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::HeartbeatRequest{"g", "m", 0}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::CreateGroupRequest{"g", 4000, {}, false}, 10s)), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::HeartbeatRequest{"g", "m", 0}, answerWait())), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::CreateGroupRequest{"g", 4000, {}, false}, answerWait())),
+            ErrorCode::NOT_AUTHORIZED);
 
   // A wrong secret, and an unknown user: refused, and the connection stays unauthenticated.
-  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", "not-the-secret"}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"mallory", kMemberSecret}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", "not-the-secret"}, answerWait())),
+            ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"mallory", kMemberSecret}, answerWait())),
+            ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NOT_AUTHORIZED);
   // The connection is still served: the right secret works on it.
-  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", kMemberSecret}, 10s)), ErrorCode::NONE);
-  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", kMemberSecret}, answerWait())), ErrorCode::NONE);
+  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NONE);
   // A failed re-authentication drops what the connection had.
-  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", "wrong"}, 10s)), ErrorCode::NOT_AUTHORIZED);
-  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::AuthenticateRequest{"app", "wrong"}, answerWait())), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(errorOf(c.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NOT_AUTHORIZED);
 
   const std::string log = server->log();
   EXPECT_NE(log.find("authentication on: 2 user(s)"), std::string::npos) << log;
@@ -176,7 +203,7 @@ TEST_F(SecuredServerTest, CallsBeforeAuthenticateAndAfterAWrongSecretAreNotAutho
   EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << "a secret reached the log";
 
   // The client library reports a refused Authenticate as NOT_AUTHORIZED, not as an unreachable server.
-  AdminOptions options;
+  AdminOptions options = adminOptions();
   options.security = user("app", "wrong");
   Admin admin({{"127.0.0.1", server->port()}}, options);
   auto listed = admin.listGroups();
@@ -187,7 +214,7 @@ TEST_F(SecuredServerTest, AMemberJoinsHeartbeatsAndCommitsButOnlyAnAdminDeletesA
   auto server = startServer({"--auth-credentials-file=" + credentialsFile()});
   const std::vector<client::Endpoint> bootstrap{{"127.0.0.1", server->port()}};
 
-  AdminOptions memberOptions;
+  AdminOptions memberOptions = adminOptions();
   memberOptions.security = user("app", kMemberSecret);
   Admin asMember(bootstrap, memberOptions);
   // Members may create groups: creating destroys nothing and is idempotent.
@@ -199,11 +226,14 @@ TEST_F(SecuredServerTest, AMemberJoinsHeartbeatsAndCommitsButOnlyAnAdminDeletesA
   cc.clientId = "member-1";
   cc.security = user("app", kMemberSecret);
   Consumer consumer(cc, {});
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kAssignedWithin);
   while (consumer.assignment().size() < 2 && std::chrono::steady_clock::now() < deadline) consumer.poll(200ms);
   ASSERT_EQ(consumer.assignment().size(), 2u) << server->log();
   ASSERT_TRUE(consumer.poll(300ms).ok());  // heartbeats
-  ASSERT_TRUE(consumer.commitSync({{"alpha", 0, 42}, {"alpha", 1, 7}}).ok());
+  // A commit the library gave up on (its requests are capped at half the
+  // group's session) is made again, as a client would: the same offsets.
+  ASSERT_TRUE(eventuallyWithin(answerWait(),
+                               [&] { return consumer.commitSync({{"alpha", 0, 42}, {"alpha", 1, 7}}).ok(); }));
   auto offsets = asMember.fetchOffsets("orders");
   ASSERT_TRUE(offsets.ok()) << offsets.status.message;
   EXPECT_EQ(offsets.value.size(), 2u);
@@ -212,9 +242,9 @@ TEST_F(SecuredServerTest, AMemberJoinsHeartbeatsAndCommitsButOnlyAnAdminDeletesA
   EXPECT_EQ(rewound.status.code, ErrorCode::NOT_AUTHORIZED) << rewound.status.message;
   EXPECT_EQ(asMember.deleteGroup("orders").code, ErrorCode::NOT_AUTHORIZED);
 
-  AdminOptions adminOptions;
-  adminOptions.security = user("ops", kAdminSecret);
-  Admin asAdmin(bootstrap, adminOptions);
+  AdminOptions asAdminOptions = adminOptions();
+  asAdminOptions.security = user("ops", kAdminSecret);
+  Admin asAdmin(bootstrap, asAdminOptions);
   auto adminRewind = asAdmin.rewind("orders", {{"alpha", 0, 5}});
   ASSERT_TRUE(adminRewind.ok()) << adminRewind.status.message;
   auto after = asAdmin.fetchOffsets("orders", {"alpha"});
@@ -224,11 +254,14 @@ TEST_F(SecuredServerTest, AMemberJoinsHeartbeatsAndCommitsButOnlyAnAdminDeletesA
   EXPECT_TRUE(sawRewound);
 
   EXPECT_TRUE(consumer.close().ok());
+  // The leave is written with the next transaction: until then the group is
+  // not empty. Polled up to answerWait().
   auto deleted = asAdmin.deleteGroup("orders");
-  for (int i = 0; i < 50 && deleted.code == ErrorCode::GROUP_NOT_EMPTY; ++i) {
-    std::this_thread::sleep_for(100ms);
+  eventuallyWithin(answerWait(), [&] {
+    if (deleted.code != ErrorCode::GROUP_NOT_EMPTY) return true;
     deleted = asAdmin.deleteGroup("orders");
-  }
+    return deleted.code != ErrorCode::GROUP_NOT_EMPTY;
+  }, 100ms);
   EXPECT_TRUE(deleted.ok()) << deleted.message;
 
   const std::string log = server->log();
@@ -240,7 +273,8 @@ TEST_F(SecuredServerTest, ABadCredentialsFileStopsTheServerAtStartWithTheLineNum
   const std::string path = dir_ + "/bad-credentials";
   writeFile(path, "# first\nalice:admin:pbkdf2-sha256:10000:00\n");
   ServerProcess server({"--zk-root=" + root_, "--auth-credentials-file=" + path});
-  EXPECT_FALSE(server.start(10s));
+  // It stops at once, before any ZooKeeper: start() sees it end.
+  EXPECT_FALSE(server.start(schedulingAllowance()));
   const std::string log = server.log();
   EXPECT_NE(log.find("credentials file '" + path + "' line 2:"), std::string::npos) << log;
 }
@@ -305,7 +339,7 @@ class TlsServerTest : public SecuredServerTest {
 TEST_F(TlsServerTest, AConsumerJoinsHeartbeatsAndCommitsOverTls) {
   auto server = startTlsServer();
   const std::vector<client::Endpoint> bootstrap{{"127.0.0.1", server->port()}};
-  AdminOptions options;
+  AdminOptions options = adminOptions();
   options.security = tls(dir_ + "/ca.pem");
   Admin admin(bootstrap, options);
   ASSERT_TRUE(admin.createGroup("tls-group", 4000ms, {"alpha"}, false).ok()) << server->log();
@@ -316,11 +350,12 @@ TEST_F(TlsServerTest, AConsumerJoinsHeartbeatsAndCommitsOverTls) {
   cc.clientId = "tls-member";
   cc.security = tls(dir_ + "/ca.pem");
   Consumer consumer(cc, {});
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kAssignedWithin);
   while (consumer.assignment().size() < 2 && std::chrono::steady_clock::now() < deadline) consumer.poll(200ms);
   ASSERT_EQ(consumer.assignment().size(), 2u) << server->log();
   ASSERT_TRUE(consumer.poll(300ms).ok());
-  ASSERT_TRUE(consumer.commitSync({{"alpha", 1, 99}}).ok());
+  // Made again if the library gave up on it (see above).
+  ASSERT_TRUE(eventuallyWithin(answerWait(), [&] { return consumer.commitSync({{"alpha", 1, 99}}).ok(); }));
   auto offsets = admin.fetchOffsets("tls-group", {"alpha"});
   ASSERT_TRUE(offsets.ok());
   bool saw = false;
@@ -330,11 +365,11 @@ TEST_F(TlsServerTest, AConsumerJoinsHeartbeatsAndCommitsOverTls) {
   // A raw connection by name (hostname checked against DNS:localhost) pipelines over TLS.
   Connection c;
   c.setSecurity(tls(dir_ + "/ca.pem"));
-  ASSERT_TRUE(c.connect("localhost", server->port(), 10s)) << c.lastError();
+  ASSERT_TRUE(c.connect("localhost", server->port(), answerWait())) << c.lastError();
   EXPECT_TRUE(c.isTls());
   for (int i = 0; i < 50; ++i) ASSERT_GT(c.send(protocol::ListGroupsRequest{{"tls-group"}}), 0);
   for (int i = 0; i < 50; ++i) {
-    auto r = c.receive(protocol::ApiKey::ListGroups, 10s);
+    auto r = c.receive(protocol::ApiKey::ListGroups, answerWait());
     ASSERT_TRUE(r.ok) << r.detail;
     EXPECT_EQ(r.header.correlationId, i + 1);
   }
@@ -346,17 +381,17 @@ TEST_F(TlsServerTest, APlainClientIsClosedCleanlyAndOthersAreUnaffected) {
   auto server = startTlsServer();
   Connection secure;
   secure.setSecurity(tls(dir_ + "/ca.pem"));
-  ASSERT_TRUE(secure.connect("127.0.0.1", server->port(), 10s)) << secure.lastError();
+  ASSERT_TRUE(secure.connect("127.0.0.1", server->port(), answerWait())) << secure.lastError();
 
   Connection plain;
-  ASSERT_TRUE(plain.connect("127.0.0.1", server->port(), 10s));
+  ASSERT_TRUE(plain.connect("127.0.0.1", server->port(), answerWait()));
   plain.send(protocol::ListGroupsRequest{});
   std::vector<uint8_t> body;
-  const IoStatus status = plain.receiveFrame(body, 10s);
+  const IoStatus status = plain.receiveFrame(body, answerWait());
   EXPECT_TRUE(status == IoStatus::Closed || status == IoStatus::Error) << client::ioStatusName(status);
 
   // The TLS client is served as before, and the server still runs.
-  auto r = secure.call(protocol::ListGroupsRequest{}, 10s);
+  auto r = secure.call(protocol::ListGroupsRequest{}, answerWait());
   ASSERT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(errorOf(r), ErrorCode::NONE);
   EXPECT_TRUE(server->running());
@@ -367,20 +402,20 @@ TEST_F(TlsServerTest, AClientRefusesAServerItsCaDidNotSignOrOfAnotherName) {
   auto server = startTlsServer();
   Connection wrongCa;
   wrongCa.setSecurity(tls(dir_ + "/other.pem"));
-  EXPECT_FALSE(wrongCa.connect("127.0.0.1", server->port(), 10s));
+  EXPECT_FALSE(wrongCa.connect("127.0.0.1", server->port(), answerWait()));
   EXPECT_NE(wrongCa.lastError().find("certificate"), std::string::npos) << wrongCa.lastError();
 
   SecurityOptions otherName = tls(dir_ + "/ca.pem");
   otherName.tlsServerName = "groupcoord.example";
   Connection misnamed;
   misnamed.setSecurity(otherName);
-  EXPECT_FALSE(misnamed.connect("127.0.0.1", server->port(), 10s));
+  EXPECT_FALSE(misnamed.connect("127.0.0.1", server->port(), answerWait()));
 
   // With name checks off, the right CA is enough.
   otherName.tlsVerifyHostname = false;
   Connection unnamed;
   unnamed.setSecurity(otherName);
-  EXPECT_TRUE(unnamed.connect("127.0.0.1", server->port(), 10s)) << unnamed.lastError();
+  EXPECT_TRUE(unnamed.connect("127.0.0.1", server->port(), answerWait())) << unnamed.lastError();
   EXPECT_TRUE(server->running());
 }
 
@@ -393,8 +428,8 @@ TEST_F(TlsServerTest, WithACaFileTheServerServesOnlyClientsWithACertificateItSig
   withCert.tlsKeyFile = dir_ + "/client.key";
   Connection good;
   good.setSecurity(withCert);
-  ASSERT_TRUE(good.connect("127.0.0.1", server->port(), 10s)) << good.lastError();
-  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+  ASSERT_TRUE(good.connect("127.0.0.1", server->port(), answerWait())) << good.lastError();
+  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NONE);
 
   // Without a certificate: with TLS 1.3 the client may finish its side of
   // the handshake before the server refuses it, so the refusal shows on the
@@ -402,14 +437,14 @@ TEST_F(TlsServerTest, WithACaFileTheServerServesOnlyClientsWithACertificateItSig
   Connection anonymous;
   anonymous.setSecurity(tls(dir_ + "/ca.pem"));
   bool served = false;
-  if (anonymous.connect("127.0.0.1", server->port(), 10s)) {
-    auto r = anonymous.call(protocol::ListGroupsRequest{}, 10s);
+  if (anonymous.connect("127.0.0.1", server->port(), answerWait())) {
+    auto r = anonymous.call(protocol::ListGroupsRequest{}, answerWait());
     served = r.ok;
     EXPECT_NE(anonymous.lastStatus(), IoStatus::Timeout) << anonymous.lastError();
   }
   EXPECT_FALSE(served) << "a client without a certificate was served";
   // The refused client cost nobody else anything.
-  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, 10s)), ErrorCode::NONE);
+  EXPECT_EQ(errorOf(good.call(protocol::ListGroupsRequest{}, answerWait())), ErrorCode::NONE);
   EXPECT_TRUE(server->running());
 }
 
@@ -420,13 +455,13 @@ TEST_F(TlsServerTest, AuthenticationOverTls) {
   s.secret = kAdminSecret;
   Connection c = connect(server->port(), s);
   ASSERT_TRUE(c.isOpen());
-  EXPECT_EQ(errorOf(c.call(protocol::CreateGroupRequest{"tls-auth", 4000, {}, false}, 10s)), ErrorCode::NONE);
-  EXPECT_EQ(errorOf(c.call(protocol::DeleteGroupRequest{"tls-auth"}, 10s)), ErrorCode::NONE) << server->log();
+  EXPECT_EQ(errorOf(c.call(protocol::CreateGroupRequest{"tls-auth", 4000, {}, false}, answerWait())), ErrorCode::NONE);
+  EXPECT_EQ(errorOf(c.call(protocol::DeleteGroupRequest{"tls-auth"}, answerWait())), ErrorCode::NONE) << server->log();
 
   s.secret = "wrong";
   Connection refused;
   refused.setSecurity(s);
-  EXPECT_FALSE(refused.connect("127.0.0.1", server->port(), 10s));
+  EXPECT_FALSE(refused.connect("127.0.0.1", server->port(), answerWait()));
   EXPECT_TRUE(refused.authRefused()) << refused.lastError();
 }
 

@@ -2,11 +2,14 @@
 // ensemble, a group controlled by one of them with members; SIGTERM to the
 // controller. It closes its ZooKeeper session as it goes, so its ephemeral
 // znodes vanish at once and the other server takes the group over without
-// waiting for the session timeout.
+// waiting for the session timeout. How soon it did is a figure (a measure of
+// speed, tests/README.md, "Time in tests"); that the session was closed is
+// asserted from the terminated server's log.
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -17,6 +20,7 @@
 #include "WireMember.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 
 namespace groupcoord::servertest {
 namespace {
@@ -26,8 +30,21 @@ using protocol::ErrorCode;
 using testing::ServerProcess;
 using testing::WireMember;
 using Clock = std::chrono::steady_clock;
+using testing::designBound;
+using testing::eventuallyWithin;
+using testing::schedulingAllowance;
 
 constexpr int64_t kZkSessionTimeoutMs = 6000;
+constexpr std::chrono::milliseconds kZkSessionTimeout{kZkSessionTimeoutMs};
+// The group's session timeout (createGroup below).
+constexpr int64_t kGroupSessionTimeoutMs = 3000;
+// Design bounds (docs/design.md): a group without a controller is claimed by
+// any server after the claim fallback; a join waits in the batch at most the
+// join window's cap; on SIGTERM what is in flight is answered within the
+// shutdown grace. All three are groupcoordd's defaults.
+constexpr std::chrono::milliseconds kClaimFallback{3000};
+constexpr std::chrono::milliseconds kJoinWindowMax{3000};
+constexpr std::chrono::milliseconds kShutdownGrace{5000};
 
 int64_t msSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -75,7 +92,7 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
   auto& s2 = startServer(2);
   const std::vector<uint16_t> ports{s1.port(), s2.port()};
   // Both registered: each names the other's groups' controller.
-  auto created = testing::createGroup(ports[0], "handover", 3000);
+  auto created = testing::createGroup(ports[0], "handover", kGroupSessionTimeoutMs);
   ASSERT_EQ(created.error, ErrorCode::NONE);
   ASSERT_FALSE(created.controller.isNone());
   const int32_t controllerId = created.controller.brokerId;
@@ -88,7 +105,9 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
     members.push_back(std::make_unique<WireMember>("handover", ports, "m" + std::to_string(i)));
     ASSERT_EQ(members.back()->join().error, ErrorCode::NONE);
   }
-  auto deadline = Clock::now() + 10s;
+  // Joined and in step: the joins leave the batch within the join window,
+  // then a ZooKeeper write; polled up to that plus the scheduling allowance.
+  auto deadline = Clock::now() + designBound(kJoinWindowMax + kZkSessionTimeout);
   bool synced = false;
   while (!synced && Clock::now() < deadline) {
     for (auto& m : members) m->settle(5s);
@@ -100,9 +119,12 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
   const auto signalled = Clock::now();
   ASSERT_EQ(::kill(controller.pid(), SIGTERM), 0);
 
-  // When does the survivor name itself the group's controller?
+  // When does the survivor name itself the group's controller? Polled up to
+  // the longest the design allows even if the session were not closed (its
+  // expiry, then the claim fallback), plus the scheduling allowance.
+  const int64_t claimBoundMs = testing::designBoundMs((kZkSessionTimeout + kClaimFallback).count());
   int64_t claimedAfter = -1;
-  while (claimedAfter < 0 && msSince(signalled) < 3 * kZkSessionTimeoutMs) {
+  while (claimedAfter < 0 && msSince(signalled) < claimBoundMs) {
     if (testing::describeGroup(survivor.port(), "handover").controller.brokerId == survivorId) {
       claimedAfter = msSince(signalled);
     } else {
@@ -111,9 +133,14 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
   }
   ASSERT_GE(claimedAfter, 0) << "the survivor never claimed the group";
 
-  // And when are all members registered with it, at one generation?
+  // And when are all members registered with it, at one generation? Up to
+  // the claim's bound, a join window and the group's session (a new
+  // controller waits that long for partitions nobody reports), plus the
+  // scheduling allowance.
+  const int64_t syncBoundMs =
+      testing::designBoundMs((kZkSessionTimeout + kClaimFallback + kJoinWindowMax).count() + kGroupSessionTimeoutMs);
   int64_t syncedAfter = -1;
-  while (syncedAfter < 0 && msSince(signalled) < 3 * kZkSessionTimeoutMs) {
+  while (syncedAfter < 0 && msSince(signalled) < syncBoundMs) {
     for (auto& m : members) m->settle(2s);
     if (inSync(members)) syncedAfter = msSince(signalled);
   }
@@ -124,11 +151,12 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
             << " ms after the signal (ZooKeeper session timeout " << kZkSessionTimeoutMs << " ms)" << std::endl;
   std::cout << "[figure] graceful shutdown (SIGTERM): 3 members in sync with the survivor " << syncedAfter
             << " ms after the signal (ZooKeeper session timeout " << kZkSessionTimeoutMs << " ms)" << std::endl;
-  EXPECT_LT(syncedAfter, kZkSessionTimeoutMs / 2)
-      << "the takeover waited for something like the session timeout: the session was not closed promptly";
+  // How soon is a measure of speed: the figure lines above (the target: well
+  // within the session timeout, below half of it). What makes it soon, the
+  // session closed at the SIGTERM, is asserted from the log below.
 
   // The terminated server exited cleanly and said it closed its session.
-  EXPECT_EQ(controller.terminate(10s), 0);
+  EXPECT_EQ(controller.terminate(designBound(kShutdownGrace)), 0);
   const std::string log = controller.log();
   EXPECT_NE(log.find("ZooKeeper session closed"), std::string::npos) << log;
   const size_t took = log.find("shutdown took ");
@@ -144,20 +172,34 @@ TEST_F(GracefulShutdown, SigtermedControllerHandsItsGroupOverWellWithinTheSessio
 // served; Docker's stop would then kill it after its grace period).
 TEST(StartingServer, WaitsForZooKeeperAsLongAsItTakesAndStopsAtOnceWhenAsked) {
   // A port on 127.0.0.1 nothing listens on: connections are refused.
+  // The server says so every 10 s: the first time is waited for up to that
+  // plus the scheduling allowance.
+  constexpr std::chrono::milliseconds kSaysItWaitsEvery{10000};
   ServerProcess s({"--zk-connect=127.0.0.1:1", "--zk-connect-wait-ms=0", "--http-port=-1"});
+  const auto started = Clock::now();
   EXPECT_FALSE(s.start(12s)) << "it cannot listen before ZooKeeper answers";
   ASSERT_TRUE(s.running()) << "it gave up waiting:\n" << s.log();
-  EXPECT_NE(s.log().find("still no ZooKeeper session with 127.0.0.1:1 after 10 s"), std::string::npos) << s.log();
+  const std::string says = "still no ZooKeeper session with 127.0.0.1:1 after 10 s";
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  const auto left = std::max(designBound(kSaysItWaitsEvery) - waited, std::chrono::milliseconds(0));
+  EXPECT_TRUE(eventuallyWithin(left, [&] { return s.log().find(says) != std::string::npos; })) << s.log();
+  ASSERT_TRUE(s.running()) << "it gave up waiting:\n" << s.log();
+  // A SIGTERM ends the wait at once: no design delay, so waited for up to the
+  // scheduling allowance (a signal left pending would never end it: -1).
   const auto asked = Clock::now();
-  EXPECT_EQ(s.terminate(10s), 0) << s.log();
-  EXPECT_LT(msSince(asked), 3000) << "SIGTERM took that long to end the wait";
+  EXPECT_EQ(s.terminate(schedulingAllowance()), 0) << s.log();
+  std::cout << "[figure] SIGTERM ended the wait for ZooKeeper in " << msSince(asked) << " ms" << std::endl;
   EXPECT_NE(s.log().find("termination requested while starting"), std::string::npos) << s.log();
 }
 
 // The default wait ends with a clear error and a non-zero exit.
 TEST(StartingServer, GivesUpOnZooKeeperAfterZkConnectWaitMs) {
-  ServerProcess s({"--zk-connect=127.0.0.1:1", "--zk-connect-wait-ms=1500", "--http-port=-1"});
-  EXPECT_FALSE(s.start(10s));
+  // It exits after zk.connect.wait.ms: start() sees it end, waiting up to
+  // that plus the scheduling allowance.
+  constexpr std::chrono::milliseconds kConnectWait{1500};
+  ServerProcess s({"--zk-connect=127.0.0.1:1", "--zk-connect-wait-ms=" + std::to_string(kConnectWait.count()),
+                   "--http-port=-1"});
+  EXPECT_FALSE(s.start(designBound(kConnectWait)));
   EXPECT_FALSE(s.running()) << s.log();
   EXPECT_NE(s.log().find("no ZooKeeper session with 127.0.0.1:1 within"), std::string::npos) << s.log();
 }

@@ -27,6 +27,11 @@ extern char** environ;
 namespace groupcoord::servertest {
 namespace {
 
+// --help, --version and a bad configuration end the process at once (before
+// any ZooKeeper): waited for up to the scheduling allowance
+// (tests/README.md, "Time in tests").
+std::chrono::milliseconds exitWait() { return groupcoord::testing::schedulingAllowance(); }
+
 std::string readFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -131,7 +136,7 @@ class Daemon {
 TEST(GroupcoorddProcessTest, HelpMentionsEveryOptionWithItsEnvironmentVariableAndKey) {
   TempDir dir;
   Daemon d(dir, {"--help"});
-  ASSERT_EQ(d.waitExit(10s), 0) << d.err();
+  ASSERT_EQ(d.waitExit(exitWait()), 0) << d.err();
   const std::string help = d.out();
   for (const auto& spec : server::optionSpecs()) {
     EXPECT_NE(help.find("--" + server::cliName(spec.key) + "="), std::string::npos) << spec.key;
@@ -147,7 +152,7 @@ TEST(GroupcoorddProcessTest, HelpMentionsEveryOptionWithItsEnvironmentVariableAn
 TEST(GroupcoorddProcessTest, VersionPrintsAndExits) {
   TempDir dir;
   Daemon d(dir, {"--version"});
-  ASSERT_EQ(d.waitExit(10s), 0) << d.err();
+  ASSERT_EQ(d.waitExit(exitWait()), 0) << d.err();
   EXPECT_NE(d.out().find("groupcoordd "), std::string::npos);
 }
 
@@ -155,7 +160,7 @@ TEST(GroupcoorddProcessTest, ABadOptionValueExitsNonZeroNamingIt) {
   TempDir dir;
   {
     Daemon d(dir, {"--listen-port=70000"});
-    const auto rc = d.waitExit(10s);
+    const auto rc = d.waitExit(exitWait());
     ASSERT_TRUE(rc.has_value());
     EXPECT_GT(*rc, 0);
     EXPECT_NE(d.err().find("listen.port"), std::string::npos) << d.err();
@@ -163,7 +168,7 @@ TEST(GroupcoorddProcessTest, ABadOptionValueExitsNonZeroNamingIt) {
   }
   {
     Daemon d(dir, {"--listen-port=0"}, {"GROUPCOORDD_ZK_ROOT=relative/path"});
-    const auto rc = d.waitExit(10s);
+    const auto rc = d.waitExit(exitWait());
     ASSERT_TRUE(rc.has_value());
     EXPECT_GT(*rc, 0);
     EXPECT_NE(d.err().find("GROUPCOORDD_ZK_ROOT"), std::string::npos) << d.err();
@@ -173,14 +178,14 @@ TEST(GroupcoorddProcessTest, ABadOptionValueExitsNonZeroNamingIt) {
     std::ofstream(dir.file("bad.properties")) << "group.min.session.timeout.ms=5000\n"
                                                   "group.max.session.timeout.ms=4000\n";
     Daemon d(dir, {"--config=" + dir.file("bad.properties")});
-    const auto rc = d.waitExit(10s);
+    const auto rc = d.waitExit(exitWait());
     ASSERT_TRUE(rc.has_value());
     EXPECT_GT(*rc, 0);
     EXPECT_NE(d.err().find("group.max.session.timeout.ms"), std::string::npos) << d.err();
   }
   {
     Daemon d(dir, {"--no-such-option"});
-    const auto rc = d.waitExit(10s);
+    const auto rc = d.waitExit(exitWait());
     ASSERT_TRUE(rc.has_value());
     EXPECT_GT(*rc, 0);
   }

@@ -22,8 +22,14 @@
 #include <thread>
 
 #include "metrics/Registry.h"
+#include "support/Timing.h"
 
 namespace groupcoord::servertest {
+
+// The longest groupcoordd's HTTP port takes to answer a whole request by
+// design: a status page may wait for another server, 3 s in all
+// (docs/design.md, "The HTTP side"); health and /metrics answer at once.
+inline constexpr std::chrono::milliseconds kHttpAnswerBound{3000};
 
 struct HttpReply {
   int status = 0;  // 0: no answer (connection failed, closed, or timed out)
@@ -32,9 +38,10 @@ struct HttpReply {
 };
 
 // Sends `raw` as it is to 127.0.0.1:port and reads until the server closes
-// or `timeout` passes.
+// or `timeout` passes (by default the design's bound for an answer, plus the
+// scheduling allowance).
 inline HttpReply httpRaw(uint16_t port, const std::string& raw,
-                         std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+                         std::chrono::milliseconds timeout = groupcoord::testing::designBound(kHttpAnswerBound)) {
   HttpReply reply;
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return reply;
@@ -89,8 +96,10 @@ inline std::optional<double> sample(const std::map<std::string, double>& samples
   return it->second;
 }
 
-// A port a process wrote to `path`, waiting up to `wait` for it.
-inline uint16_t readPortFile(const std::string& path, std::chrono::milliseconds wait = std::chrono::seconds(10)) {
+// A port a process wrote to `path`, waiting up to `wait` for it (by default
+// the scheduling allowance: a server writes its port file as it starts).
+inline uint16_t readPortFile(const std::string& path,
+                             std::chrono::milliseconds wait = groupcoord::testing::schedulingAllowance()) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream in(path);

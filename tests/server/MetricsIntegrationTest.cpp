@@ -12,6 +12,7 @@
 #include "WireMember.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "tests/server/HttpTestUtil.h"
 
 namespace groupcoord::servertest {
@@ -21,6 +22,21 @@ using namespace std::chrono_literals;
 using protocol::ErrorCode;
 using testing::ServerProcess;
 using testing::WireMember;
+using testing::designBound;
+using testing::eventuallyWithin;
+
+// The server's ZooKeeper session timeout, as configured below.
+constexpr std::chrono::milliseconds kZkSessionTimeout{4000};
+// The group's session timeout: b is evicted that long after it goes silent.
+// It is also the margin the test has, on a busy machine, to scrape the two
+// members before b is evicted, and for a to keep heartbeating meanwhile:
+// seconds, not a fraction of one.
+constexpr int64_t kGroupSessionTimeoutMs = 6000;
+// group.join.window.max.ms, the default: the longest a join waits in the
+// group's batch.
+constexpr std::chrono::milliseconds kJoinWindowMax{3000};
+// shutdown.grace.ms, the default.
+constexpr std::chrono::milliseconds kShutdownGrace{5000};
 
 std::string tempDir() {
   char tmpl[] = "/tmp/groupcoord-metrics-XXXXXX";
@@ -42,11 +58,17 @@ class MetricsIntegration : public ::testing::Test {
   // Starts groupcoordd with an ephemeral HTTP port; returns that port.
   uint16_t start(std::vector<std::string> extra = {}, bool expectListening = true) {
     const std::string portFile = dir_ + "/http-port";
-    std::vector<std::string> args{"--zk-root=" + root_, "--io-threads=2", "--zk-session-timeout-ms=4000",
-                                  "--http-address=127.0.0.1", "--http-port=0", "--http-port-file=" + portFile};
+    std::vector<std::string> args{"--zk-root=" + root_,
+                                  "--io-threads=2",
+                                  "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeout.count()),
+                                  "--http-address=127.0.0.1",
+                                  "--http-port=0",
+                                  "--http-port-file=" + portFile};
     args.insert(args.end(), extra.begin(), extra.end());
     server_ = std::make_unique<ServerProcess>(args);
-    const bool listening = server_->start(expectListening ? 20s : 1s);
+    // Not listening is shown by a second without it: a server that cannot
+    // reach ZooKeeper never listens, however long one waits.
+    const bool listening = expectListening ? server_->start() : server_->start(1s);
     EXPECT_EQ(listening, expectListening);
     return readPortFile(portFile);
   }
@@ -72,13 +94,13 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   const uint16_t port = server_->port();
 
   // Ready once ZooKeeper is connected and the server registered (at most a
-  // moment after it listens).
+  // moment after it listens): polled up to the ZooKeeper session plus the
+  // scheduling allowance.
   HttpReply ready;
-  for (int i = 0; i < 100; ++i) {
+  eventuallyWithin(designBound(kZkSessionTimeout), [&] {
     ready = httpGet(http, "/health/ready");
-    if (ready.status == 200) break;
-    std::this_thread::sleep_for(50ms);
-  }
+    return ready.status == 200;
+  }, 50ms);
   EXPECT_EQ(ready.status, 200) << ready.body;
   EXPECT_EQ(ready.body, "ready\n");
   EXPECT_EQ(httpGet(http, "/health/live").status, 200);
@@ -91,11 +113,12 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
 
   // A group with two members (one of which goes silent), heartbeats, and a
   // failing heartbeat for a group nobody created.
-  ASSERT_EQ(testing::createGroup(port, "metered", 1000).error, ErrorCode::NONE);
+  ASSERT_EQ(testing::createGroup(port, "metered", kGroupSessionTimeoutMs).error, ErrorCode::NONE);
   WireMember a("metered", {port}, "a"), b("metered", {port}, "b");
   ASSERT_EQ(a.join().error, ErrorCode::NONE);
   ASSERT_EQ(b.join().error, ErrorCode::NONE);
-  ASSERT_TRUE(a.settle(5s));
+  // a registers again at b's generation: a join window, then ZooKeeper.
+  ASSERT_TRUE(a.settle(designBound(kJoinWindowMax + kZkSessionTimeout)));
   EXPECT_EQ(a.heartbeat().error, ErrorCode::NONE);
   auto bad = testing::callOnce<protocol::HeartbeatResponse>(port, protocol::HeartbeatRequest{"no-such-group", "x-1", 1});
   ASSERT_TRUE(bad);
@@ -130,11 +153,14 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   EXPECT_EQ(valueOr(mid, "groupcoord_rebalances_total{reason=\"member_evicted\"}"), 0.0);
   EXPECT_EQ(valueOr(mid, "groupcoord_rebalances_total{reason=\"topic_resized\"}"), 0.0);
 
-  // b goes silent past the group's 1000 ms session timeout: evicted.
+  // b goes silent past the group's session timeout: evicted, waited for up
+  // to that timeout plus the scheduling allowance (b has been silent since
+  // its join already).
   b.dropConnection();
   const auto silentSince = std::chrono::steady_clock::now();
   double evictions = 0;
-  while (std::chrono::steady_clock::now() - silentSince < 10s) {
+  while (std::chrono::steady_clock::now() - silentSince <
+         designBound(std::chrono::milliseconds(kGroupSessionTimeoutMs))) {
     a.settle(2s);
     evictions = valueOr(scrape(http), "groupcoord_evictions_total");
     if (evictions >= 1) break;
@@ -146,7 +172,7 @@ TEST_F(MetricsIntegration, RequestsMoveTheCountersAndReadyIsServedWhenRegistered
   EXPECT_GT(valueOr(after, "groupcoord_generation_moves_total"), valueOr(mid, "groupcoord_generation_moves_total"));
   EXPECT_EQ(valueOr(after, "groupcoord_rebalances_total{reason=\"member_evicted\"}"), 1.0);
 
-  EXPECT_EQ(server_->terminate(15s), 0) << server_->log();
+  EXPECT_EQ(server_->terminate(designBound(kShutdownGrace)), 0) << server_->log();
   EXPECT_EQ(httpGet(http, "/health/live").status, 0) << "the HTTP server outlived the process";
 }
 

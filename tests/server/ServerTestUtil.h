@@ -16,6 +16,7 @@
 #include "protocol/Codec.h"
 #include "protocol/Handler.h"
 #include "protocol/Messages.h"
+#include "support/Timing.h"
 
 namespace groupcoord::servertest {
 
@@ -79,7 +80,12 @@ inline protocol::HeartbeatRequest heartbeat(int64_t generation, std::string grou
 }
 
 // Polls `condition` every few milliseconds until it holds or `timeout` passes.
-inline bool waitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 5000ms) {
+// By default the condition is one the design makes true at once (an answer, a
+// close, a count the server keeps): waited for up to the scheduling allowance
+// (tests/README.md, "Time in tests"). A wait on a design bound passes
+// designBound(bound).
+inline bool waitUntil(const std::function<bool()>& condition,
+                      std::chrono::milliseconds timeout = groupcoord::testing::schedulingAllowance()) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() >= deadline) return condition();

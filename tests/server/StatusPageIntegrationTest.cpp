@@ -37,6 +37,7 @@
 #include "support/TestCertificates.h"
 #include "support/TestEnv.h"
 #include "support/TestSession.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -53,6 +54,30 @@ using protocol::TopicPartition;
 
 constexpr const char* kAdminSecret = "status-ops-3e1f";
 constexpr const char* kMemberSecret = "status-app-77a0";
+
+// The longest the HTTP port takes to answer by design: a status page may
+// wait for another server, 3 s in all (docs/design.md, "The HTTP side").
+constexpr std::chrono::milliseconds kHttpAnswerBound{3000};
+
+// The servers' ZooKeeper session timeout, as configured below.
+constexpr std::chrono::milliseconds kZkSessionTimeout{4000};
+// group.join.window.max.ms, the default: the longest a join waits in the
+// group's batch.
+constexpr std::chrono::milliseconds kJoinWindowMax{3000};
+// Room, polled, for the group to settle after a change here: an eviction
+// (after the group's 6 s session), a join window, a topic's resize, each
+// written to ZooKeeper, and the members' own views catching up.
+constexpr auto kStableWithin = 40s;
+// Room, polled, for both servers to have read the group and its controller
+// (a claim, then each server's watch).
+constexpr auto kProxiedWithin = 20s;
+
+// How long a request is waited for: a registration leaves the batch within
+// the join window, and an answer that needs ZooKeeper comes within the
+// server's ZooKeeper session (past it the server answers
+// CONTROLLER_NOT_AVAILABLE); plus the scheduling allowance (tests/README.md,
+// "Time in tests").
+std::chrono::milliseconds answerWait() { return designBound(kJoinWindowMax + kZkSessionTimeout); }
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -103,13 +128,17 @@ struct Fetched {
 // GET with curl (HTTPS with a CA, Basic credentials when given).
 Fetched curl(const std::string& dir, const std::string& url, const std::string& user = "",
              const std::string& secret = "", const std::string& caFile = "") {
-  std::vector<std::string> argv{"/usr/bin/curl", "-s", "--max-time", "15", "-o", dir + "/curl.body", "-w",
-                                "%{http_code}"};
+  // --max-time: the HTTP port's longest answer (3 s, for a page that asks
+  // another server) plus the scheduling allowance, and 2 s for curl itself
+  // (15 s by default).
+  const auto maxTime = std::chrono::ceil<std::chrono::seconds>(designBound(kHttpAnswerBound)) + 2s;
+  std::vector<std::string> argv{"/usr/bin/curl", "-s", "--max-time", std::to_string(maxTime.count()), "-o",
+                                dir + "/curl.body", "-w", "%{http_code}"};
   if (!user.empty()) argv.insert(argv.end(), {"-u", user + ":" + secret});
   if (!caFile.empty()) argv.insert(argv.end(), {"--cacert", caFile});
   argv.push_back(url);
   std::filesystem::remove(dir + "/curl.body");
-  runBounded(argv, dir + "/curl.code", 20s);
+  runBounded(argv, dir + "/curl.code", maxTime + 5s);
   return Fetched{std::atoi(readFile(dir + "/curl.code").c_str()), readFile(dir + "/curl.body")};
 }
 
@@ -133,20 +162,28 @@ class Member {
     std::lock_guard<std::mutex> lock(mu_);
     return assignment_;
   }
-  // Commits `base + partition` for every partition it holds.
+  // Commits `base + partition` for every partition it holds. A commit the
+  // library gave up on (its requests are capped at half the group's session)
+  // is made again, as a client would, until answerWait() has passed.
   bool commitHeld(int64_t base) {
-    std::atomic<int> result{-1};
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      task_ = [&, base] {
-        std::vector<protocol::PartitionOffset> offsets;
-        for (const auto& tp : consumer_.assignment()) offsets.push_back({tp.topic, tp.partition, base + tp.partition});
-        result = consumer_.commitSync(offsets).ok() ? 1 : 0;
-      };
+    const auto deadline = std::chrono::steady_clock::now() + answerWait();
+    for (;;) {
+      // Shared with the task, which may run after this returns.
+      auto result = std::make_shared<std::atomic<int>>(-1);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        task_ = [this, base, result] {
+          std::vector<protocol::PartitionOffset> offsets;
+          for (const auto& tp : consumer_.assignment()) {
+            offsets.push_back({tp.topic, tp.partition, base + tp.partition});
+          }
+          *result = consumer_.commitSync(offsets).ok() ? 1 : 0;
+        };
+      }
+      while (*result < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+      if (*result == 1) return true;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
     }
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (result < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    return result == 1;
   }
 
  private:
@@ -231,18 +268,24 @@ class StatusPageIntegrationTest : public ::testing::Test {
 
   Server& startServer(int id, std::vector<std::string> extra = {}) {
     const std::string portFile = dir_ + "/http-" + std::to_string(id);
-    std::vector<std::string> args{"--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--server-id=" + std::to_string(id),
-                                  "--zk-session-timeout-ms=4000", "--io-threads=2", "--handover-settle-ms=0",
-                                  "--http-port=0", "--http-port-file=" + portFile};
+    std::vector<std::string> args{"--zk-root=" + root_,
+                                  "--zk-topics-path=" + topicsPath_,
+                                  "--server-id=" + std::to_string(id),
+                                  "--zk-session-timeout-ms=" + std::to_string(kZkSessionTimeout.count()),
+                                  "--io-threads=2",
+                                  "--handover-settle-ms=0",
+                                  "--http-port=0",
+                                  "--http-port-file=" + portFile};
     args.insert(args.end(), extra.begin(), extra.end());
     Server s;
     s.process = std::make_unique<ServerProcess>(args);
     EXPECT_TRUE(s.process->start());
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (s.httpPort == 0 && std::chrono::steady_clock::now() < deadline) {
+    // The HTTP port is written as the server starts: at once, so waited for
+    // up to the scheduling allowance.
+    eventuallyWithin(schedulingAllowance(), [&] {
       s.httpPort = static_cast<uint16_t>(std::atoi(readFile(portFile).c_str()));
-      if (s.httpPort == 0) std::this_thread::sleep_for(20ms);
-    }
+      return s.httpPort != 0;
+    });
     EXPECT_NE(s.httpPort, 0) << s.process->log();
     servers_.push_back(std::move(s));
     return servers_.back();
@@ -271,6 +314,7 @@ class StatusPageIntegrationTest : public ::testing::Test {
 
   AdminOptions adminOptions() const {
     AdminOptions o;
+    o.requestTimeout = answerWait();
     o.security = security_;
     if (!security_.user.empty()) {
       o.security.user = "ops";
@@ -294,7 +338,7 @@ class StatusPageIntegrationTest : public ::testing::Test {
   protocol::DescribeGroupResponse waitStable(size_t members, size_t partitions) {
     Admin admin(bootstrap(), adminOptions());
     protocol::DescribeGroupResponse last;
-    const auto deadline = std::chrono::steady_clock::now() + 40s;
+    const auto deadline = std::chrono::steady_clock::now() + designBound(kStableWithin);
     while (std::chrono::steady_clock::now() < deadline) {
       auto d = admin.describeGroup(group_);
       if (d.ok()) {
@@ -428,7 +472,7 @@ TEST_F(StatusPageIntegrationTest, WithAuthenticationThePageAndTheApiNeedAnAdmin)
 void expectProxied(const std::vector<Server>& servers, const std::function<Fetched(const Server&, const std::string&)>& get,
                    const std::string& memberId) {
   bool proxied = false;
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kProxiedWithin);
   while (!proxied && std::chrono::steady_clock::now() < deadline) {
     auto listed = get(servers[0], "/api/groups");
     ASSERT_EQ(listed.status, 200) << listed.body;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "support/ServerProcess.h"
+#include "support/Timing.h"
+
 namespace groupcoord::testing {
 
 using namespace std::chrono_literals;
@@ -57,8 +60,11 @@ std::optional<protocol::GroupInfo> describeGroupOnAny(const std::vector<uint16_t
 
 std::optional<std::map<TopicPartition, int64_t>> fetchOffsetsOnAny(const std::vector<uint16_t>& ports,
                                                                     const std::string& group) {
+  // FetchOffsets reads ZooKeeper: answered within the server's session
+  // timeout.
+  const auto timeout = designBound(kLongestServerZkSessionTimeout);
   for (uint16_t port : ports) {
-    auto r = askOnce<protocol::FetchOffsetsResponse>(port, protocol::FetchOffsetsRequest{group, {}}, 5000ms);
+    auto r = askOnce<protocol::FetchOffsetsResponse>(port, protocol::FetchOffsetsRequest{group, {}}, timeout);
     if (!r || r->error != ErrorCode::NONE) continue;
     std::map<TopicPartition, int64_t> out;
     for (auto& o : r->offsets) out[{o.topic, o.partition}] = o.offset;

@@ -9,7 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "support/Timing.h"
+
 namespace groupcoord::testing {
+
+// Design bounds (docs/design.md) of the servers the suite starts; waits add
+// schedulingAllowance() to them (support/Timing.h).
+//
+// groupcoordd's default ZooKeeper session timeout, the longest a server of
+// the suite has. A server listens once it has a session, which a live
+// ensemble grants within it; a request that needs ZooKeeper is answered
+// within it (the ensemble answers, or the client declares the connection
+// lost after two thirds of it and the server answers with an error).
+inline constexpr std::chrono::milliseconds kLongestServerZkSessionTimeout{10000};
+// SIGTERM: the requests in flight are answered within shutdown.grace.ms
+// (5 s by default), then the session is closed.
+inline constexpr std::chrono::milliseconds kServerShutdownGrace{5000};
 
 class ServerProcess {
  public:
@@ -30,14 +45,14 @@ class ServerProcess {
 
   // Starts it and waits until it listens; false (and the log is printed) if
   // it did not within `wait`.
-  bool start(std::chrono::milliseconds wait = std::chrono::seconds(20));
+  bool start(std::chrono::milliseconds wait = designBound(kLongestServerZkSessionTimeout));
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   bool running();
 
   // SIGTERM, then waits; returns the exit code, or -1 if it did not exit
   // within `wait` (it is then killed), or 128+signal when a signal ended it.
-  int terminate(std::chrono::milliseconds wait = std::chrono::seconds(15));
+  int terminate(std::chrono::milliseconds wait = designBound(kServerShutdownGrace));
   // SIGKILL and reap.
   void kill9();
   // SIGSTOP / SIGCONT.

@@ -3,14 +3,18 @@
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include "support/Timing.h"
 
 namespace groupcoord::testing {
 
@@ -18,6 +22,34 @@ namespace {
 std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return (v && *v) ? std::string(v) : fallback;
+}
+
+// Whether a node of the ensemble accepts connections on its client port: it
+// runs, however slowly it answers. Only a refused connection says no.
+bool anyNodeListens() {
+  for (int n = 1; n <= 3; ++n) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return true;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(zkBasePort() + n));
+    bool refused = false;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      if (errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (::poll(&p, 1, 1000) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0)
+          refused = err == ECONNREFUSED;
+      } else {
+        refused = errno == ECONNREFUSED;
+      }
+    }
+    ::close(fd);
+    if (!refused) return true;
+  }
+  return false;
 }
 
 std::string trim(std::string s) {
@@ -73,7 +105,18 @@ int ensembleLeader() {
   }
 }
 
-bool ensembleServing() { return ensembleLeader() > 0; }
+int awaitEnsembleLeader() {
+  long long tickMs = std::strtoll(envOr("GROUPCOORD_ZK_TICK_MS", "500").c_str(), nullptr, 10);
+  if (tickMs <= 0) tickMs = 500;
+  const std::chrono::milliseconds electionAndSync(10 * tickMs);  // initLimit=10 ticks
+  int leader = -1;
+  eventuallyWithin(
+      designBound(electionAndSync), [&] { return (leader = ensembleLeader()) > 0 || !anyNodeListens(); },
+      std::chrono::milliseconds(200));
+  return leader;
+}
+
+bool ensembleServing() { return awaitEnsembleLeader() > 0; }
 
 void requireEnsemble() {
   ASSERT_TRUE(ensembleServing())

@@ -23,14 +23,23 @@ int zkBasePort();
 // trimmed, goes to *out when given.
 int ensemble(const std::string& args, std::string* out = nullptr);
 
-// True when all three nodes answer `srvr` and one of them leads.
+// True when one of the nodes says it leads (awaitEnsembleLeader()).
 bool ensembleServing();
 
 // Fails the current test (GoogleTest fatal failure) unless the ensemble serves.
 void requireEnsemble();
 
-// The node (1..3) that leads now, or -1.
+// The node (1..3) that leads now, or -1: one look (`srvr`, answered within
+// 2 s, to each node).
 int ensembleLeader();
+
+// The node (1..3) that leads, looked for until one does while any node
+// listens: an ensemble elects a leader and its followers sync with it within
+// initLimit ticks (10 of GROUPCOORD_ZK_TICK_MS, 500 ms by default, in
+// scripts/zk-ensemble.sh), and a busy machine delays the answers; waited for
+// that long plus the scheduling allowance (support/Timing.h). -1 when none
+// leads by then, at once when no node listens.
+int awaitEnsembleLeader();
 
 // Absolute path of a built binary of the project, e.g. "server/groupcoordd".
 std::string binaryPath(const std::string& relative);

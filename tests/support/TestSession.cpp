@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 
 namespace groupcoord::testing {
 
@@ -18,8 +19,10 @@ std::unique_ptr<zk::Session> openTestSession() {
     ADD_FAILURE() << "cannot start a ZooKeeper session to " << zc.connect;
     return nullptr;
   }
-  if (const zk::Error e = session->waitConnected(10s); e != zk::Error::Ok) {
-    ADD_FAILURE() << "no ZooKeeper connection to " << zc.connect << " within 10 s";
+  // A live ensemble grants a session within its timeout.
+  const auto wait = designBound(zc.sessionTimeout);
+  if (const zk::Error e = session->waitConnected(wait); e != zk::Error::Ok) {
+    ADD_FAILURE() << "no ZooKeeper connection to " << zc.connect << " within " << wait.count() << " ms";
     return nullptr;
   }
   return session;

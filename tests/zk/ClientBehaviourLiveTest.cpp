@@ -12,7 +12,7 @@ class LiveBackend : public Backend {
   std::unique_ptr<Client> connect() override {
     SessionConfig config;
     config.connect = groupcoord::testing::zkConnect();
-    config.sessionTimeout = std::chrono::milliseconds(4000);
+    config.sessionTimeout = kLiveSessionTimeout;
     config.logPrefix = "[behaviour] ";
     auto session = std::make_unique<Session>(config);
     EXPECT_EQ(session->start(), Error::Ok);

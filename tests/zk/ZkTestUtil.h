@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/Timing.h"
 #include "zk/Client.h"
 #include "zk/Path.h"
 
@@ -24,7 +25,14 @@ namespace groupcoord::zk::test {
 
 using namespace std::chrono_literals;
 
-inline constexpr std::chrono::milliseconds kWait{10000};
+// The session timeout of the live tests' sessions.
+inline constexpr std::chrono::milliseconds kLiveSessionTimeout{4000};
+
+// How long the helpers below wait by default: what they wait for (a
+// session, a reconnection after a node dies, an expiry seen, a watch event)
+// a live ensemble does within a session timeout; with the scheduling
+// allowance (support/Timing.h). The fake does it at once.
+inline const std::chrono::milliseconds kWait = groupcoord::testing::designBound(kLiveSessionTimeout);
 
 // Collects the events of any number of watch callbacks.
 class WatchProbe {

@@ -23,6 +23,7 @@
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 #include "support/TestSession.h"
+#include "support/Timing.h"
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "zk/Session.h"
 
@@ -37,6 +38,14 @@ using protocol::RebalanceReason;
 using protocol::TopicPartition;
 
 using Holdings = std::map<std::string, std::set<TopicPartition>>;  // member -> partitions
+
+// The group's session timeout: 3 s and the scheduling allowance, with
+// heartbeats every second as with 3 s. The consumers are polled by the test's
+// thread, which also runs groupctl between polls: a thread seconds late must
+// not let a lease run out, or an eviction nobody asked for would move the
+// generations counted below.
+constexpr auto kHeartbeat = 1000ms;
+std::chrono::milliseconds sessionTimeout() { return designBound(3000ms); }
 
 class DescribeTest : public ::testing::Test {
  protected:
@@ -53,7 +62,7 @@ class DescribeTest : public ::testing::Test {
         "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--zk-session-timeout-ms=4000"});
     ASSERT_TRUE(server_->start());
     admin_ = std::make_unique<Admin>(std::vector<client::Endpoint>{{"127.0.0.1", server_->port()}});
-    ASSERT_TRUE(admin_->createGroup(kGroup, 3000ms, {"alpha", "beta"}, false).ok());
+    ASSERT_TRUE(admin_->createGroup(kGroup, sessionTimeout(), {"alpha", "beta"}, false).ok());
   }
 
   void setTopic(const std::string& topic, int32_t partitions, bool create) {
@@ -71,6 +80,7 @@ class DescribeTest : public ::testing::Test {
     cc.bootstrap = {{"127.0.0.1", server_->port()}};
     cc.group = kGroup;
     cc.clientId = clientId;
+    cc.heartbeatInterval = kHeartbeat;
     return std::make_unique<Consumer>(cc, client::ConsumerCallbacks{});
   }
 
@@ -217,19 +227,25 @@ TEST_F(DescribeTest, TheControllersAnswerAgreesWithTheConsumersAndExplainsEveryM
   EXPECT_EQ(left.clientId, "two");
   EXPECT_EQ(left.generation, before + 1);
 
-  // three joins, then falls silent (no more polls): evicted after its 3 s.
+  // three joins, then falls silent (no more polls): evicted after its session timeout.
   auto three = consumer("three");
   ASSERT_TRUE(settle({one.get(), three.get()}));
   const std::string threeId = three->memberId();
   before = describe().generation;
-  const auto silentFrom = std::chrono::steady_clock::now();
-  ASSERT_TRUE(settle({one.get()}, 30s));
+  // Not evicted before its lease ran out: the lease runs from the send time
+  // of its last successful call, which the controller heard after it was
+  // sent (a lower bound of the protocol, strict). The test's own clock from
+  // here is no such bound: three's last heartbeat may be up to an interval
+  // older than this line.
+  const auto threeLease = three->leaseExpiry();
+  ASSERT_TRUE(settle({one.get()}, sessionTimeout() + 30s));
+  const auto evictionSeen = std::chrono::steady_clock::now();
   d = describe();
   auto evicted = newest(d, RebalanceReason::MEMBER_EVICTED);
   EXPECT_EQ(evicted.consumerId, threeId);
   EXPECT_EQ(evicted.generation, before + 1);
-  EXPECT_GE(evicted.value, 3000) << "silent for at least the session timeout";
-  EXPECT_GE(std::chrono::steady_clock::now() - silentFrom, 3s);
+  EXPECT_GE(evicted.value, sessionTimeout().count()) << "silent for at least the session timeout";
+  EXPECT_GE(evictionSeen, threeLease) << "evicted before its lease ran out";
 
   // Generations only grow along the history, and each kind appeared.
   for (size_t i = 1; i < d.history.size(); ++i) EXPECT_GE(d.history[i].generation, d.history[i - 1].generation);

@@ -29,6 +29,7 @@
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -36,6 +37,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+
+constexpr auto kClaimFallback = 3000ms;  // the server's claim fallback (the default)
 
 class GroupctlTest : public ::testing::Test {
  protected:
@@ -114,13 +117,13 @@ TEST_F(GroupctlTest, CreateTakesAnAssignmentModeAndDescribeAHistoryLength) {
   EXPECT_EQ(weird.exit, 2);
   EXPECT_NE(weird.err.find("--assignment must be server or client"), std::string::npos) << weird.err;
 
-  // The group's controller may still be loading it: ask until it answers.
+  // The group's controller may still be claiming or loading it: ask until it
+  // answers (claimed at once, at the latest after the claim fallback).
   CtlRun described;
-  for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;
-       std::this_thread::sleep_for(200ms)) {
+  eventuallyWithin(designBound(kClaimFallback), [&] {
     described = groupctl({"--bootstrap", bootstrap_, "describe", "shards", "--history", "0"});
-    if (described.exit == 0) break;
-  }
+    return described.exit == 0;
+  }, 200ms);
   ASSERT_EQ(described.exit, 0) << described.err;
   EXPECT_NE(described.out.find("assignment:      client"), std::string::npos) << described.out;
   EXPECT_EQ(described.out.find("history ("), std::string::npos) << described.out;
