@@ -30,8 +30,9 @@ PROBE = os.environ.get("GROUPCOORD_CONSUMER_PROBE", str(BUILD_DIR / "python/grou
 
 def scheduling_allowance() -> float:
     """What a deadline derived from the design's bounds adds for scheduling, in seconds: 20 s, or
-    GROUPCOORD_TEST_ALLOWANCE_MS (tests/support/Timing.h says why). A busy machine (scripts/dev.sh test with GROUPCOORD_TEST_BUSY=2)
-    delays everything a test runs, the ensemble's JVMs included, by whole seconds at a time."""
+    GROUPCOORD_TEST_ALLOWANCE_MS (tests/support/Timing.h says why). A busy machine (scripts/dev.sh
+    test with GROUPCOORD_TEST_BUSY=2) holds back everything a test waits on, the ensemble's JVMs
+    included."""
     text = os.environ.get("GROUPCOORD_TEST_ALLOWANCE_MS", "")
     return int(text) / 1000.0 if text.isdigit() else 20.0
 
