@@ -394,9 +394,18 @@ TEST_F(MembershipIntegration, AServerWhoseSessionExpiredRecoversAndMembersRegist
   }
   ASSERT_TRUE(renewed) << "the server did not register again with a new session";
   ASSERT_TRUE(a.settle(20s)) << "the member did not get back in sync";
-  auto member = zk_->getSync(root_ + "/groups/expiry/members/" + a.id());
-  ASSERT_EQ(member.error, zk::Error::Ok);
+  // Its member znode, owned by the new session: the heartbeat that settles
+  // it is answered from memory, and the znode comes with the membership
+  // transaction that follows, within the join window's cap and a ZooKeeper
+  // answer; polled up to that and the allowance.
   auto server = zk_->getSync(root_ + "/servers/1");
+  ASSERT_EQ(server.error, zk::Error::Ok);
+  zk::GetResult member;
+  eventuallyWithin(designBound(std::chrono::milliseconds(kShortZkSessionTimeoutMs) + kJoinWindowCap), [&] {
+    member = zk_->getSync(root_ + "/groups/expiry/members/" + a.id());
+    return member.error == zk::Error::Ok && member.stat.ephemeralOwner == server.stat.ephemeralOwner;
+  }, 100ms);
+  ASSERT_EQ(member.error, zk::Error::Ok) << "no member znode for " << a.id();
   EXPECT_EQ(member.stat.ephemeralOwner, server.stat.ephemeralOwner);
   EXPECT_NE(s.log().find("expired"), std::string::npos) << "the log does not say the session expired";
 }

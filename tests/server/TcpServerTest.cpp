@@ -40,27 +40,32 @@ std::chrono::milliseconds answerWait() { return schedulingAllowance(); }
 
 // Holds the kernel's receive timestamps on for as long as it lives. The
 // kernel turns them on for the whole machine a moment after the first socket
-// asks (from a deferred work item), so on a busy machine the first packets
-// after that ask arrive unstamped. This socket asks, and is seen to receive a
-// stamped datagram of its own, before the server under test starts.
+// asks (from a deferred work item), and a TCP segment that arrived before
+// then carries no stamp: on a busy machine every heartbeat of a short test
+// can. This pair of loopback TCP sockets asks, and its receiving end is seen
+// to read a stamped segment, before the server under test starts. (A UDP
+// socket would not tell: it is given the time of the read when its datagram
+// carries no stamp.)
 class KernelStampsOn {
  public:
-  KernelStampsOn() : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
-    if (fd_ < 0) return;
-    const int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-    sockaddr_in self{};
-    self.sin_family = AF_INET;
-    self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(self);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&self), sizeof(self)) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&self), &len) != 0)
+  KernelStampsOn() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(at);
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0 ||
+        ::listen(listener_, 1) != 0 || ::getsockname(listener_, reinterpret_cast<sockaddr*>(&at), &len) != 0)
       return;
-    const timeval wait{0, 50'000};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    sender_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sender_ < 0 || ::connect(sender_, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0) return;
+    receiver_ = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (receiver_ < 0) return;
+    const int one = 1;
+    ::setsockopt(receiver_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     on_ = groupcoord::testing::eventuallyWithin(schedulingAllowance(), [&] {
       const char byte = 's';
-      ::sendto(fd_, &byte, 1, 0, reinterpret_cast<sockaddr*>(&self), sizeof(self));
+      if (::send(sender_, &byte, 1, MSG_NOSIGNAL) != 1) return false;
       char got = 0;
       iovec iov{&got, 1};
       alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
@@ -69,25 +74,23 @@ class KernelStampsOn {
       msg.msg_iovlen = 1;
       msg.msg_control = control;
       msg.msg_controllen = sizeof(control);
-      if (::recvmsg(fd_, &msg, 0) != 1) return false;
+      if (::recvmsg(receiver_, &msg, 0) != 1) return false;
       for (cmsghdr* m = CMSG_FIRSTHDR(&msg); m != nullptr; m = CMSG_NXTHDR(&msg, m)) {
-        if (m->cmsg_level != SOL_SOCKET || m->cmsg_type != SCM_TIMESTAMPNS) continue;
-        timespec at{};
-        std::memcpy(&at, CMSG_DATA(m), sizeof(at));
-        if (at.tv_sec > 0) return true;
+        if (m->cmsg_level == SOL_SOCKET && m->cmsg_type == SCM_TIMESTAMPNS) return true;
       }
       return false;
     });
   }
   ~KernelStampsOn() {
-    if (fd_ >= 0) ::close(fd_);
+    for (int fd : {receiver_, sender_, listener_})
+      if (fd >= 0) ::close(fd);
   }
   KernelStampsOn(const KernelStampsOn&) = delete;
   KernelStampsOn& operator=(const KernelStampsOn&) = delete;
   bool on() const { return on_; }
 
  private:
-  int fd_;
+  int listener_ = -1, sender_ = -1, receiver_ = -1;
   bool on_ = false;
 };
 
@@ -723,7 +726,7 @@ TEST_F(TcpServerTest, AHeartbeatWithNothingAheadIsAnsweredOnItsIoThreadAndItsSta
   auto& handler = fast_;
   auto& observer = observer_;
   const KernelStampsOn stamps;
-  ASSERT_TRUE(stamps.on()) << "the kernel stamped no datagram of the test's own";
+  ASSERT_TRUE(stamps.on()) << "the kernel stamped no segment of the test's own";
   TcpServerOptions options;
   options.observer = &observer;
   startServer(handler, options);
