@@ -109,14 +109,18 @@ failure_digest() {
 # GROUPCOORD_TEST_BUSY: CPU-bound loops beside the tests. Each runs in a
 # session of its own (setsid), as another user's process would: with the
 # kernel's autogroup scheduling a loop in the tests' own session would take
-# its share from the tests alone. Stopped by their PIDs when the run ends.
+# its share from the tests alone. Stopped by their PIDs when the run ends, and
+# each ends by itself once this script has gone.
 busy_pids=()
 start_busy() {
   local n=$1 i
   case "$n" in ''|*[!0-9]*) echo "dev.sh: GROUPCOORD_TEST_BUSY must be a number, not '$n'" >&2; exit 2 ;; esac
   [ "$n" -gt 0 ] || return 0
   for ((i = 0; i < n; i++)); do
-    setsid bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+    # Spins, and looks every 100,000 turns whether this script still runs:
+    # a run killed before its exit trap leaves no loop behind.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do for ((j = 0; j < 100000; j++)); do :; done; done' \
+      busy "$$" </dev/null >/dev/null 2>&1 &
     busy_pids+=("$!")
   done
   log "GROUPCOORD_TEST_BUSY=$n: CPU-bound loops beside the tests, PIDs ${busy_pids[*]}"
@@ -181,7 +185,7 @@ case "$cmd" in
     export GROUPCOORD_ZK_BASE_PORT=${GROUPCOORD_ZK_BASE_PORT:-21800}
     export GROUPCOORD_ZK_TICK_MS=${GROUPCOORD_ZK_TICK_MS:-500}
     ensemble="$root/scripts/zk-ensemble.sh"
-    trap '"$ensemble" stop; log "test ensemble stopped"; stop_busy' EXIT
+    trap 'stop_busy; "$ensemble" stop; log "test ensemble stopped"' EXIT
     "$ensemble" start
     export GROUPCOORD_TEST_ZK
     GROUPCOORD_TEST_ZK=$("$ensemble" connect)

@@ -35,8 +35,9 @@ SETTLE_FIRST = design_bound(HANDOVER_SETTLE + settle_bound(HEARTBEAT_INTERVAL))
 # - after the SIGKILL, the controller's ZooKeeper session expires, and the survivor claims the
 #   group (at once as its target, at the latest after the claim fallback);
 TAKEOVER = design_bound(ZK_SESSION_TIMEOUT + CLAIM_FALLBACK)
-# - then the members, fenced by then, join it there and settle.
-SETTLE_AGAIN = design_bound(settle_bound(HEARTBEAT_INTERVAL))
+# - then the members, fenced by then, reconnect, join it there and settle; the new controller
+#   grants what nobody reports holding once the members' session has passed.
+SETTLE_AGAIN = design_bound(SESSION_TIMEOUT + settle_bound(HEARTBEAT_INTERVAL))
 # How long the C++ member runs unless stopped: it must outlive the test, which stops it; twice
 # every wait after its start.
 PROBE_SECONDS = math.ceil(2 * (SETTLE_FIRST + TAKEOVER + SETTLE_AGAIN))
