@@ -86,12 +86,7 @@ inline protocol::HeartbeatRequest heartbeat(int64_t generation, std::string grou
 // designBound(bound).
 inline bool waitUntil(const std::function<bool()>& condition,
                       std::chrono::milliseconds timeout = groupcoord::testing::schedulingAllowance()) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return condition();
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
+  return groupcoord::testing::eventuallyWithin(timeout, condition, 5ms);
 }
 
 // Answers at once: a Heartbeat with its own generation (so a test can tell

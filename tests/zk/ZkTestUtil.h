@@ -129,12 +129,7 @@ inline std::string describe(const std::vector<SessionState>& states) {
 
 // Polls `done` until it holds or `wait` passes.
 inline bool eventually(const std::function<bool()>& done, std::chrono::milliseconds wait = kWait) {
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
+  return groupcoord::testing::eventuallyWithin(wait, done);
 }
 
 // Deletes `path` and everything below it; NoNode anywhere is fine.
