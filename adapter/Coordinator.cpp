@@ -291,16 +291,10 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
     return done(protocol::errorResponse(request, e));
   }
   if (stopped_) return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
-  // Heartbeats and re-registrations are answered from memory, and both
-  // extend a member's hold on its partitions: only while the session is
-  // certainly alive (the lease) and not after a stall, until ZooKeeper has
-  // confirmed this server still controls anything.
-  if ((heartbeat || std::holds_alternative<protocol::RegisterConsumerRequest>(request)) &&
-      !answersFromMemory(time_.now())) {
-    if (heartbeat) {
-      const auto& hb = std::get<protocol::HeartbeatRequest>(request);
-      if (auto g = groups_.find(hb.group)) g->heard(hb.consumerId, time_.now());
-    }
+  // A re-registration is answered from memory and extends a member's hold
+  // on its partitions, as a heartbeat does (answerHeartbeat): only while the
+  // lease holds and no stall is suspected.
+  if (std::holds_alternative<protocol::RegisterConsumerRequest>(request) && !answersFromMemory(time_.now())) {
     return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
   }
   if (caller.internal) {
@@ -335,7 +329,33 @@ struct HeartbeatSlot final : protocol::ConnectionState {
 };
 }  // namespace
 
-// The same answers as handleFrom() gives a heartbeat, without a callback.
+// Both paths of a heartbeat come here: handleFrom() (route) and the I/O
+// thread's heartbeatNow().
+protocol::HeartbeatResponse Coordinator::answerHeartbeat(const protocol::Caller& caller,
+                                                         const protocol::HeartbeatView& r, TimePoint now,
+                                                         GroupTable::Cached& kept) {
+  protocol::HeartbeatResponse out;
+  if (stopped_) {
+    out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return out;
+  }
+  // Heartbeats are answered from memory, and extend a member's hold on its
+  // partitions: only while the session is certainly alive (the lease) and
+  // not after a stall, until ZooKeeper has confirmed this server still
+  // controls anything.
+  if (!answersFromMemory(now)) {
+    // Not answered, but heard: the member is alive, and once ZooKeeper
+    // answers again in the same session it must not be evicted for a
+    // silence that was this server's.
+    if (GroupController* g = groups_.find(r.group, kept)) g->heard(r.consumerId, now);
+    out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return out;
+  }
+  if (GroupController* g = groups_.find(r.group, kept)) return g->heartbeat(r, caller, now, &kept.member);
+  out.error = claims_.notHere(std::string(r.group), connected_);
+  return out;
+}
+
 bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
                                const protocol::HeartbeatView& r, protocol::HeartbeatResponse& out,
                                std::chrono::steady_clock::time_point readAt) {
@@ -344,24 +364,7 @@ bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::Connect
   const TimePoint now = systemTime_ && readAt != TimePoint{} ? readAt : time_.now();
   // The slot is this coordinator's own: nothing else fills it.
   if (!slot) slot = std::make_unique<HeartbeatSlot>();
-  auto& kept = static_cast<HeartbeatSlot&>(*slot).group;
-  if (stopped_ || !answersFromMemory(now)) {
-    // Not answered, but heard: the member is alive, and once ZooKeeper
-    // answers again in the same session it must not be evicted for a
-    // silence that was this server's.
-    if (!stopped_) {
-      if (GroupController* g = groups_.find(r.group, kept)) g->heard(r.consumerId, now);
-    }
-    out = protocol::HeartbeatResponse{};
-    out.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
-    return true;
-  }
-  if (GroupController* g = groups_.find(r.group, kept)) {
-    out = g->heartbeat(r, caller, now, &kept.member);
-  } else {
-    out = protocol::HeartbeatResponse{};
-    out.error = claims_.notHere(std::string(r.group), connected_);
-  }
+  out = answerHeartbeat(caller, r, now, static_cast<HeartbeatSlot&>(*slot).group);
   return true;
 }
 
@@ -379,12 +382,11 @@ void Coordinator::toController(const Request& r, ResponseCallback& done, F&& f) 
   done(protocol::errorResponse(protocol::Request(r), claims_.notHere(r.group, connected_)));
 }
 
-void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, protocol::HeartbeatRequest r,
+void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::HeartbeatRequest r,
                         ResponseCallback& done) {
-  if (auto g = groups_.find(r.group)) return done(g->heartbeat(r, caller));
-  protocol::HeartbeatResponse resp;
-  resp.error = claims_.notHere(r.group, connected_);
-  done(std::move(resp));
+  GroupTable::Cached kept;
+  done(answerHeartbeat(caller, protocol::HeartbeatView{h.version, h.correlationId, r.group, r.consumerId, r.generation},
+                       time_.now(), kept));
 }
 
 void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,

@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/Options.h"
 #include "adapter/BrokerRacks.h"
 #include "adapter/Clock.h"
 #include "adapter/ControllerClaims.h"
@@ -73,18 +74,18 @@ using layout::GroupSettings;
 struct CoordinatorConfig {
   int32_t serverId = 1;
   std::string advertisedHost = "127.0.0.1";
-  uint16_t advertisedPort = 7400;
+  uint16_t advertisedPort = options::defaultInt("listen.port");
   // The internal listener's address (docs/design.md, "Two addresses");
   // empty / 0 without one.
   std::string internalHost;
   uint16_t internalPort = 0;
-  std::string root = "/groupcoord";
-  std::string topicsPath = "/brokers/topics";
+  std::string root{options::defaultText("zk.root")};
+  std::string topicsPath{options::defaultText("zk.topics.path")};
   // Kafka's broker registrations, whose "rack" fields rack-aware assignment
   // reads.
-  std::string brokersPath = "/brokers/ids";
-  int64_t minSessionTimeoutMs = 1000;
-  int64_t maxSessionTimeoutMs = 300000;
+  std::string brokersPath{options::defaultText("zk.brokers.path")};
+  int64_t minSessionTimeoutMs = options::defaultInt("group.min.session.timeout.ms");
+  int64_t maxSessionTimeoutMs = options::defaultInt("group.max.session.timeout.ms");
   // How often liveness, claims and deadlines are checked: bounds how late an
   // eviction can be.
   Millis tickInterval{10};
@@ -107,16 +108,16 @@ struct CoordinatorConfig {
   int16_t registerMaxVersion = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
   // A server is preferred for groups (and receives them by handover) only
   // once it has been live this long.
-  Millis handoverSettleDelay{10000};
+  Millis handoverSettleDelay{options::defaultInt("handover.settle.ms")};
   // Groups this server hands over at once.
-  size_t handoverMaxInFlight = 8;
+  size_t handoverMaxInFlight = options::defaultInt("handover.max.in.flight");
   // The fleet's placement by load (docs/design.md, "Placement"): the bound,
   // the margin, the weights, and how often a server over its bound hands
   // groups over.
   FleetPlacementConfig placement;
-  Millis placementInterval{30000};
+  Millis placementInterval{options::defaultInt("placement.interval.ms")};
   // Largest member metadata a registration may carry (RegisterConsumer v1).
-  size_t maxMetadataBytes = 4096;
+  size_t maxMetadataBytes = options::defaultInt("group.max.metadata.bytes");
   // The session lease ends this long before ZooKeeper could expire the
   // session (docs/design.md, "The session lease"); 0: a fifth of the
   // session timeout, at least 200 ms.
@@ -225,6 +226,10 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // One route per request type: a new request type that has none does not
   // compile.
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::HeartbeatRequest r, protocol::ResponseCallback& done);
+  // A heartbeat's answer, whichever way it came (route, heartbeatNow); the
+  // lease rule is here and nowhere else.
+  protocol::HeartbeatResponse answerHeartbeat(const protocol::Caller& caller, const protocol::HeartbeatView& r,
+                                              TimePoint now, GroupTable::Cached& kept);
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::CreateGroupRequest r, protocol::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::DeleteGroupRequest r, protocol::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,

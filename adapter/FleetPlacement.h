@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/Options.h"
 #include "adapter/Clock.h"
 #include "adapter/Hash.h"
 #include "adapter/Placement.h"
@@ -43,7 +44,7 @@ struct FleetPlacementConfig {
   Weighting weighting = Weighting::Members;
   // A group's weight is its member count plus this (so that empty groups
   // count); with Weighting::Groups every group weighs this.
-  uint64_t groupWeight = 10;
+  uint64_t groupWeight = options::defaultInt("placement.group.weight");
   Millis refreshEvery{1000};
 };
 

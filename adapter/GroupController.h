@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "common/Options.h"
 #include "adapter/Clock.h"
 #include "adapter/GroupModel.h"
 #include "adapter/GroupPhase.h"
@@ -59,7 +60,7 @@ struct GroupConfig {
   Millis joinWindow{0};
   Millis joinWindowMax{0};
   // Largest member metadata a registration may carry; larger is INVALID_REQUEST.
-  size_t maxMetadataBytes = 4096;
+  size_t maxMetadataBytes = options::defaultInt("group.max.metadata.bytes");
 };
 
 // What every controlled group shares: the session, the other parts, and

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 
+#include "common/Options.h"
 #include "adapter/Clock.h"
 #include "adapter/FleetPlacement.h"
 #include "adapter/GroupTable.h"
@@ -29,7 +30,7 @@ namespace groupcoord::adapter {
 
 struct HandoverConfig {
   // Groups being handed over at once, by this server.
-  size_t maxInFlight = 8;
+  size_t maxInFlight = options::defaultInt("handover.max.in.flight");
   // How often the controlled groups are compared with their preferred
   // servers when nothing changed (a server settling changes nothing that
   // is watched).

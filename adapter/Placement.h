@@ -31,14 +31,16 @@
 #include <string>
 #include <vector>
 
+#include "common/Options.h"
+
 namespace groupcoord::adapter {
 
 struct PlacementConfig {
   // The bound over the mean load, in thousandths: 100 is epsilon = 0.1.
-  uint32_t epsilonPermille = 100;
+  uint32_t epsilonPermille = 10 * options::defaultInt("placement.epsilon.percent");
   // How far over its bound a server may be before it gives groups up, in
   // thousandths of the bound.
-  uint32_t marginPermille = 50;
+  uint32_t marginPermille = 10 * options::defaultInt("placement.margin.percent");
 };
 
 struct PlacementGroup {

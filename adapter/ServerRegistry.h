@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/Options.h"
 #include "adapter/Clock.h"
 #include "adapter/SessionEpoch.h"
 #include "common/Layout.h"
@@ -34,7 +35,7 @@ namespace groupcoord::adapter {
 struct ServerIdentity {
   int32_t id = 1;
   std::string host = "127.0.0.1";
-  uint16_t port = 7400;
+  uint16_t port = options::defaultInt("listen.port");
   // The internal listener's address; empty / 0 without one.
   std::string internalHost;
   uint16_t internalPort = 0;

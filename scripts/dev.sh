@@ -23,6 +23,11 @@
 #       tests print are gathered into <build>/Testing/figures.txt.
 #   scripts/dev.sh setup     install the packages only
 #   scripts/dev.sh build     setup, then configure and build only
+#   scripts/dev.sh generate
+#       setup, configure, build groupcoord-options and write the files printed
+#       from the option table (common/Options.h): packaging/
+#       groupcoordd.properties, docs/options.md, README.md's table of first
+#       options. A test (server_option_docs_test) fails while one is stale.
 #   scripts/dev.sh tsa [cmake --build options...]
 #       setup, then the thread-safety build alone (scripts/thread-safety.sh):
 #       Clang, -Wthread-safety -Werror=thread-safety, every target; non-zero
@@ -82,7 +87,7 @@ build() {
   cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${flags[@]}" ${CMAKE_ARGS:-} > "$build_dir.configure.log" 2>&1 ||
     { cat "$build_dir.configure.log" >&2; exit 1; }
   log "building with $jobs jobs"
-  cmake --build "$build_dir" -j "$jobs"
+  cmake --build "$build_dir" -j "$jobs" "$@"
 }
 
 # The failed tests' own words, last: a long run's output is often read from
@@ -152,6 +157,11 @@ case "$cmd" in
   build)
     setup
     build
+    ;;
+  generate)
+    setup
+    build --target groupcoord-options
+    "$build_dir/server/groupcoord-options" --write "$root"
     ;;
   run)
     setup

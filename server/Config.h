@@ -19,94 +19,95 @@
 #include <string_view>
 #include <vector>
 
+#include "common/Options.h"
 #include "server/HttpServer.h"
 #include "server/TcpServer.h"
 
 namespace groupcoord::server {
 
+// Every field is an option of common/Options.h (bound to its key in
+// Config.cpp), whose help says what it does, and starts at its default.
 struct ServerConfig {
   // Network.
-  std::string listenAddress = "0.0.0.0";
-  int listenPort = 7400;  // 0: any free port (see portFile)
-  std::string advertisedHost;  // empty: the listen address, or the hostname when listening on 0.0.0.0 / ::
-  int advertisedPort = 0;      // 0: the bound port
-  std::string portFile;        // empty: none; else the bound port is written there once listening
+  std::string listenAddress{options::defaultText("listen.address")};
+  int listenPort = options::defaultInt("listen.port");
+  std::string advertisedHost{options::defaultText("advertised.host")};
+  int advertisedPort = options::defaultInt("advertised.port");
+  std::string portFile{options::defaultText("port.file")};
   // The internal listener (docs/design.md, "Two addresses").
-  int internalListenPort = -1;         // -1: none; 0: any free port
-  std::string internalAdvertisedHost;  // empty: as advertised.host defaults
-  int internalAdvertisedPort = 0;      // 0: the bound internal port
+  int internalListenPort = options::defaultInt("internal.listen.port");
+  std::string internalAdvertisedHost{options::defaultText("internal.advertised.host")};
+  int internalAdvertisedPort = options::defaultInt("internal.advertised.port");
 
   // Metrics and health over HTTP (server/HttpServer.h).
-  std::string httpAddress;     // empty: the listen address
-  int httpPort = 7401;         // 0: any free port (see httpPortFile); -1: no HTTP server
-  std::string httpPortFile;    // empty: none; else the bound HTTP port is written there once listening
+  std::string httpAddress{options::defaultText("http.address")};
+  int httpPort = options::defaultInt("http.port");
+  std::string httpPortFile{options::defaultText("http.port.file")};
   // Its limits (docs/design.md, "The HTTP port").
-  int64_t httpMaxConnections = 1024;
-  int64_t httpMaxConnectionsPerSource = 64;
-  int64_t httpHeadTimeoutMs = 5000;
-  int64_t httpIdleTimeoutMs = 5000;
-  int64_t httpWriteTimeoutMs = 10000;
-  int64_t httpStatusThreads = 4;  // the status page may wait for another server
-  int64_t httpStatusQueue = 32;
+  int64_t httpMaxConnections = options::defaultInt("http.max.connections");
+  int64_t httpMaxConnectionsPerSource = options::defaultInt("http.max.connections.per.source");
+  int64_t httpHeadTimeoutMs = options::defaultInt("http.head.timeout.ms");
+  int64_t httpIdleTimeoutMs = options::defaultInt("http.idle.timeout.ms");
+  int64_t httpWriteTimeoutMs = options::defaultInt("http.write.timeout.ms");
+  int64_t httpStatusThreads = options::defaultInt("http.status.threads");
+  int64_t httpStatusQueue = options::defaultInt("http.status.queue");
 
   // Identity. Every server in front of one ensemble needs a distinct id.
-  int32_t serverId = 1;
+  int32_t serverId = options::defaultInt("server.id");
 
   // ZooKeeper.
-  std::string zkConnect = "127.0.0.1:2181";
-  std::string rootPath = "/groupcoord";
-  std::string topicsPath = "/brokers/topics";
-  std::string brokersPath = "/brokers/ids";
-  int64_t zkSessionTimeoutMs = 10000;
-  int64_t zkConnectWaitMs = 30000;  // 0: wait as long as it takes
-  int64_t zkLeaseMarginMs = 0;  // 0: a fifth of the granted session timeout, at least 200 ms
-  std::string zkDigestUser;      // empty: no digest auth
-  std::string zkDigestPassword;  // secret: masked in every log line
+  std::string zkConnect{options::defaultText("zk.connect")};
+  std::string rootPath{options::defaultText("zk.root")};
+  std::string topicsPath{options::defaultText("zk.topics.path")};
+  std::string brokersPath{options::defaultText("zk.brokers.path")};
+  int64_t zkSessionTimeoutMs = options::defaultInt("zk.session.timeout.ms");
+  int64_t zkConnectWaitMs = options::defaultInt("zk.connect.wait.ms");
+  int64_t zkLeaseMarginMs = options::defaultInt("zk.lease.margin.ms");
+  std::string zkDigestUser{options::defaultText("zk.digest.user")};
+  std::string zkDigestPassword{options::defaultText("zk.digest.password")};
 
   // Groups.
-  int64_t minSessionTimeoutMs = 1000;
-  int64_t maxSessionTimeoutMs = 300000;
+  int64_t minSessionTimeoutMs = options::defaultInt("group.min.session.timeout.ms");
+  int64_t maxSessionTimeoutMs = options::defaultInt("group.max.session.timeout.ms");
   // Joins coalesce (docs/design.md, "Coalesced joins").
-  int64_t joinWindowMs = 100;
-  int64_t joinWindowMaxMs = 3000;
+  int64_t joinWindowMs = options::defaultInt("group.join.window.ms");
+  int64_t joinWindowMaxMs = options::defaultInt("group.join.window.max.ms");
   // The newest RegisterConsumer version answered (docs/protocol.md §16).
-  int64_t registerMaxVersion = 2;
+  int64_t registerMaxVersion = options::defaultInt("protocol.register.max.version");
 
   // Placement of groups across servers.
-  int64_t handoverSettleMs = 10000;
-  int64_t handoverMaxInFlight = 8;
+  int64_t handoverSettleMs = options::defaultInt("handover.settle.ms");
+  int64_t handoverMaxInFlight = options::defaultInt("handover.max.in.flight");
   // Bounded-load placement (docs/design.md, "Placement").
-  int64_t placementEpsilonPercent = 10;
-  int64_t placementMarginPercent = 5;
-  int64_t placementIntervalMs = 30000;
-  std::string placementWeight = "members";
-  int64_t placementGroupWeight = 10;
-  int64_t maxMetadataBytes = 4096;
+  int64_t placementEpsilonPercent = options::defaultInt("placement.epsilon.percent");
+  int64_t placementMarginPercent = options::defaultInt("placement.margin.percent");
+  int64_t placementIntervalMs = options::defaultInt("placement.interval.ms");
+  std::string placementWeight{options::defaultText("placement.weight")};
+  int64_t placementGroupWeight = options::defaultInt("placement.group.weight");
+  int64_t maxMetadataBytes = options::defaultInt("group.max.metadata.bytes");
 
   // Limits of the TCP server.
-  int64_t maxFrameBytes = 1 << 20;
-  int64_t maxConnections = 20000;
-  int64_t maxInFlightPerConnection = 1024;
-  int64_t idleTimeoutMs = 30000;
-  int64_t maxOutputBufferBytes = 4 << 20;
-  int64_t ioThreads = 0;  // 0: one per core the process may run on
-  int64_t shutdownGraceMs = 5000;
+  int64_t maxFrameBytes = options::defaultInt("max.frame.bytes");
+  int64_t maxConnections = options::defaultInt("max.connections");
+  int64_t maxInFlightPerConnection = options::defaultInt("max.inflight.per.connection");
+  int64_t idleTimeoutMs = options::defaultInt("idle.timeout.ms");
+  int64_t maxOutputBufferBytes = options::defaultInt("max.output.buffer.bytes");
+  int64_t ioThreads = options::defaultInt("io.threads");
+  int64_t shutdownGraceMs = options::defaultInt("shutdown.grace.ms");
 
   // Clients: authentication (server/Auth.h) and TLS (server/Tls.h); each is
   // off while its file options are empty.
-  std::string authCredentialsFile;
-  std::string authPlain = "allow";  // Authenticate v0: allow, tls (only on TLS connections), never
-  std::string authPermissionsFile;  // empty: the roles alone decide (server/AuthGate.h)
-  std::string tlsCertificateFile;
-  std::string tlsKeyFile;
-  std::string tlsCaFile;  // set: clients must present a certificate signed by this CA
-  // The status page's calls to other servers over TLS verify them with this
-  // CA; empty: tlsCaFile.
-  std::string peerTlsCaFile;
+  std::string authCredentialsFile{options::defaultText("auth.credentials.file")};
+  std::string authPlain{options::defaultText("auth.plain")};
+  std::string authPermissionsFile{options::defaultText("auth.permissions.file")};
+  std::string tlsCertificateFile{options::defaultText("tls.certificate.file")};
+  std::string tlsKeyFile{options::defaultText("tls.key.file")};
+  std::string tlsCaFile{options::defaultText("tls.ca.file")};
+  std::string peerTlsCaFile{options::defaultText("peer.tls.ca.file")};
 
   // Logging.
-  std::string logLevel = "info";  // trace, debug, info, warn, error, critical, off
-  std::string logFile;            // empty: stderr
+  std::string logLevel{options::defaultText("log.level")};
+  std::string logFile{options::defaultText("log.file")};
 
   // The TCP server's part of this configuration.
   TcpServerOptions tcpOptions() const;
@@ -127,16 +128,18 @@ struct ServerConfig {
   uint16_t effectiveInternalAdvertisedPort(uint16_t boundPort) const;
 };
 
-// One option: its key and how to read and print it.
+// One option: its row of common/Options.h and the field it sets.
 struct OptionSpec {
   std::string key;          // properties key, "listen.port"
   std::string valueName;    // for --help, "PORT"
-  std::string description;  // one line for --help
+  std::string description;  // its help (common/Options.h)
   bool secret = false;      // masked when the configuration is logged
   // Parses text into the field; returns "" or why the text is not a value
   // of this option ("not an integer").
   std::function<std::string(ServerConfig&, std::string_view)> set;
   std::function<std::string(const ServerConfig&)> get;
+  // Its row of common/Options.h: kind, default, bounds.
+  const options::Option* row = nullptr;
 };
 
 // Every option, in --help order.

@@ -51,6 +51,7 @@
 #include <memory>
 #include <string>
 
+#include "common/Options.h"
 #include "common/Permissions.h"
 #include "metrics/Registry.h"
 #include "server/StatusSource.h"
@@ -62,14 +63,14 @@ class CredentialStore;
 struct HttpOptions {
   std::string address = "127.0.0.1";  // numeric IPv4 or IPv6, or a resolvable name
   uint16_t port = 0;                   // 0: any free port; port() tells which
-  int statusThreads = 2;               // threads answering the status pages and /api/
-  int statusQueue = 32;                // status requests waiting for one; past it 503
-  int maxConnections = 1024;           // open HTTP connections, all addresses
-  int maxConnectionsPerSource = 64;   // open HTTP connections from one source address
+  int statusThreads = options::defaultInt("http.status.threads");  // threads answering the status pages and /api/
+  int statusQueue = options::defaultInt("http.status.queue");  // status requests waiting for one; past it 503
+  int maxConnections = options::defaultInt("http.max.connections");  // open HTTP connections, all addresses
+  int maxConnectionsPerSource = options::defaultInt("http.max.connections.per.source");  // from one source address
   int maxRequestsPerConnection = 100;  // then the connection closes after its answer
-  std::chrono::milliseconds headTimeout{5000};   // a whole request head, from its first byte
-  std::chrono::milliseconds idleTimeout{5000};   // between requests (and before the first)
-  std::chrono::milliseconds writeTimeout{10000};  // an answer going out with no progress
+  std::chrono::milliseconds headTimeout{options::defaultInt("http.head.timeout.ms")};   // a whole request head, from its first byte
+  std::chrono::milliseconds idleTimeout{options::defaultInt("http.idle.timeout.ms")};   // between requests (and before the first)
+  std::chrono::milliseconds writeTimeout{options::defaultInt("http.write.timeout.ms")};  // an answer going out with no progress
   // Null: no status page (/ and /api/ answer 404).
   std::shared_ptr<StatusSource> status;
   // Set: the status page and /api/ need an admin's Basic credentials.

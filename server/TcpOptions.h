@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/Options.h"
 #include "protocol/Handler.h"
 
 namespace groupcoord::server {
@@ -59,13 +60,13 @@ struct TcpServerOptions {
   // connections the handler sees as internal (protocol::Caller::internal;
   // docs/design.md, "Two addresses"). After bind(): the bound port.
   std::optional<uint16_t> internalPort;
-  int ioThreads = 0;                        // 0: TcpServer::defaultIoThreads()
-  int32_t maxFrameBytes = 1 << 20;          // larger frames close their connection
-  int maxConnections = 20000;               // past it, new connections are closed at once
-  int maxInFlightPerConnection = 1024;      // past it, the socket is not read until responses drain
-  std::chrono::milliseconds idleTimeout{30000};     // a connection holding part of a frame this long is closed
-  size_t maxOutputBytes = 4 << 20;                  // a connection whose unsent output passes this is closed
-  std::chrono::milliseconds shutdownGrace{5000};    // stop() waits this long for in-flight requests
+  int ioThreads = options::defaultInt("io.threads");  // 0: TcpServer::defaultIoThreads()
+  int32_t maxFrameBytes = options::defaultInt("max.frame.bytes");  // larger frames close their connection
+  int maxConnections = options::defaultInt("max.connections");  // past it, new connections are closed at once
+  int maxInFlightPerConnection = options::defaultInt("max.inflight.per.connection");  // past it, the socket is not read until responses drain
+  std::chrono::milliseconds idleTimeout{options::defaultInt("idle.timeout.ms")};  // a connection holding part of a frame this long is closed
+  size_t maxOutputBytes = options::defaultInt("max.output.buffer.bytes");  // a connection whose unsent output passes this is closed
+  std::chrono::milliseconds shutdownGrace{options::defaultInt("shutdown.grace.ms")};  // stop() waits this long for in-flight requests
   // Set: every request passes this authentication and role check
   // (server/AuthGate.h). Unset: Authenticate answers NONE, nothing is checked.
   std::shared_ptr<AuthGate> auth;

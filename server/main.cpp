@@ -29,6 +29,7 @@
 #include "server/HttpServer.h"
 #include "server/Logging.h"
 #include "server/Metrics.h"
+#include "server/OptionDocs.h"
 #include "server/TcpServer.h"
 #include "server/Tls.h"
 
@@ -67,6 +68,11 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
                           .repeatable(false));
     options.addOption(
         Poco::Util::Option("version", "", "print the version and exit").required(false).repeatable(false));
+    options.addOption(Poco::Util::Option("print-properties", "",
+                                         "print a properties file of every option at its default, each with its help, "
+                                         "and exit")
+                          .required(false)
+                          .repeatable(false));
     options.addOption(Poco::Util::Option("config", "c",
                                          std::string("read options from a properties file (key=value lines, keys as "
                                                      "below) [env: ") +
@@ -90,6 +96,9 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     } else if (name == "version") {
       versionRequested_ = true;
       stopOptionsProcessing();
+    } else if (name == "print-properties") {
+      propertiesRequested_ = true;
+      stopOptionsProcessing();
     } else if (name == "config") {
       configFile_ = value;
     } else if (findOption(keyFromCliName(name)) != nullptr) {
@@ -100,6 +109,10 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
   int main(const ArgVec& args) override {
     if (helpRequested_) {
       printHelp(std::cout);
+      return EXIT_OK;
+    }
+    if (propertiesRequested_) {
+      std::cout << propertiesFile();
       return EXIT_OK;
     }
     if (versionRequested_) {
@@ -161,8 +174,12 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     for (const auto& spec : optionSpecs()) {
       std::string def = spec.get(defaults);
       if (def.empty()) def = "(empty)";
-      out << "  --" << cliName(spec.key) << '=' << spec.valueName << "\n      " << spec.description << "\n      default: "
-          << def << "    env: " << envName(spec.key) << "    key: " << spec.key << '\n';
+      std::string help = spec.description;
+      if (spec.row->kind == options::Kind::Integer || spec.row->kind == options::Kind::Choice) {
+        help += " Allowed: " + allowedValues(*spec.row) + ".";
+      }
+      out << "  --" << cliName(spec.key) << '=' << spec.valueName << "\n      " << help
+          << "\n      default: " << def << "    env: " << envName(spec.key) << "    key: " << spec.key << '\n';
     }
   }
 
@@ -394,6 +411,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
   }
 
   bool helpRequested_ = false;
+  bool propertiesRequested_ = false;
   bool versionRequested_ = false;
   std::string configFile_;
   std::map<std::string, std::string> commandLine_;

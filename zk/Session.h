@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "common/Options.h"
 #include "common/Sync.h"
 #include "zk/Client.h"
 #include "zk/CompletionQueue.h"
@@ -50,7 +51,7 @@ struct SessionConfig {
   std::string connect;
   // Asked for; the ensemble grants a value within its [2, 20] ticks range,
   // sessionTimeout() reports what it granted.
-  std::chrono::milliseconds sessionTimeout{10000};
+  std::chrono::milliseconds sessionTimeout{options::defaultInt("zk.session.timeout.ms")};
   // When digestUser is set, the session authenticates with
   // digest "user:password" before its first request, and every znode it
   // creates gets the ACL "creator: all, anyone: read". Otherwise znodes are

@@ -21,6 +21,7 @@
 
 #include "support/LabEnsemble.h"
 #include "support/NetLab.h"
+#include "support/Timing.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -195,10 +196,23 @@ TEST(NetLab, AnEnsembleInTheLabElectsANewLeaderWhenItsLeaderIsIsolated) {
   }
   EXPECT_GE(newLeader, 0) << "the two followers elected no leader without the old one:\n"
                           << zk.logTail(others.empty() ? 0 : (leader + 1) % 3);
-  EXPECT_NE(zk.mode(leader), "leader") << "the isolated node still says it leads";
-  // A write through the majority side.
-  ASSERT_EQ(s.waitConnected(20s), zk::Error::Ok);
-  EXPECT_EQ(s.setSync("/lab", "after", -1).error, zk::Error::Ok);
+  // The isolated leader steps down once it has heard from no quorum for
+  // syncLimit ticks, which may be after the others have elected a new one.
+  const std::chrono::milliseconds stepDown(LabEnsemble::kSyncLimitTicks * zk.tickMs());
+  std::string oldMode;
+  EXPECT_TRUE(eventuallyWithin(designBound(stepDown), [&] {
+    oldMode = zk.mode(leader);
+    return oldMode != "leader";
+  }, 200ms)) << "the isolated node still says it leads";
+  // A write through the majority side. The session may still be on the
+  // isolated node: the write then fails with ConnectionLoss until the
+  // client has moved to a node of the majority, within its session timeout.
+  zk::Error wrote = zk::Error::ConnectionLoss;
+  EXPECT_TRUE(eventuallyWithin(designBound(zc.sessionTimeout), [&] {
+    if (s.waitConnected(1s) != zk::Error::Ok) return false;
+    wrote = s.setSync("/lab", "after", -1).error;
+    return wrote == zk::Error::Ok;
+  }, 200ms)) << "the last write failed with " << static_cast<int>(wrote);
 
   ASSERT_TRUE(lab.healAll());
   const auto rejoin = std::chrono::steady_clock::now() + 60s;

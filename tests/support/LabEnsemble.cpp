@@ -90,7 +90,7 @@ LabEnsemble::LabEnsemble(NetLab& lab, std::vector<int> where, int tickMs)
     std::filesystem::create_directories(nd + "/data");
     std::ofstream(nd + "/data/myid") << i + 1 << "\n";
     std::ofstream cfg(nd + "/zoo.cfg");
-    cfg << "tickTime=" << tickMs_ << "\ninitLimit=10\nsyncLimit=5\ndataDir=" << nd << "/data\n"
+    cfg << "tickTime=" << tickMs_ << "\ninitLimit=10\nsyncLimit=" << kSyncLimitTicks << "\ndataDir=" << nd << "/data\n"
         << "clientPort=" << kClientPort << "\nclientPortAddress=" << lab_.address(where_[i]) << "\n"
         << "maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\nstandaloneEnabled=false\n"
         << "reconfigEnabled=false\nautopurge.purgeInterval=0\n"

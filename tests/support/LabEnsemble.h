@@ -21,6 +21,11 @@ class LabEnsemble {
  public:
   // One ZooKeeper node in each of the lab's nodes `where` (three of them).
   LabEnsemble(NetLab& lab, std::vector<int> where, int tickMs = 500);
+
+  // A leader that hears from no quorum for this many ticks steps down
+  // (the nodes' syncLimit).
+  static constexpr int kSyncLimitTicks = 5;
+  int tickMs() const { return tickMs_; }
   // Kills the nodes still running (SIGKILL) and removes their data.
   ~LabEnsemble();
   LabEnsemble(const LabEnsemble&) = delete;

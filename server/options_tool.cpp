@@ -1,0 +1,76 @@
+// groupcoord-options: prints the files that come from the option table
+// (server/OptionDocs.h) into a checkout, or checks that they are current.
+//
+//   groupcoord-options --check DIR   exit 1 naming every stale file
+//   groupcoord-options --write DIR   write the stale ones
+//   groupcoord-options --print NAME  properties | markdown | first-table
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "server/OptionDocs.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: groupcoord-options --check DIR | --write DIR | --print properties|markdown|first-table\n"
+    "  --check DIR  compare packaging/groupcoordd.properties, docs/options.md and README.md's table of first\n"
+    "               options in the checkout DIR with what common/Options.h prints; exit 1 naming each stale one\n"
+    "  --write DIR  write those that differ\n"
+    "  --print ...  print one to standard output\n";
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace groupcoord::server;
+  if (argc != 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const std::string arg = argv[2];
+  if (mode == "--print") {
+    if (arg == "properties") {
+      std::cout << propertiesFile();
+    } else if (arg == "markdown") {
+      std::cout << optionsMarkdown();
+    } else if (arg == "first-table") {
+      std::cout << firstOptionsTable();
+    } else {
+      std::cerr << "groupcoord-options: nothing called '" << arg << "' to print\n" << kUsage;
+      return 2;
+    }
+    return 0;
+  }
+  if (mode != "--check" && mode != "--write") {
+    std::cerr << kUsage;
+    return 2;
+  }
+  int stale = 0;
+  for (const GeneratedFile& f : generatedFiles(arg)) {
+    const std::string path = arg + "/" + f.path;
+    if (!f.error.empty()) {
+      std::cerr << "groupcoord-options: " << f.error << '\n';
+      return 1;
+    }
+    if (fileText(path) == f.want) continue;
+    if (mode == "--write") {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << f.want;
+      if (!out) {
+        std::cerr << "groupcoord-options: cannot write " << path << '\n';
+        return 1;
+      }
+      std::cout << "wrote " << f.path << '\n';
+    } else {
+      std::cerr << f.path << " is not what common/Options.h prints: run scripts/dev.sh generate\n";
+      ++stale;
+    }
+  }
+  return stale == 0 ? 0 : 1;
+}
