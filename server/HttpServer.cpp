@@ -4,8 +4,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -29,6 +27,7 @@
 #include "common/LogRateLimiter.h"
 #include "server/TcpServer.h"
 #include "server/Tls.h"
+#include "server/Transport.h"
 
 namespace groupcoord::server {
 
@@ -186,7 +185,7 @@ struct HttpServer::Impl {
     };
     uint64_t id = 0;
     UniqueFd fd;
-    SslPtr ssl;
+    std::unique_ptr<Transport> io;  // before `fd` goes
     std::string peer;
     State state = Waiting;
     bool headStarted = false;
@@ -206,8 +205,8 @@ struct HttpServer::Impl {
     std::list<Connection*> waiting;  // displaceable, longest waiting first
   };
 
-  Impl(const HttpOptions& options, const metrics::Registry& registry, const std::function<std::string()>& readiness)
-      : options(options), context{options, registry, readiness} {}
+  Impl(const HttpOptions& served, const metrics::Registry& registry, const std::function<std::string()>& readiness)
+      : options(served), context{served, registry, readiness} {}
 
   ~Impl() { stop(); }
 
@@ -409,11 +408,13 @@ void HttpServer::Impl::acceptAll(Clock::time_point now) {
     c.fd = std::move(fd);
     c.peer = peer;
     if (tls) {
-      c.ssl = tls->accept(c.fd.get());
-      if (!c.ssl) continue;
+      SslPtr ssl = tls->accept(c.fd.get());
+      if (!ssl) continue;
+      c.io = tlsTransport(std::move(ssl));
       c.state = Connection::Handshake;
       c.deadline = now + options.headTimeout;
     } else {
+      c.io = plainTransport(c.fd.get());
       c.state = Connection::Waiting;
       c.deadline = now + options.idleTimeout;
     }
@@ -467,8 +468,8 @@ void HttpServer::Impl::close(Connection& c, HttpClose reason) {
   fromWaiting(c);
   if (auto a = addresses.find(c.peer); a != addresses.end() && --a->second.count <= 0) addresses.erase(a);
   ::epoll_ctl(epollFd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-  // The SSL object first, then its socket.
-  c.ssl.reset();
+  // The transport first, then its socket.
+  c.io.reset();
   c.fd.reset();
   connections.erase(c.id);
   open.store(connections.size(), std::memory_order_relaxed);
@@ -483,43 +484,18 @@ void HttpServer::Impl::close(Connection& c, HttpClose reason) {
 
 long HttpServer::Impl::readSome(Connection& c) {
   char buf[kReadChunk];
-  for (;;) {
-    if (c.ssl) {
-      ERR_clear_error();
-      const int r = SSL_read(c.ssl.get(), buf, sizeof(buf));
-      if (r > 0) {
-        c.in.append(buf, static_cast<size_t>(r));
-        return r;
-      }
-      const int e = SSL_get_error(c.ssl.get(), r);
-      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
-    }
-    const ssize_t r = ::recv(c.fd.get(), buf, sizeof(buf), 0);
-    if (r > 0) {
-      c.in.append(buf, static_cast<size_t>(r));
-      return r;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+  const IoResult r = c.io->read(buf, sizeof(buf));
+  if (r.status == IoStatus::Progress) {
+    c.in.append(buf, r.bytes);
+    return static_cast<long>(r.bytes);
   }
+  return r.status == IoStatus::WantRead || r.status == IoStatus::WantWrite ? 0 : -1;
 }
 
 long HttpServer::Impl::writeSome(Connection& c) {
-  const char* data = c.out.data() + c.outSent;
-  const size_t size = c.out.size() - c.outSent;
-  for (;;) {
-    if (c.ssl) {
-      ERR_clear_error();
-      const int r = SSL_write(c.ssl.get(), data, static_cast<int>(std::min<size_t>(size, 1 << 20)));
-      if (r > 0) return r;
-      const int e = SSL_get_error(c.ssl.get(), r);
-      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
-    }
-    const ssize_t r = ::send(c.fd.get(), data, size, MSG_NOSIGNAL);
-    if (r >= 0) return r;
-    if (errno == EINTR) continue;
-    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-  }
+  const IoResult r = c.io->write(c.out.data() + c.outSent, c.out.size() - c.outSent);
+  if (r.status == IoStatus::Progress) return static_cast<long>(r.bytes);
+  return r.status == IoStatus::WantRead || r.status == IoStatus::WantWrite ? 0 : -1;
 }
 
 // Moves the connection on as far as its socket lets it, without blocking.
@@ -528,17 +504,15 @@ void HttpServer::Impl::drive(Connection& c, Clock::time_point now) {
   for (;;) {
     switch (c.state) {
       case Connection::Handshake: {
-        ERR_clear_error();
-        const int r = SSL_do_handshake(c.ssl.get());
-        if (r == 1) {
+        const IoResult r = c.io->handshake();
+        if (r.status == IoStatus::Progress) {
           // The head's deadline runs on from the accept.
           c.state = Connection::Waiting;
           c.headStarted = true;
           break;
         }
-        const int e = SSL_get_error(c.ssl.get(), r);
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return;
-        spdlog::debug("HTTP: TLS handshake with {} failed: {}", c.peer, takeTlsError());
+        if (r.status == IoStatus::WantRead || r.status == IoStatus::WantWrite) return;
+        spdlog::debug("HTTP: TLS handshake with {} failed: {}", c.peer, c.io->error());
         return close(c, HttpClose::TlsFailed);
       }
       case Connection::Waiting: {
@@ -588,7 +562,7 @@ void HttpServer::Impl::drive(Connection& c, Clock::time_point now) {
           // Unread input would turn the close into a reset that can destroy
           // the answer on its way: stop sending, read what still comes for
           // a moment, then close.
-          if (c.ssl) SSL_shutdown(c.ssl.get());
+          c.io->closeNotify();
           ::shutdown(c.fd.get(), SHUT_WR);
           c.state = Connection::Lingering;
           c.deadline = now + kLinger;

@@ -18,14 +18,13 @@
 #include <utility>
 #include <variant>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include "protocol/Codec.h"
 #include "server/AuthGate.h"
 #include "common/LogRateLimiter.h"
 #include "server/Tls.h"
+#include "server/Transport.h"
 
 namespace groupcoord::server::detail {
 
@@ -233,7 +232,7 @@ struct Connection {
   Clock::time_point untrustedAt{};
   std::shared_ptr<Completions> completions;
   std::shared_ptr<AuthSession> auth;  // who this connection authenticated as; made on its first request
-  SslPtr ssl;                         // set when the listener speaks TLS
+  std::unique_ptr<Transport> tls;     // set when the listener speaks TLS; freed before `fd`
   bool tlsReady = false;              // the TLS handshake is done
 
   uint64_t inFlight() const { return nextSeq - flushedSeq; }
@@ -563,7 +562,7 @@ bool IoLoop::runDeferred() {
     if (c.closed || c.deferred) continue;
     if (c.in.empty() && c.in.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(c.in);
     // TLS may hold decrypted bytes that no epoll event will announce.
-    if (c.ssl != nullptr && c.tlsReady && readingWanted(c)) onReadableTls(c);
+    if (c.tls != nullptr && c.tlsReady && readingWanted(c)) onReadableTls(c);
     if (c.closed) continue;
     maybeFinish(c);
   }
@@ -597,9 +596,10 @@ void IoLoop::addConnection(UniqueFd fd) {
     ::setsockopt(c.fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
   }
   if (options_.tls) {
-    c.ssl = options_.tls->accept(c.fd.get());
+    SslPtr ssl = options_.tls->accept(c.fd.get());
     c.caller.tls = true;
-    if (c.ssl == nullptr) {
+    if (ssl != nullptr) c.tls = tlsTransport(std::move(ssl));
+    if (c.tls == nullptr) {
       spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
       c.fd.reset();
       shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
@@ -612,7 +612,7 @@ void IoLoop::addConnection(UniqueFd fd) {
   ev.data.ptr = &c;
   if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) {
     spdlog::error("I/O thread {}: cannot watch the connection from {}: {}", index_, c.peer, std::strerror(errno));
-    c.ssl.reset();
+    c.tls.reset();
     c.fd.reset();
     shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
     counters_.closed(CloseReason::IoError);
@@ -624,7 +624,7 @@ void IoLoop::addConnection(UniqueFd fd) {
 }
 
 void IoLoop::onEvent(Connection& c, uint32_t events) {
-  if (c.ssl != nullptr && !c.tlsReady) {
+  if (c.tls != nullptr && !c.tlsReady) {
     tlsHandshake(c);
     if (c.closed) return;
     if (!c.tlsReady) {
@@ -660,7 +660,7 @@ void IoLoop::onEvent(Connection& c, uint32_t events) {
 bool IoLoop::readingWanted(const Connection& c) const { return !c.paused && !c.peerEof; }
 
 void IoLoop::onReadable(Connection& c) {
-  if (c.ssl != nullptr) return onReadableTls(c);
+  if (c.tls != nullptr) return onReadableTls(c);
   if (!readingWanted(c) || c.deferred) return;
   ssize_t n;
   // The read whose heartbeat will be timed asks for the kernel's timestamp
@@ -1029,7 +1029,7 @@ void IoLoop::flush(Connection& c) {
 }
 
 bool IoLoop::writeOut(Connection& c) {
-  if (c.ssl != nullptr) return writeOutTls(c);
+  if (c.tls != nullptr) return writeOutTls(c);
   while (c.pendingOut() > 0) {
     const ssize_t n = ::send(c.fd.get(), c.out.data() + c.outOffset, c.pendingOut(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -1116,11 +1116,10 @@ void IoLoop::close(Connection& c, CloseReason reason) {
     c.completions->slots.clear();
   }
   ::epoll_ctl(epollFd_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-  if (c.ssl != nullptr) {
+  if (c.tls != nullptr) {
     // An orderly close tells the client with close_notify (best effort, never waited for).
-    if (c.tlsReady && reason != CloseReason::PeerClosed && reason != CloseReason::IoError) SSL_shutdown(c.ssl.get());
-    c.ssl.reset();  // the SSL object before its socket
-    ERR_clear_error();
+    if (reason != CloseReason::PeerClosed && reason != CloseReason::IoError) c.tls->closeNotify();
+    c.tls.reset();  // the SSL object before its socket
   }
   c.fd.reset();
   shared_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
@@ -1160,7 +1159,7 @@ void IoLoop::tick() {
       if (now_ - c->untrustedAt >= options_.idleTimeout) unread.push_back(c.get());
     } else if (!c->in.empty() && readingWanted(*c) && !c->deferred && now_ - c->frameStartedAt >= options_.idleTimeout) {
       stalled.push_back(c.get());
-    } else if (c->ssl != nullptr && !c->tlsReady && now_ - c->lastReadAt >= options_.idleTimeout) {
+    } else if (c->tls != nullptr && !c->tlsReady && now_ - c->lastReadAt >= options_.idleTimeout) {
       stalled.push_back(c.get());  // a TLS handshake begun and not finished
     }
   }
@@ -1182,10 +1181,8 @@ void IoLoop::tick() {
 }  // namespace groupcoord::server::detail
 
 // ---- TLS ------------------------------------------------------------------
-// The same connection life as plain TCP, with OpenSSL between the socket and
-// the buffers. OpenSSL reads no more than one record ahead (read-ahead is
-// off), so a record it has not handed over never waits without the socket
-// being readable, and level-triggered epoll keeps driving the connection.
+// The same connection life as plain TCP, with the TLS transport
+// (server/Transport.h) between the socket and the buffers.
 
 namespace groupcoord::server::detail {
 
@@ -1194,29 +1191,25 @@ constexpr int kTlsReadsPerEvent = 8;  // then the other connections get their tu
 }  // namespace
 
 void IoLoop::tlsHandshake(Connection& c) {
-  ERR_clear_error();
-  const int rc = SSL_do_handshake(c.ssl.get());
-  if (rc == 1) {
+  const IoResult r = c.tls->handshake();
+  if (r.status == IoStatus::Progress) {
     c.tlsReady = true;
     c.writeBlocked = false;
     c.lastReadAt = now_;
     updateInterest(c);
     return;
   }
-  const int err = SSL_get_error(c.ssl.get(), rc);
-  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-    c.writeBlocked = err == SSL_ERROR_WANT_WRITE;
+  if (r.status == IoStatus::WantRead || r.status == IoStatus::WantWrite) {
+    c.writeBlocked = r.status == IoStatus::WantWrite;
     updateInterest(c);
     return;
   }
-  const int savedErrno = errno;
-  std::string why = takeTlsError();
-  if (why.empty()) why = err == SSL_ERROR_SYSCALL && savedErrno != 0 ? std::strerror(savedErrno) : "the peer went away";
   uint64_t suppressed = 0;
   if (gTlsLog.allow(&suppressed)) {
     spdlog::info("closing the connection from {}: TLS handshake failed (a client without TLS, or one that does not "
                  "trust this server): {}{}",
-                 c.peer, why, suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+                 c.peer, c.tls->error().empty() ? "the peer went away" : c.tls->error(),
+                 suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
   }
   close(c, CloseReason::IoError);
 }
@@ -1224,66 +1217,57 @@ void IoLoop::tlsHandshake(Connection& c) {
 void IoLoop::onReadableTls(Connection& c) {
   for (int i = 0; i < kTlsReadsPerEvent; ++i) {
     if (c.closed || !readingWanted(c) || c.deferred) return;
-    ERR_clear_error();
-    const int n = SSL_read(c.ssl.get(), scratch_.data(), static_cast<int>(scratch_.size()));
-    if (n > 0) {
-      c.lastReadAt = now_;
-      received(c, static_cast<size_t>(n));
-      continue;
+    const IoResult r = c.tls->read(scratch_.data(), scratch_.size());
+    switch (r.status) {
+      case IoStatus::Progress:
+        c.lastReadAt = now_;
+        received(c, r.bytes);
+        continue;
+      case IoStatus::WantRead:
+        return;
+      case IoStatus::WantWrite:
+        c.writeBlocked = true;
+        updateInterest(c);
+        return;
+      case IoStatus::Eof:
+        c.peerEof = true;
+        updateInterest(c);
+        maybeFinish(c);
+        return;
+      case IoStatus::Reset:
+        close(c, CloseReason::PeerClosed);
+        return;
+      case IoStatus::Failed:
+        spdlog::info("closing the connection from {}: TLS read failed: {}", c.peer, c.tls->error());
+        close(c, CloseReason::IoError);
+        return;
     }
-    const int err = SSL_get_error(c.ssl.get(), n);
-    if (err == SSL_ERROR_WANT_READ) return;
-    if (err == SSL_ERROR_WANT_WRITE) {
-      c.writeBlocked = true;
-      updateInterest(c);
-      return;
-    }
-    if (err == SSL_ERROR_ZERO_RETURN) {
-      c.peerEof = true;
-      updateInterest(c);
-      maybeFinish(c);
-      return;
-    }
-    const int savedErrno = errno;
-    const std::string why = takeTlsError();
-    if (err == SSL_ERROR_SYSCALL && (savedErrno == ECONNRESET || savedErrno == 0) && why.empty()) {
-      close(c, CloseReason::PeerClosed);
-    } else {
-      spdlog::info("closing the connection from {}: TLS read failed: {}", c.peer,
-                   why.empty() ? std::string(std::strerror(savedErrno)) : why);
-      close(c, CloseReason::IoError);
-    }
-    return;
   }
 }
 
 bool IoLoop::writeOutTls(Connection& c) {
   if (!c.tlsReady) return true;  // nothing is answered before the handshake: no request was read
   while (c.pendingOut() > 0) {
-    ERR_clear_error();
-    const size_t chunk = std::min<size_t>(c.pendingOut(), 1 << 30);
-    const int n = SSL_write(c.ssl.get(), c.out.data() + c.outOffset, static_cast<int>(chunk));
-    if (n > 0) {
-      c.outOffset += static_cast<size_t>(n);
-      continue;
+    const IoResult r = c.tls->write(c.out.data() + c.outOffset, c.pendingOut());
+    switch (r.status) {
+      case IoStatus::Progress:
+        c.outOffset += r.bytes;
+        continue;
+      case IoStatus::WantWrite:
+        c.writeBlocked = true;
+        updateInterest(c);
+        return true;
+      case IoStatus::WantRead:
+        return true;  // no renegotiation: reading goes on and the next flush retries
+      case IoStatus::Eof:
+      case IoStatus::Reset:
+        close(c, CloseReason::PeerClosed);
+        return false;
+      case IoStatus::Failed:
+        spdlog::info("closing the connection from {}: TLS write failed: {}", c.peer, c.tls->error());
+        close(c, CloseReason::IoError);
+        return false;
     }
-    const int err = SSL_get_error(c.ssl.get(), n);
-    if (err == SSL_ERROR_WANT_WRITE) {
-      c.writeBlocked = true;
-      updateInterest(c);
-      return true;
-    }
-    if (err == SSL_ERROR_WANT_READ) return true;  // no renegotiation: reading goes on and the next flush retries
-    const int savedErrno = errno;
-    const std::string why = takeTlsError();
-    if (err == SSL_ERROR_SYSCALL && (savedErrno == EPIPE || savedErrno == ECONNRESET)) {
-      close(c, CloseReason::PeerClosed);
-    } else {
-      spdlog::info("closing the connection from {}: TLS write failed: {}", c.peer,
-                   why.empty() ? std::string(std::strerror(savedErrno)) : why);
-      close(c, CloseReason::IoError);
-    }
-    return false;
   }
   outputDrained(c);
   return true;
