@@ -217,7 +217,7 @@ struct HttpServer::Impl {
   // Connection thread.
   void run();
   void acceptAll(Clock::time_point now);
-  bool displace(std::list<Connection*>& waiting);
+  bool displace(std::list<Connection*>& waiting, Clock::time_point now);
   void drive(Connection& c, Clock::time_point now);
   void dispatch(Connection& c, HttpRequestHead head, Clock::time_point now);
   void answer(Connection& c, const HttpAnswer& a, bool keepAlive, Clock::time_point now);
@@ -372,7 +372,7 @@ void HttpServer::Impl::acceptAll(Clock::time_point now) {
       if (errno == EMFILE || errno == ENFILE) {
         // Out of descriptors: make room from the connections waiting
         // longest; with none, stop accepting until a connection closes.
-        if (displace(waiting)) continue;
+        if (displace(waiting, now)) continue;
         uint64_t held = 0;
         if (limitLog.allow(&held)) {
           spdlog::warn("HTTP: out of file descriptors with every connection busy; accepting again when one "
@@ -390,9 +390,9 @@ void HttpServer::Impl::acceptAll(Clock::time_point now) {
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     bool room = true;
     if (auto a = addresses.find(peer); a != addresses.end() && a->second.count >= options.maxConnectionsPerSource) {
-      room = displace(a->second.waiting);
+      room = displace(a->second.waiting, now);
     }
-    if (room && static_cast<int>(connections.size()) >= options.maxConnections) room = displace(waiting);
+    if (room && static_cast<int>(connections.size()) >= options.maxConnections) room = displace(waiting, now);
     if (!room) {
       closed[static_cast<size_t>(HttpClose::Refused)].fetch_add(1, std::memory_order_relaxed);
       uint64_t held = 0;
@@ -433,10 +433,24 @@ void HttpServer::Impl::acceptAll(Clock::time_point now) {
   }
 }
 
-bool HttpServer::Impl::displace(std::list<Connection*>& list) {
-  if (list.empty()) return false;
-  close(*list.front(), HttpClose::Displaced);
-  return true;
+bool HttpServer::Impl::displace(std::list<Connection*>& list, Clock::time_point now) {
+  // The connection that has waited longest for a head goes. But the server
+  // may not have read it since its request arrived (accepting a burst of
+  // connections comes first): it is driven once, and if that answers it (it
+  // leaves the list) the next in line is looked at; if its peer had gone,
+  // its room is free.
+  while (!list.empty()) {
+    Connection& c = *list.front();
+    const uint64_t id = c.id;
+    drive(c, now);
+    auto it = connections.find(id);
+    if (it == connections.end()) return true;
+    if (!list.empty() && list.front() == it->second.get()) {
+      close(*it->second, HttpClose::Displaced);
+      return true;
+    }
+  }
+  return false;
 }
 
 void HttpServer::Impl::toWaiting(Connection& c) {
