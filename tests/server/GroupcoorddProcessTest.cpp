@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "server/Config.h"
+#include "server/OptionDocs.h"
 #include "tests/server/ServerTestUtil.h"
 
 extern char** environ;
@@ -132,6 +133,14 @@ class Daemon {
   pid_t pid_ = -1;
   std::optional<int> exitStatus_;
 };
+
+TEST(GroupcoorddProcessTest, PrintPropertiesPrintsEveryOptionAtItsDefaultAndExits) {
+  TempDir dir;
+  Daemon d(dir, {"--print-properties"});
+  ASSERT_EQ(d.waitExit(exitWait()), 0) << d.err();
+  EXPECT_EQ(d.out(), server::propertiesFile());
+  EXPECT_NE(d.out().find("\n#listen.port=7400\n"), std::string::npos);
+}
 
 TEST(GroupcoorddProcessTest, HelpMentionsEveryOptionWithItsEnvironmentVariableAndKey) {
   TempDir dir;
