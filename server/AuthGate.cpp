@@ -178,6 +178,23 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
   admit(*session, caller, next, header, std::move(request), std::move(done));
 }
 
+bool AuthGate::admitsNow(AuthSession& session, protocol::ApiKey api, std::string_view group) {
+  const auto operation = permissions::operationOf(api);
+  const uint64_t generation = policyGeneration_.load(std::memory_order_acquire);
+  MutexLock lock(session.mutex_);
+  // What admit() alone does (reading new rules, refusing with a log line)
+  // stays with it.
+  if (!session.authenticated_ || session.checking_ || !session.waiting_.empty()) return false;
+  if (session.policyGeneration_ != generation) return false;
+  // Their answers are filtered by what the user may describe (admit()).
+  if (api == protocol::ApiKey::ListGroups || api == protocol::ApiKey::DescribeServers) return false;
+  const permissions::Policy* rules = session.policy_.get();
+  if (rules != nullptr && operation) {
+    return (decide(session, *rules, session.user_, session.role_, group) & permissions::bit(*operation)) != 0;
+  }
+  return roleAllows(session.role_, api);
+}
+
 void AuthGate::setPermissions(std::shared_ptr<const permissions::Policy> policy) {
   MutexLock lock(policyMutex_);
   policy_ = std::move(policy);
@@ -400,6 +417,13 @@ void AuthGate::check(Job& job) {
     session.role_ = role.value_or(Role::Member);
     session.user_ = role ? user : std::string();
     forgetDecisions(session);  // decided for the user it was before
+    // The rules in force, read now, so that the calls that follow are
+    // decided under them at once, on the I/O thread too (admitsNow).
+    {
+      MutexLock policyLock(policyMutex_);
+      session.policy_ = policy_;
+      session.policyGeneration_ = policyGeneration_.load(std::memory_order_relaxed);
+    }
     if (!sasl) session.scram_.reset();
   }
   std::chrono::milliseconds wait{0};
@@ -428,6 +452,13 @@ void AuthGate::check(Job& job) {
                                     : std::string(),
                    suppressedNote(suppressed));
     }
+  }
+  // Nothing arrived meanwhile: the session is settled before the answer goes
+  // out, so that what the client sends once it has the answer is admitted
+  // straight away, by the I/O thread too (admitsNow).
+  {
+    MutexLock lock(session.mutex_);
+    if (session.waiting_.empty()) session.checking_ = false;
   }
   job.done(std::move(answer));
 

@@ -100,6 +100,14 @@ class AuthGate {
               const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_);
 
+  // I/O thread: whether handle() would forward a call `api` of `group` on
+  // this session as it is: authenticated, nothing waiting behind an
+  // Authenticate, the rules in force already read by the session, and
+  // allowed (by the rules, or by the role). Then the server may answer it on
+  // the I/O thread (a heartbeat's fast path). false: handle() decides, and
+  // explains a refusal.
+  bool admitsNow(AuthSession& session, protocol::ApiKey api, std::string_view group) EXCLUDES(session.mutex_);
+
   // Ends the worker; checks not yet made are dropped (their connections are
   // closed by then). Idempotent.
   void stop() EXCLUDES(mutex_);

@@ -889,15 +889,18 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
 // handler on this thread: read in place (no copy of its names), answered
 // straight into the output, with no response slot, no callback and no
 // allocation. It takes no sequence number (nothing is in flight before or
-// during it, so the order holds). With authentication on, the gate decides
-// first: the general path. So does anything peekHeartbeat does not accept.
+// during it, so the order holds). With authentication on, the gate admits
+// it first (AuthGate::admitsNow); what the gate would refuse, and anything
+// peekHeartbeat does not accept, takes the general path.
 bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
-  if (options_.auth || c.inFlight() != 0 || c.pendingOut() > options_.maxOutputBytes) return false;
+  if (c.inFlight() != 0 || c.pendingOut() > options_.maxOutputBytes) return false;
+  if (options_.auth && c.auth == nullptr) return false;  // its first request: the general path makes its session
   // This heartbeat's stages are timed: the first the sampled read brought.
   const bool timed = sample_.conn == &c && sample_.state == StageSample::State::Armed;
   const Clock::time_point read = timed ? Clock::now() : Clock::time_point{};
   protocol::HeartbeatView r;
   if (!protocol::peekHeartbeat(body, r)) return false;
+  if (options_.auth && !options_.auth->admitsNow(*c.auth, protocol::ApiKey::Heartbeat, r.group)) return false;
   protocol::HeartbeatResponse hb;
   const Clock::time_point start = options_.observer != nullptr ? Clock::now() : Clock::time_point{};
   try {

@@ -228,6 +228,37 @@ class PermissionGateTest : public ::testing::Test {
   std::unique_ptr<AuthGate> gate_;
 };
 
+// The heartbeat's fast path asks admitsNow() on the I/O thread: it must
+// admit exactly what handle() would forward, and leave to handle() what it
+// refuses or has not decided yet (new rules, a first call).
+TEST_F(PermissionGateTest, AHeartbeatIsAdmittedOnTheIoThreadExactlyWhenHandleWouldForwardIt) {
+  auto fresh = std::make_shared<AuthSession>();
+  EXPECT_FALSE(gate_->admitsNow(*fresh, ApiKey::Heartbeat, "team-a.orders")) << "not authenticated";
+  auto a = as("a-svc");
+  auto b = as("b-svc");
+  auto ops = as("ops");
+  for (const auto& s : {a, b, ops}) {
+    for (const std::string group : {"team-a.orders", "team-b.orders", "other"}) {
+      const int before = handler_.calls();
+      error(s, protocol::HeartbeatRequest{group, "m", 1});
+      const bool forwarded = handler_.calls() > before;
+      // Asked after handle() has read the rules in force for the session.
+      EXPECT_EQ(gate_->admitsNow(*s, ApiKey::Heartbeat, group), forwarded) << group;
+    }
+  }
+  EXPECT_TRUE(gate_->admitsNow(*a, ApiKey::Heartbeat, "team-a.orders"));
+  EXPECT_FALSE(gate_->admitsNow(*b, ApiKey::Heartbeat, "team-a.orders"));
+  // Listings are filtered by admit(): never admitted on the I/O thread.
+  EXPECT_FALSE(gate_->admitsNow(*ops, ApiKey::ListGroups, ""));
+  // New rules: nothing is admitted on the I/O thread until handle() has
+  // read them for the session; then they decide.
+  gate_->setPermissions(policyOk("allow role:member join prefix:team-b.\n"));
+  EXPECT_FALSE(gate_->admitsNow(*a, ApiKey::Heartbeat, "team-a.orders"));
+  EXPECT_EQ(error(a, protocol::HeartbeatRequest{"team-a.orders", "m", 1}), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_FALSE(gate_->admitsNow(*a, ApiKey::Heartbeat, "team-a.orders"));
+  EXPECT_TRUE(gate_->admitsNow(*a, ApiKey::Heartbeat, "team-b.orders"));
+}
+
 TEST_F(PermissionGateTest, EachCallIsDecidedByItsOperationOnItsGroup) {
   auto a = as("a-svc");
   auto b = as("b-svc");

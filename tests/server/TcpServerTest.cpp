@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "client/Connection.h"
+#include "server/Auth.h"
+#include "server/AuthGate.h"
 #include "server/TcpServer.h"
 #include "server/UnservedHandler.h"
 #include "tests/server/ServerTestUtil.h"
@@ -743,6 +745,34 @@ TEST_F(TcpServerTest, AHeartbeatWithNothingAheadIsAnsweredOnItsIoThreadAndItsSta
   EXPECT_EQ(observer.plausible.load(), observer.samples.load());
   EXPECT_EQ(observer.stamped.load(), observer.samples.load()) << "each sample knows when its bytes arrived";
   EXPECT_EQ(observer.inStep.load(), observer.samples.load()) << "each sample says its group's motion";
+}
+
+TEST_F(TcpServerTest, WithAuthenticationOnAnAdmittedHeartbeatIsStillAnsweredOnItsIoThread) {
+  auto& handler = fast_;
+  std::string error;
+  auto store = server::CredentialStore::parse(
+      server::makeCredentialLine("app", server::Role::Member, "app-secret", credentials::kMinIterations, &error) +
+          "\n",
+      "credentials file 't'", &error);
+  ASSERT_NE(store, nullptr) << error;
+  TcpServerOptions options;
+  options.auth = std::make_shared<server::AuthGate>(store);
+  startServer(handler, options);
+  Connection c = connect();
+  // Not authenticated yet: the gate refuses it on the general path.
+  auto refused = c.call(heartbeat(1), answerWait());
+  ASSERT_TRUE(refused.ok) << refused.detail;
+  EXPECT_EQ(protocol::responseError(refused.response), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_EQ(handler.fast.load(), 0);
+  auto auth = c.call(protocol::AuthenticateRequest{"app", "app-secret"}, answerWait());
+  ASSERT_TRUE(auth.ok) << auth.detail;
+  ASSERT_EQ(protocol::responseError(auth.response), ErrorCode::NONE);
+  // Authenticated: the gate admits its heartbeats on the I/O thread.
+  constexpr int kBeats = 32;
+  const int before = handler.fast.load();
+  for (int i = 0; i < kBeats; ++i) ASSERT_TRUE(heartbeatWorks(c, 100 + i)) << "heartbeat " << i;
+  EXPECT_EQ(handler.fast.load() - before, kBeats);
+  EXPECT_EQ(handler.heldCount(), 0u) << "no heartbeat took the general path";
 }
 
 // A handler whose non-heartbeat requests each take `work` of the I/O
