@@ -6,13 +6,15 @@
 // is one heartbeat's instructions, a figure noise does not move.
 //
 //   groupcoord-gate-cost --mode none|roles|permissions [--heartbeats N]
-//                        [--groups G] [--rules R]
+//                        [--groups G] [--rules R] [--path handle|now]
 //
 // none: the handler called directly (the control); roles: the gate with
 // credentials only; permissions: the gate with R rules (half naming one
 // group each, half prefixes), the connection's groups allowed by one of the
 // prefixes. The connection heartbeats for G groups in turn (a client
-// multiplexing G members).
+// multiplexing G members). --path now: each heartbeat is admitted by
+// AuthGate::admitsNow, as the I/O thread's fast path asks, and then handed
+// to the handler directly (handle, the default: through AuthGate::handle).
 
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +48,7 @@ class Answering final : public protocol::Handler {
 __attribute__((noinline)) uint64_t runHeartbeats(server::AuthGate* gate,
                                                  const std::shared_ptr<server::AuthSession>& session,
                                                  protocol::Handler& handler, const std::vector<std::string>& groups,
-                                                 uint64_t n) {
+                                                 uint64_t n, bool now) {
   uint64_t answered = 0;
   const protocol::Caller caller{"127.0.0.1", 40000, ""};
   protocol::RequestHeader h;
@@ -54,7 +56,11 @@ __attribute__((noinline)) uint64_t runHeartbeats(server::AuthGate* gate,
   for (uint64_t i = 0; i < n; ++i) {
     protocol::Request r = protocol::HeartbeatRequest{groups[i % groups.size()], "member-1", 7};
     protocol::ResponseCallback done = [&answered](protocol::Response) { ++answered; };
-    if (gate != nullptr) {
+    if (gate != nullptr && now) {
+      if (gate->admitsNow(*session, protocol::ApiKey::Heartbeat, groups[i % groups.size()])) {
+        handler.handleFrom(caller, h, std::move(r), std::move(done));
+      }
+    } else if (gate != nullptr) {
       gate->handle(session, caller, handler, h, std::move(r), std::move(done));
     } else {
       handler.handleFrom(caller, h, std::move(r), std::move(done));
@@ -77,9 +83,11 @@ int main(int argc, char** argv) {
   const uint64_t n = std::strtoull(arg(argc, argv, "--heartbeats", "20000"), nullptr, 10);
   const int groupCount = std::atoi(arg(argc, argv, "--groups", "10"));
   const int rules = std::atoi(arg(argc, argv, "--rules", "1000"));
-  if ((mode != "none" && mode != "roles" && mode != "permissions") || n == 0 || groupCount <= 0 || rules < 1) {
+  const std::string path = arg(argc, argv, "--path", "handle");
+  if ((mode != "none" && mode != "roles" && mode != "permissions") || n == 0 || groupCount <= 0 || rules < 1 ||
+      (path != "handle" && path != "now")) {
     std::fprintf(stderr, "usage: groupcoord-gate-cost --mode none|roles|permissions [--heartbeats N] [--groups G] "
-                         "[--rules R]\n");
+                         "[--rules R] [--path handle|now]\n");
     return 2;
   }
   std::vector<std::string> groups;
@@ -140,8 +148,8 @@ int main(int argc, char** argv) {
     handler.calls = 0;
   }
   // Warm: the connection's remembered decisions, the allocator.
-  runHeartbeats(gate.get(), session, handler, groups, 1000);
-  const uint64_t answered = runHeartbeats(gate.get(), session, handler, groups, n);
+  runHeartbeats(gate.get(), session, handler, groups, 1000, path == "now");
+  const uint64_t answered = runHeartbeats(gate.get(), session, handler, groups, n, path == "now");
   if (answered != n || handler.calls != n + 1000) {
     std::fprintf(stderr, "%llu of %llu heartbeats answered, %llu reached the handler\n",
                  static_cast<unsigned long long>(answered), static_cast<unsigned long long>(n),

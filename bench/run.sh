@@ -300,6 +300,20 @@ for s in "${scenarios[@]}"; do
           tee -a "$table"
         printf '| 9b gate | permissions minus roles only, %s group(s) on one connection (instructions per heartbeat) | %s |  |\n' \
           "$groups" "$(( gate_per[permissions] - gate_per[roles] ))" | tee -a "$table"
+        # The I/O thread's fast path: the gate's admitsNow, then the handler.
+        for mode in roles permissions; do
+          ir=()
+          for n in "$gate_n" "$((2 * gate_n))"; do
+            out="$work/gate-now.$groups.$mode.$n"
+            valgrind --tool=callgrind --toggle-collect='*runHeartbeats*' --callgrind-out-file="$out" \
+              "$gate_bin" --mode "$mode" --path now --heartbeats "$n" --groups "$groups" --rules 1000 >/dev/null 2>"$out.log" ||
+              { cat "$out.log" >&2; exit 1; }
+            ir+=("$(awk '/^totals:/ {print $2}' "$out")")
+          done
+          gate_per[now_$mode]=$(( (ir[1] - ir[0]) / gate_n ))
+        done
+        printf '| 9b gate | instructions per heartbeat into the handler through the fast path'"'"'s check (AuthGate::admitsNow), %s group(s): roles only / 1,000 permission rules |  %s / %s |  |\n' \
+          "$groups" "${gate_per[now_roles]}" "${gate_per[now_permissions]}" | tee -a "$table"
         unset gate_per
       done
       ;;
