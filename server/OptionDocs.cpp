@@ -106,6 +106,12 @@ std::string allowedValues(const Option& o) {
   return std::string(o.valueName);
 }
 
+std::string helpWithAllowed(const Option& o) {
+  std::string help(o.help);
+  if (o.kind == Kind::Integer || o.kind == Kind::Choice) help += " Allowed: " + allowedValues(o) + ".";
+  return help;
+}
+
 std::string propertiesFile() {
   std::string out =
       "# groupcoordd configuration: every option, with its default.\n"
@@ -129,9 +135,7 @@ std::string propertiesFile() {
       section = o.section;
       out += "\n## " + std::string(section) + "\n";
     }
-    std::string help(o.help);
-    if (o.kind == Kind::Integer || o.kind == Kind::Choice) help += " Allowed: " + allowedValues(o) + ".";
-    out += "\n" + wrapText(help, 76, "# ");
+    out += "\n" + wrapText(helpWithAllowed(o), 76, "# ");
     out += "# default: " + shownDefault(o) + "\n";
     out += (o.setInExample ? "" : "#") + std::string(o.key) + "=" + exampleValue(o) + "\n";
   }

@@ -24,6 +24,10 @@ std::string shownDefault(const options::Option& option);
 // value's name for text.
 std::string allowedValues(const options::Option& option);
 
+// The option's help, with what an integer or a choice allows appended
+// (" Allowed: 0..65535."): what --help and the properties file print.
+std::string helpWithAllowed(const options::Option& option);
+
 // packaging/groupcoordd.properties.
 std::string propertiesFile();
 

@@ -174,11 +174,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     for (const auto& spec : optionSpecs()) {
       std::string def = spec.get(defaults);
       if (def.empty()) def = "(empty)";
-      std::string help = spec.description;
-      if (spec.row->kind == options::Kind::Integer || spec.row->kind == options::Kind::Choice) {
-        help += " Allowed: " + allowedValues(*spec.row) + ".";
-      }
-      out << "  --" << cliName(spec.key) << '=' << spec.valueName << "\n      " << help
+      out << "  --" << cliName(spec.key) << '=' << spec.valueName << "\n      " << helpWithAllowed(*spec.row)
           << "\n      default: " << def << "    env: " << envName(spec.key) << "    key: " << spec.key << '\n';
     }
   }
