@@ -148,12 +148,8 @@ std::vector<OptionSpec> makeSpecs() {
 }
 
 bool isChoice(std::string_view choices, std::string_view value) {
-  while (true) {
-    const size_t bar = choices.find('|');
-    if (choices.substr(0, bar) == value) return true;
-    if (bar == std::string_view::npos) return false;
-    choices.remove_prefix(bar + 1);
-  }
+  const std::vector<std::string_view> words = choiceList(choices);
+  return std::find(words.begin(), words.end(), value) != words.end();
 }
 
 std::string optionLabel(std::string_view key) {

@@ -16,12 +16,7 @@ using options::Option;
 
 // "a, b or c" from "a|b|c".
 std::string choiceWords(std::string_view words) {
-  std::vector<std::string_view> list;
-  while (!words.empty()) {
-    const size_t bar = words.find('|');
-    list.push_back(words.substr(0, bar));
-    words = bar == std::string_view::npos ? std::string_view() : words.substr(bar + 1);
-  }
+  const std::vector<std::string_view> list = choiceList(words);
   std::string out;
   for (size_t i = 0; i < list.size(); ++i) {
     if (i > 0) out += i + 1 == list.size() ? " or " : ", ";
@@ -61,6 +56,16 @@ std::string anchorOf(std::string_view heading) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> choiceList(std::string_view words) {
+  std::vector<std::string_view> list;
+  while (!words.empty()) {
+    const size_t bar = words.find('|');
+    list.push_back(words.substr(0, bar));
+    words = bar == std::string_view::npos ? std::string_view() : words.substr(bar + 1);
+  }
+  return list;
+}
 
 std::string wrapText(std::string_view text, size_t width, std::string_view prefix) {
   std::string out;

@@ -17,6 +17,9 @@ namespace groupcoord::server {
 // stands alone), each starting with `prefix`; every line ends in '\n'.
 std::string wrapText(std::string_view text, size_t width, std::string_view prefix);
 
+// A choice option's words: "allow|tls|never" -> {"allow", "tls", "never"}.
+std::vector<std::string_view> choiceList(std::string_view words);
+
 // The default as the files show it: "(empty)" for empty text.
 std::string shownDefault(const options::Option& option);
 
