@@ -19,332 +19,137 @@ using wire::Writer;
 // A response header: Version int16 + CorrelationId int64.
 constexpr size_t kResponseHeaderBytes = 10;
 
-// ---- Reading structures ------------------------------------------------------
-// Each reader reads every field and reports only at the end: the Reader's
-// failure is sticky, so a field after a failed one does nothing.
+// ---- Reading and writing by description ----------------------------------------
+// Every message lists its fields once (`fields` in protocol/Messages.h,
+// protocol/Schema.h); these visitors read and write them. A field's wire
+// type follows from its C++ type: the integers as they are; bool a byte 0
+// or 1; std::string a `string`, or `bytes` when described so; a vector an
+// array; a described struct its own fields. ErrorCode, GroupState and
+// RebalanceReason keep any value (a newer server may send one this build
+// does not name); AssignmentMode is an int8 enum, anything above CLIENT is
+// malformed.
 
-bool readErrorCode(Reader& r, ErrorCode& e, const char* field) {
-  // Any int16 is kept: a newer server may answer a code this build does not
-  // name, and the caller still sees a non-NONE error.
-  int16_t v = 0;
-  if (!r.readInt16(v, field)) return false;
-  e = static_cast<ErrorCode>(v);
-  return true;
-}
-
-bool readName(Reader& r, std::string& s) { return r.readString(s, "Name"); }
-
-bool readBroker(Reader& r, Broker& b) {
-  r.readInt32(b.brokerId, "BrokerId");
-  r.readString(b.host, "Host");
-  return r.readUint16(b.port, "Port");
-}
-
-bool readTopicPartition(Reader& r, TopicPartition& tp) {
-  r.readString(tp.topic, "Topic");
-  return r.readInt32(tp.partition, "Partition");
-}
-
-bool readPartitionOffset(Reader& r, PartitionOffset& po) {
-  r.readString(po.topic, "Topic");
-  r.readInt32(po.partition, "Partition");
-  return r.readInt64(po.offset, "Offset");
-}
-
-bool readPartitionError(Reader& r, PartitionError& pe) {
-  r.readString(pe.topic, "Topic");
-  r.readInt32(pe.partition, "Partition");
-  return readErrorCode(r, pe.error, "ErrorCode");
-}
-
-bool readNames(Reader& r, std::vector<std::string>& v, const char* field) {
-  return wire::readArray(r, v, wire::kMinStringBytes, field, readName);
-}
-
-bool readMode(Reader& r, AssignmentMode& m) {
-  int8_t v = 0;
-  if (!r.readEnum8(v, static_cast<int8_t>(AssignmentMode::CLIENT), "AssignmentMode")) return false;
-  m = static_cast<AssignmentMode>(v);
-  return true;
-}
-
-bool readGroupInfo(Reader& r, GroupInfo& g) {
-  r.readString(g.name, "GroupName");
-  readErrorCode(r, g.error, "ErrorCode");
-  readNames(r, g.members, "GroupMembers");
-  readNames(r, g.topics, "Topics");
-  readBroker(r, g.controller);
-  r.readInt64(g.sessionTimeoutMs, "SessionTimeout");
-  r.readInt64(g.generation, "Generation");
-  return r.readBool(g.ephemeral, "Ephemeral");
-}
-
-bool readGroupInfoV1(Reader& r, GroupInfo& g) {
-  readGroupInfo(r, g);
-  return readMode(r, g.mode);
-}
-
-bool readMemberMetadata(Reader& r, MemberMetadata& m) {
-  r.readString(m.consumerId, "ConsumerId");
-  r.readBytes(m.metadata, "Metadata");
-  return r.readString(m.rack, "Rack");
-}
-
-bool readTopicState(Reader& r, TopicState& t) {
-  r.readString(t.topic, "Topic");
-  return r.readInt32(t.partitions, "Partitions");
-}
-
-bool readMemberState(Reader& r, MemberState& m) {
-  r.readString(m.consumerId, "ConsumerId");
-  r.readString(m.clientId, "ClientId");
-  r.readString(m.host, "Host");
-  r.readUint16(m.port, "Port");
-  r.readInt64(m.joinedAtMs, "JoinedAt");
-  r.readInt64(m.lastHeardMs, "LastHeard");
-  wire::readArray(r, m.held, wire::kMinTopicPartitionBytes, "Held", readTopicPartition);
-  return wire::readArray(r, m.waiting, wire::kMinTopicPartitionBytes, "Waiting", readTopicPartition);
-}
-
-bool readMemberStateV1(Reader& r, MemberState& m) {
-  readMemberState(r, m);
-  r.readBytes(m.metadata, "Metadata");
-  return r.readString(m.rack, "Rack");
-}
-
-bool readRebalanceEvent(Reader& r, RebalanceEvent& e) {
-  r.readInt64(e.timeMs, "Time");
-  r.readInt64(e.generation, "Generation");
-  int16_t reason = 0;
-  // Any int16 is kept, as for ErrorCode: a newer server may know more reasons.
-  if (r.readInt16(reason, "Reason")) e.reason = static_cast<RebalanceReason>(reason);
-  r.readInt32(e.count, "Count");
-  r.readString(e.consumerId, "ConsumerId");
-  r.readString(e.clientId, "ClientId");
-  r.readString(e.host, "Host");
-  r.readString(e.subject, "Subject");
-  r.readInt64(e.value, "Value");
-  return r.readString(e.detail, "Detail");
-}
-
-bool readServerPlacement(Reader& r, ServerPlacement& s) {
-  r.readInt32(s.id, "ServerId");
-  r.readString(s.host, "Host");
-  r.readInt32(s.port, "Port");
-  r.readBool(s.drained, "Drained");
-  r.readBool(s.settled, "Settled");
-  r.readBool(s.candidate, "Candidate");
-  r.readInt64(s.load, "Load");
-  r.readInt32(s.groups, "Groups");
-  return r.readInt64(s.placed, "Placed");
-}
-
-bool readGroupMove(Reader& r, GroupMove& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readInt64(m.weight, "Weight");
-  r.readInt32(m.controller, "Controller");
-  return r.readInt32(m.target, "Target");
-}
-
-// ---- Request bodies ------------------------------------------------------------
-
-bool readBody(Reader& r, HeartbeatRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readString(m.consumerId, "ConsumerId");
-  return r.readInt64(m.generation, "Generation");
-}
-
-bool readBody(Reader& r, CreateGroupRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readInt64(m.sessionTimeoutMs, "SessionTimeout");
-  readNames(r, m.topics, "Topics");
-  return r.readBool(m.ephemeral, "Ephemeral");
-}
-
-// Version 1 adds AssignmentMode (int8: 0 server, 1 client).
-bool readBody(Reader& r, CreateGroupRequest& m, int16_t version) {
-  readBody(r, m);
-  return version < 1 || readMode(r, m.mode);
-}
-
-bool readBody(Reader& r, DeleteGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
-
-bool readBody(Reader& r, RegisterConsumerRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readString(m.consumerId, "ConsumerId");
-  return wire::readArray(r, m.owned, wire::kMinTopicPartitionBytes, "OwnedPartitions", readTopicPartition);
-}
-
-// Version 1 adds Metadata (bytes) and Rack (string).
-bool readBody(Reader& r, RegisterConsumerRequest& m, int16_t version) {
-  readBody(r, m);
-  if (version < 1) return r.ok();
-  r.readBytes(m.metadata, "Metadata");
-  r.readString(m.rack, "Rack");
-  if (version < 2) return r.ok();
-  return r.readInt64(m.knownGeneration, "KnownGeneration");
-}
-
-bool readBody(Reader& r, ListGroupsRequest& m) { return readNames(r, m.groups, "ConsumerGroups"); }
-
-bool readBody(Reader& r, LeaveGroupRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  return r.readString(m.consumerId, "ConsumerId");
-}
-
-bool readBody(Reader& r, CommitOffsetsRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readString(m.consumerId, "ConsumerId");
-  r.readInt64(m.generation, "Generation");
-  return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
-}
-
-bool readBody(Reader& r, FetchOffsetsRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  return readNames(r, m.topics, "Topics");
-}
-
-bool readBody(Reader& r, RewindConsumerRequest& m) {
-  r.readString(m.group, "ConsumerGroup");
-  return wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
-}
-
-// Version 1: Mechanism (string) and Message (bytes) instead of User and Secret.
-bool readBody(Reader& r, AuthenticateRequest& m, int16_t version) {
-  if (version >= 1) {
-    r.readString(m.mechanism, "Mechanism");
-    return r.readBytes(m.message, "Message");
-  }
-  r.readString(m.user, "User");
-  return r.readString(m.secret, "Secret");
-}
-
-// Drain is a bool on the wire: a byte other than 0 or 1 is malformed.
-bool readBody(Reader& r, DrainServerRequest& m) {
-  r.readInt32(m.serverId, "ServerId");
-  return r.readBool(m.drain, "Drain");
-}
-
-bool readBody(Reader& r, DescribeGroupRequest& m) { return r.readString(m.group, "ConsumerGroup"); }
-
-// No field: the header is the whole request.
-bool readBody(Reader& r, DescribeServersRequest&) { return r.ok(); }
-
-// ---- Response bodies -----------------------------------------------------------
-
-bool readBody(Reader& r, HeartbeatResponse& m) {
-  r.readInt64(m.generation, "ControllerGeneration");
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-bool readBody(Reader& r, CreateGroupResponse& m) {
-  r.readString(m.group, "ConsumerGroup");
-  readErrorCode(r, m.error, "ErrorCode");
-  return readBroker(r, m.controller);
-}
-
-bool readBody(Reader& r, DeleteGroupResponse& m) {
-  r.readString(m.group, "ConsumerGroup");
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-bool readBody(Reader& r, RegisterConsumerResponse& m) {
-  r.readString(m.group, "ConsumerGroup");
-  r.readString(m.consumerId, "ConsumerId");
-  r.readInt64(m.generation, "Generation");
-  readNames(r, m.members, "GroupMembers");
-  wire::readArray(r, m.partitions, wire::kMinPartitionOffsetBytes, "PartitionsToOwn", readPartitionOffset);
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-// Version 1 adds AssignmentMode and MemberData ([MemberMetadata]).
-bool readBody(Reader& r, RegisterConsumerResponse& m, int16_t version) {
-  readBody(r, m);
-  if (version < 1) return r.ok();
-  readMode(r, m.mode);
-  wire::readArray(r, m.memberData, wire::kMinMemberMetadataBytes, "MemberData", readMemberMetadata);
-  if (version < 2) return r.ok();
-  r.readInt32(m.memberCount, "MemberCount");
-  r.readInt64(m.listBase, "ListBase");
-  return readNames(r, m.removedMembers, "RemovedMembers");
-}
-
-// Version 1: each GroupInfo ends with AssignmentMode.
-bool readBody(Reader& r, ListGroupsResponse& m, int16_t version) {
-  if (version >= 1) {
-    wire::readArray(r, m.groups, wire::kMinGroupInfoBytes + 1, "GroupsInfo", readGroupInfoV1);
-  } else {
-    wire::readArray(r, m.groups, wire::kMinGroupInfoBytes, "GroupsInfo", readGroupInfo);
-  }
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-bool readBody(Reader& r, LeaveGroupResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
-
-bool readBody(Reader& r, CommitOffsetsResponse& m) {
-  wire::readArray(r, m.results, wire::kMinPartitionErrorBytes, "Results", readPartitionError);
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-bool readBody(Reader& r, FetchOffsetsResponse& m) {
-  wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-bool readBody(Reader& r, RewindConsumerResponse& m) {
-  wire::readArray(r, m.results, wire::kMinPartitionErrorBytes, "Results", readPartitionError);
-  return readErrorCode(r, m.error, "ErrorCode");
-}
-
-// Version 1 adds Message (bytes).
-bool readBody(Reader& r, AuthenticateResponse& m, int16_t version) {
-  readErrorCode(r, m.error, "ErrorCode");
-  return version < 1 || r.readBytes(m.message, "Message");
-}
-
-bool readBody(Reader& r, DrainServerResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
-
-bool readBody(Reader& r, DescribeGroupResponse& m, int16_t version) {
-  r.readString(m.group, "ConsumerGroup");
-  readErrorCode(r, m.error, "ErrorCode");
-  readBroker(r, m.controller);
-  int8_t state = 0;
-  if (r.readInt8(state, "State")) m.state = static_cast<GroupState>(state);
-  r.readInt64(m.sessionTimeoutMs, "SessionTimeout");
-  r.readBool(m.ephemeral, "Ephemeral");
-  r.readInt64(m.generation, "Generation");
-  wire::readArray(r, m.topics, wire::kMinTopicStateBytes, "Topics", readTopicState);
-  // Version 1: each MemberState ends with Metadata and Rack; the answer with AssignmentMode.
-  if (version >= 1) {
-    wire::readArray(r, m.members, wire::kMinMemberStateBytes + 6, "Members", readMemberStateV1);
-  } else {
-    wire::readArray(r, m.members, wire::kMinMemberStateBytes, "Members", readMemberState);
-  }
-  wire::readArray(r, m.offsets, wire::kMinPartitionOffsetBytes, "Offsets", readPartitionOffset);
-  wire::readArray(r, m.history, wire::kMinRebalanceEventBytes, "History", readRebalanceEvent);
-  return version < 1 || readMode(r, m.mode);
-}
-
-bool readBody(Reader& r, DescribeServersResponse& m) {
-  readErrorCode(r, m.error, "ErrorCode");
-  r.readInt32(m.server, "ServerId");
-  r.readInt32(m.epsilonPermille, "EpsilonPermille");
-  r.readInt32(m.marginPermille, "MarginPermille");
-  r.readString(m.weighting, "Weighting");
-  r.readInt64(m.groupWeight, "GroupWeight");
-  r.readInt64(m.total, "Total");
-  r.readInt64(m.bound, "Bound");
-  r.readBool(m.complete, "Complete");
-  wire::readArray(r, m.servers, wire::kMinServerPlacementBytes, "Servers", readServerPlacement);
-  return wire::readArray(r, m.moves, wire::kMinGroupMoveBytes, "Moves", readGroupMove);
-}
-
-bool readBody(Reader& r, ErrorOnlyResponse& m) { return readErrorCode(r, m.error, "ErrorCode"); }
-
-// The bodies that are the same in every version.
 template <typename T>
-bool readBody(Reader& r, T& m, int16_t /*version*/) {
-  return readBody(r, m);
+int16_t newestOf() {
+  if constexpr (ApiMessage<T>) {
+    return maxVersion(T::kApi);
+  } else {
+    return 0;  // ErrorOnlyResponse: every field of every version
+  }
+}
+
+struct FieldReader {
+  Reader& r;
+  int16_t version;
+  int16_t newest;
+
+  template <typename T, typename... Options>
+  void operator()(T& value, const char* wire, const char* python, Options... options) {
+    const schema::Field f = schema::field(wire, python, options...);
+    if (f.carriedAt(version, newest)) read(value, f);
+  }
+
+  void read(int8_t& v, const schema::Field& f) { r.readInt8(v, f.wire); }
+  void read(int16_t& v, const schema::Field& f) { r.readInt16(v, f.wire); }
+  void read(uint16_t& v, const schema::Field& f) { r.readUint16(v, f.wire); }
+  void read(int32_t& v, const schema::Field& f) { r.readInt32(v, f.wire); }
+  void read(int64_t& v, const schema::Field& f) { r.readInt64(v, f.wire); }
+  void read(bool& v, const schema::Field& f) { r.readBool(v, f.wire); }
+  void read(std::string& v, const schema::Field& f) {
+    if (f.bytes) {
+      r.readBytes(v, f.wire);
+    } else {
+      r.readString(v, f.wire);
+    }
+  }
+  void read(AssignmentMode& m, const schema::Field& f) {
+    int8_t v = 0;
+    if (r.readEnum8(v, static_cast<int8_t>(AssignmentMode::CLIENT), f.wire)) m = static_cast<AssignmentMode>(v);
+  }
+  // Kept whatever the value, as the comment above says.
+  template <typename E>
+    requires std::is_enum_v<E>
+  void read(E& e, const schema::Field& f) {
+    std::underlying_type_t<E> v{};
+    if (read(v, f), r.ok()) e = static_cast<E>(v);
+  }
+  template <typename E>
+  void read(std::vector<E>& items, const schema::Field& f) {
+    // Versions past the newest carry what every version has, as version 0 does.
+    const size_t smallest = schema::smallest<E>(version <= newest ? version : 0);
+    wire::readArray(r, items, smallest, f.wire, [this](Reader&, E& item) {
+      if constexpr (schema::Described<E>) {
+        E::fields(*this, item);
+      } else {
+        read(item, schema::field("Name", ""));  // an array of names
+      }
+      return r.ok();
+    });
+  }
+  template <typename S>
+    requires schema::Described<S>
+  void read(S& s, const schema::Field&) {
+    S::fields(*this, s);
+  }
+};
+
+struct FieldWriter {
+  Writer& w;
+  int16_t version;
+  int16_t newest;
+
+  template <typename T, typename... Options>
+  void operator()(const T& value, const char* wire, const char* python, Options... options) {
+    const schema::Field f = schema::field(wire, python, options...);
+    if (f.carriedAt(version, newest)) write(value, f);
+  }
+
+  void write(int8_t v, const schema::Field&) { w.writeInt8(v); }
+  void write(int16_t v, const schema::Field&) { w.writeInt16(v); }
+  void write(uint16_t v, const schema::Field&) { w.writeUint16(v); }
+  void write(int32_t v, const schema::Field&) { w.writeInt32(v); }
+  void write(int64_t v, const schema::Field&) { w.writeInt64(v); }
+  void write(bool v, const schema::Field&) { w.writeBool(v); }
+  void write(const std::string& v, const schema::Field& f) {
+    if (f.bytes) {
+      w.writeBytes(v);
+    } else {
+      w.writeString(v);
+    }
+  }
+  template <typename E>
+    requires std::is_enum_v<E>
+  void write(E e, const schema::Field& f) {
+    write(static_cast<std::underlying_type_t<E>>(e), f);
+  }
+  template <typename E>
+  void write(const std::vector<E>& items, const schema::Field&) {
+    wire::writeArray(w, items, [this](Writer&, const E& item) {
+      if constexpr (schema::Described<E>) {
+        E::fields(*this, item);
+      } else {
+        write(item, schema::field("Name", ""));
+      }
+    });
+  }
+  template <typename S>
+    requires schema::Described<S>
+  void write(const S& s, const schema::Field&) {
+    S::fields(*this, s);
+  }
+};
+
+// Reads the fields of `m` that `version` carries.
+template <typename T>
+void readBody(Reader& r, T& m, int16_t version) {
+  FieldReader reader{r, version, newestOf<T>()};
+  T::fields(reader, m);
+}
+
+template <typename T>
+void writeBody(Writer& w, const T& m, int16_t version) {
+  FieldWriter writer{w, version, newestOf<T>()};
+  T::fields(writer, m);
 }
 
 // Decodes a `T` of `version` into `v` from r, strictly (no trailing bytes).
@@ -411,300 +216,6 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key, int16_t version) {
   return false;
 }
 static_assert(kApiCount == 13, "decodeByKey covers every ApiKey");
-
-// ---- Writing -------------------------------------------------------------------
-
-void writeErrorCode(Writer& w, ErrorCode e) { w.writeInt16(static_cast<int16_t>(e)); }
-
-void writeName(Writer& w, const std::string& s) { w.writeString(s); }
-
-void writeBroker(Writer& w, const Broker& b) {
-  w.writeInt32(b.brokerId);
-  w.writeString(b.host);
-  w.writeUint16(b.port);
-}
-
-void writeTopicPartition(Writer& w, const TopicPartition& tp) {
-  w.writeString(tp.topic);
-  w.writeInt32(tp.partition);
-}
-
-void writePartitionOffset(Writer& w, const PartitionOffset& po) {
-  w.writeString(po.topic);
-  w.writeInt32(po.partition);
-  w.writeInt64(po.offset);
-}
-
-void writePartitionError(Writer& w, const PartitionError& pe) {
-  w.writeString(pe.topic);
-  w.writeInt32(pe.partition);
-  writeErrorCode(w, pe.error);
-}
-
-void writeNames(Writer& w, const std::vector<std::string>& v) { wire::writeArray(w, v, writeName); }
-
-void writeMode(Writer& w, AssignmentMode m) { w.writeInt8(static_cast<int8_t>(m)); }
-
-void writeMemberMetadata(Writer& w, const MemberMetadata& m) {
-  w.writeString(m.consumerId);
-  w.writeBytes(m.metadata);
-  w.writeString(m.rack);
-}
-
-void writeGroupInfo(Writer& w, const GroupInfo& g) {
-  w.writeString(g.name);
-  writeErrorCode(w, g.error);
-  writeNames(w, g.members);
-  writeNames(w, g.topics);
-  writeBroker(w, g.controller);
-  w.writeInt64(g.sessionTimeoutMs);
-  w.writeInt64(g.generation);
-  w.writeBool(g.ephemeral);
-}
-
-void writeTopicState(Writer& w, const TopicState& t) {
-  w.writeString(t.topic);
-  w.writeInt32(t.partitions);
-}
-
-void writeMemberStateV1(Writer& w, const MemberState& m);
-
-void writeMemberState(Writer& w, const MemberState& m) {
-  w.writeString(m.consumerId);
-  w.writeString(m.clientId);
-  w.writeString(m.host);
-  w.writeUint16(m.port);
-  w.writeInt64(m.joinedAtMs);
-  w.writeInt64(m.lastHeardMs);
-  wire::writeArray(w, m.held, writeTopicPartition);
-  wire::writeArray(w, m.waiting, writeTopicPartition);
-}
-
-void writeMemberStateV1(Writer& w, const MemberState& m) {
-  writeMemberState(w, m);
-  w.writeBytes(m.metadata);
-  w.writeString(m.rack);
-}
-
-void writeRebalanceEvent(Writer& w, const RebalanceEvent& e) {
-  w.writeInt64(e.timeMs);
-  w.writeInt64(e.generation);
-  w.writeInt16(static_cast<int16_t>(e.reason));
-  w.writeInt32(e.count);
-  w.writeString(e.consumerId);
-  w.writeString(e.clientId);
-  w.writeString(e.host);
-  w.writeString(e.subject);
-  w.writeInt64(e.value);
-  w.writeString(e.detail);
-}
-
-void writeServerPlacement(Writer& w, const ServerPlacement& s) {
-  w.writeInt32(s.id);
-  w.writeString(s.host);
-  w.writeInt32(s.port);
-  w.writeBool(s.drained);
-  w.writeBool(s.settled);
-  w.writeBool(s.candidate);
-  w.writeInt64(s.load);
-  w.writeInt32(s.groups);
-  w.writeInt64(s.placed);
-}
-
-void writeGroupMove(Writer& w, const GroupMove& m) {
-  w.writeString(m.group);
-  w.writeInt64(m.weight);
-  w.writeInt32(m.controller);
-  w.writeInt32(m.target);
-}
-
-void writeBody(Writer& w, const HeartbeatRequest& m) {
-  w.writeString(m.group);
-  w.writeString(m.consumerId);
-  w.writeInt64(m.generation);
-}
-
-void writeBody(Writer& w, const CreateGroupRequest& m) {
-  w.writeString(m.group);
-  w.writeInt64(m.sessionTimeoutMs);
-  writeNames(w, m.topics);
-  w.writeBool(m.ephemeral);
-}
-
-void writeBody(Writer& w, const CreateGroupRequest& m, int16_t version) {
-  writeBody(w, m);
-  if (version >= 1) writeMode(w, m.mode);
-}
-
-void writeBody(Writer& w, const DeleteGroupRequest& m) { w.writeString(m.group); }
-
-void writeBody(Writer& w, const RegisterConsumerRequest& m) {
-  w.writeString(m.group);
-  w.writeString(m.consumerId);
-  wire::writeArray(w, m.owned, writeTopicPartition);
-}
-
-void writeBody(Writer& w, const RegisterConsumerRequest& m, int16_t version) {
-  writeBody(w, m);
-  if (version < 1) return;
-  w.writeBytes(m.metadata);
-  w.writeString(m.rack);
-  if (version >= 2) w.writeInt64(m.knownGeneration);
-}
-
-void writeBody(Writer& w, const ListGroupsRequest& m) { writeNames(w, m.groups); }
-
-void writeBody(Writer& w, const LeaveGroupRequest& m) {
-  w.writeString(m.group);
-  w.writeString(m.consumerId);
-}
-
-void writeBody(Writer& w, const CommitOffsetsRequest& m) {
-  w.writeString(m.group);
-  w.writeString(m.consumerId);
-  w.writeInt64(m.generation);
-  wire::writeArray(w, m.offsets, writePartitionOffset);
-}
-
-void writeBody(Writer& w, const FetchOffsetsRequest& m) {
-  w.writeString(m.group);
-  writeNames(w, m.topics);
-}
-
-void writeBody(Writer& w, const RewindConsumerRequest& m) {
-  w.writeString(m.group);
-  wire::writeArray(w, m.offsets, writePartitionOffset);
-}
-
-void writeBody(Writer& w, const AuthenticateRequest& m, int16_t version) {
-  if (version >= 1) {
-    w.writeString(m.mechanism);
-    w.writeBytes(m.message);
-    return;
-  }
-  w.writeString(m.user);
-  w.writeString(m.secret);
-}
-
-void writeBody(Writer& w, const DrainServerRequest& m) {
-  w.writeInt32(m.serverId);
-  w.writeBool(m.drain);
-}
-
-void writeBody(Writer& w, const DescribeGroupRequest& m) { w.writeString(m.group); }
-
-void writeBody(Writer&, const DescribeServersRequest&) {}
-
-void writeBody(Writer& w, const HeartbeatResponse& m) {
-  w.writeInt64(m.generation);
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const CreateGroupResponse& m) {
-  w.writeString(m.group);
-  writeErrorCode(w, m.error);
-  writeBroker(w, m.controller);
-}
-
-void writeBody(Writer& w, const DeleteGroupResponse& m) {
-  w.writeString(m.group);
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const RegisterConsumerResponse& m) {
-  w.writeString(m.group);
-  w.writeString(m.consumerId);
-  w.writeInt64(m.generation);
-  writeNames(w, m.members);
-  wire::writeArray(w, m.partitions, writePartitionOffset);
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const RegisterConsumerResponse& m, int16_t version) {
-  writeBody(w, m);
-  if (version < 1) return;
-  writeMode(w, m.mode);
-  wire::writeArray(w, m.memberData, writeMemberMetadata);
-  if (version < 2) return;
-  w.writeInt32(m.memberCount);
-  w.writeInt64(m.listBase);
-  writeNames(w, m.removedMembers);
-}
-
-void writeBody(Writer& w, const ListGroupsResponse& m, int16_t version) {
-  if (version >= 1) {
-    wire::writeArray(w, m.groups, [](Writer& out, const GroupInfo& g) {
-      writeGroupInfo(out, g);
-      writeMode(out, g.mode);
-    });
-  } else {
-    wire::writeArray(w, m.groups, writeGroupInfo);
-  }
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const LeaveGroupResponse& m) { writeErrorCode(w, m.error); }
-
-void writeBody(Writer& w, const CommitOffsetsResponse& m) {
-  wire::writeArray(w, m.results, writePartitionError);
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const FetchOffsetsResponse& m) {
-  wire::writeArray(w, m.offsets, writePartitionOffset);
-  writeErrorCode(w, m.error);
-}
-
-void writeBody(Writer& w, const RewindConsumerResponse& m) {
-  wire::writeArray(w, m.results, writePartitionError);
-  writeErrorCode(w, m.error);
-}
-
-// At a version this codec does not speak, an answer can only be the
-// error-only one (decodeResponse's 2-byte path): it is written back as such.
-void writeBody(Writer& w, const AuthenticateResponse& m, int16_t version) {
-  writeErrorCode(w, m.error);
-  if (version >= 1 && version <= maxVersion(ApiKey::Authenticate)) w.writeBytes(m.message);
-}
-
-void writeBody(Writer& w, const DrainServerResponse& m) { writeErrorCode(w, m.error); }
-
-void writeBody(Writer& w, const DescribeGroupResponse& m, int16_t version) {
-  w.writeString(m.group);
-  writeErrorCode(w, m.error);
-  writeBroker(w, m.controller);
-  w.writeInt8(static_cast<int8_t>(m.state));
-  w.writeInt64(m.sessionTimeoutMs);
-  w.writeBool(m.ephemeral);
-  w.writeInt64(m.generation);
-  wire::writeArray(w, m.topics, writeTopicState);
-  wire::writeArray(w, m.members, version >= 1 ? writeMemberStateV1 : writeMemberState);
-  wire::writeArray(w, m.offsets, writePartitionOffset);
-  wire::writeArray(w, m.history, writeRebalanceEvent);
-  if (version >= 1) writeMode(w, m.mode);
-}
-
-void writeBody(Writer& w, const DescribeServersResponse& m) {
-  writeErrorCode(w, m.error);
-  w.writeInt32(m.server);
-  w.writeInt32(m.epsilonPermille);
-  w.writeInt32(m.marginPermille);
-  w.writeString(m.weighting);
-  w.writeInt64(m.groupWeight);
-  w.writeInt64(m.total);
-  w.writeInt64(m.bound);
-  w.writeBool(m.complete);
-  wire::writeArray(w, m.servers, writeServerPlacement);
-  wire::writeArray(w, m.moves, writeGroupMove);
-}
-
-void writeBody(Writer& w, const ErrorOnlyResponse& m) { writeErrorCode(w, m.error); }
-
-// The bodies that are the same in every version.
-template <typename T>
-void writeBody(Writer& w, const T& m, int16_t /*version*/) {
-  writeBody(w, m);
-}
 
 // ---- Names ---------------------------------------------------------------------
 

@@ -111,18 +111,27 @@ std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name) {
   return std::nullopt;
 }
 
-int16_t maxVersion(ApiKey k) {
-  switch (k) {
-    case ApiKey::RegisterConsumer:
-      return 2;
-    case ApiKey::CreateGroup:
-    case ApiKey::ListGroups:
-    case ApiKey::DescribeGroup:
-    case ApiKey::Authenticate:
-      return 1;
-    default:
-      return 0;
+namespace {
+// Each request names its API's newest version (kMaxVersion in Messages.h).
+constexpr auto kMaxVersions = []<size_t... I>(std::index_sequence<I...>) {
+  std::array<int16_t, kApiCount> out{};
+  ((out[static_cast<size_t>(std::variant_alternative_t<I, Request>::kApi)] =
+        std::variant_alternative_t<I, Request>::kMaxVersion),
+   ...);
+  return out;
+}(std::make_index_sequence<std::variant_size_v<Request>>());
+
+static_assert([] {
+  for (const int16_t v : kMaxVersions) {
+    if (v < 0 || v >= schema::kVersions) return false;
   }
+  return true;
+}(), "an API's newest version is below schema::kVersions (protocol/Schema.h)");
+}  // namespace
+
+int16_t maxVersion(ApiKey k) {
+  const auto i = static_cast<size_t>(static_cast<int16_t>(k));
+  return i < kMaxVersions.size() ? kMaxVersions[i] : 0;
 }
 
 std::string_view assignmentModeName(AssignmentMode m) {

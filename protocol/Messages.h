@@ -1,8 +1,11 @@
 #pragma once
 
-// Every request and response of the groupcoord wire protocol, version 0
-// (docs/protocol.md), as plain structs. One codec (protocol/Codec.h) reads
-// and writes them for the server and the client library alike.
+// Every request and response of the groupcoord wire protocol
+// (docs/protocol.md), as plain structs. Each struct that travels lists its
+// fields once, in wire order, in `fields` (protocol/Schema.h): the codec
+// (protocol/Codec.h), the Python codec's table and the docs' field tables
+// all come from that list. A request names its API's newest version in
+// kMaxVersion.
 
 #include <concepts>
 #include <cstddef>
@@ -14,6 +17,8 @@
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "protocol/Schema.h"
 
 namespace groupcoord::protocol {
 
@@ -71,10 +76,9 @@ bool isKnownApi(int16_t key);
 bool isControllerOnly(ApiKey k);
 
 inline constexpr int16_t kProtocolVersion = 0;
-// The newest version of an API this codec speaks: 2 for RegisterConsumer,
-// 1 for CreateGroup, ListGroups, DescribeGroup and Authenticate, 0 for the
-// others. A
-// message of an older version is byte for byte what it always was.
+// The newest version of an API this codec speaks (its request's
+// kMaxVersion; 0 for a key that is no API). A message of an older version
+// is byte for byte what it always was.
 int16_t maxVersion(ApiKey k);
 
 // How a group's partitions are assigned (CreateGroup v1): by the server
@@ -111,12 +115,25 @@ struct Broker {
   std::string host;
   uint16_t port = 0;
   bool isNone() const { return brokerId == -1; }
+  static constexpr std::string_view kName = "Broker";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.brokerId, "BrokerId", "broker_id");
+    v(m.host, "Host", "host");
+    v(m.port, "Port", "port");
+  }
   bool operator==(const Broker&) const = default;
 };
 
 struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
+  static constexpr std::string_view kName = "TopicPartition";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.topic, "Topic", "topic");
+    v(m.partition, "Partition", "partition");
+  }
   bool operator==(const TopicPartition&) const = default;
   auto operator<=>(const TopicPartition&) const = default;
 };
@@ -125,6 +142,13 @@ struct PartitionOffset {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = -1;
+  static constexpr std::string_view kName = "PartitionOffset";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.topic, "Topic", "topic");
+    v(m.partition, "Partition", "partition");
+    v(m.offset, "Offset", "offset");
+  }
   bool operator==(const PartitionOffset&) const = default;
 };
 
@@ -132,6 +156,13 @@ struct PartitionError {
   std::string topic;
   int32_t partition = 0;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "PartitionError";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.topic, "Topic", "topic");
+    v(m.partition, "Partition", "partition");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const PartitionError&) const = default;
 };
 
@@ -141,12 +172,26 @@ struct HeartbeatRequest {
   std::string group;
   std::string consumerId;
   int64_t generation = -1;
+  static constexpr std::string_view kName = "HeartbeatRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.consumerId, "ConsumerId", "consumer_id");
+    v(m.generation, "Generation", "generation");
+  }
   bool operator==(const HeartbeatRequest&) const = default;
 };
 struct HeartbeatResponse {
   static constexpr ApiKey kApi = ApiKey::Heartbeat;
   int64_t generation = -1;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "HeartbeatResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.generation, "ControllerGeneration", "generation");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const HeartbeatResponse&) const = default;
 };
 
@@ -158,6 +203,16 @@ struct CreateGroupRequest {
   std::vector<std::string> topics;
   bool ephemeral = false;
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  static constexpr std::string_view kName = "CreateGroupRequest";
+  static constexpr int16_t kMaxVersion = 1;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.sessionTimeoutMs, "SessionTimeout", "session_timeout_ms", schema::note("ms"));
+    v(m.topics, "Topics", "topics");
+    v(m.ephemeral, "Ephemeral", "ephemeral");
+    v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+  }
   bool operator==(const CreateGroupRequest&) const = default;
 };
 struct CreateGroupResponse {
@@ -165,6 +220,13 @@ struct CreateGroupResponse {
   std::string group;
   ErrorCode error = ErrorCode::NONE;
   Broker controller;
+  static constexpr std::string_view kName = "CreateGroupResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.error, "ErrorCode", "error");
+    v(m.controller, "Controller", "controller");
+  }
   bool operator==(const CreateGroupResponse&) const = default;
 };
 
@@ -172,12 +234,24 @@ struct CreateGroupResponse {
 struct DeleteGroupRequest {
   static constexpr ApiKey kApi = ApiKey::DeleteGroup;
   std::string group;
+  static constexpr std::string_view kName = "DeleteGroupRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+  }
   bool operator==(const DeleteGroupRequest&) const = default;
 };
 struct DeleteGroupResponse {
   static constexpr ApiKey kApi = ApiKey::DeleteGroup;
   std::string group;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "DeleteGroupResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const DeleteGroupResponse&) const = default;
 };
 
@@ -192,6 +266,18 @@ struct RegisterConsumerRequest {
   // v2: the generation whose member list this member holds (client mode),
   // so that the answer carries only what changed since; -1: none.
   int64_t knownGeneration = -1;
+  static constexpr std::string_view kName = "RegisterConsumerRequest";
+  static constexpr int16_t kMaxVersion = 2;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.consumerId, "ConsumerId", "consumer_id", schema::note("empty: a new member"));
+    v(m.owned, "OwnedPartitions", "owned");
+    v(m.metadata, "Metadata", "metadata", schema::since(1), schema::bytes, schema::note("opaque to groupcoord"));
+    v(m.rack, "Rack", "rack", schema::since(1), schema::note("\"\": none"));
+    v(m.knownGeneration, "KnownGeneration", "known_generation", schema::since(2),
+      schema::note("the generation whose member list the member holds; -1: none"));
+  }
   bool operator==(const RegisterConsumerRequest&) const = default;
 };
 // One member as a v1 registration lists it, in the agreed order.
@@ -199,6 +285,13 @@ struct MemberMetadata {
   std::string consumerId;
   std::string metadata;
   std::string rack;
+  static constexpr std::string_view kName = "MemberMetadata";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.consumerId, "ConsumerId", "consumer_id");
+    v(m.metadata, "Metadata", "metadata", schema::bytes);
+    v(m.rack, "Rack", "rack");
+  }
   bool operator==(const MemberMetadata&) const = default;
 };
 struct RegisterConsumerResponse {
@@ -219,6 +312,21 @@ struct RegisterConsumerResponse {
   int32_t memberCount = -1;
   int64_t listBase = -1;
   std::vector<std::string> removedMembers;
+  static constexpr std::string_view kName = "RegisterConsumerResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.consumerId, "ConsumerId", "consumer_id");
+    v(m.generation, "Generation", "generation");
+    v(m.members, "GroupMembers", "members", schema::note("from version 2: empty"));
+    v(m.partitions, "PartitionsToOwn", "partitions", schema::note("Offset -1: nothing committed"));
+    v(m.error, "ErrorCode", "error");
+    v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+    v(m.memberData, "MemberData", "member_data", schema::since(1), schema::note("§14; from version 2, §16"));
+    v(m.memberCount, "MemberCount", "member_count", schema::since(2));
+    v(m.listBase, "ListBase", "list_base", schema::since(2), schema::note("-1: MemberData is the whole list"));
+    v(m.removedMembers, "RemovedMembers", "removed_members", schema::since(2));
+  }
   bool operator==(const RegisterConsumerResponse&) const = default;
 };
 
@@ -226,6 +334,12 @@ struct RegisterConsumerResponse {
 struct ListGroupsRequest {
   static constexpr ApiKey kApi = ApiKey::ListGroups;
   std::vector<std::string> groups;  // empty: every group
+  static constexpr std::string_view kName = "ListGroupsRequest";
+  static constexpr int16_t kMaxVersion = 1;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.groups, "ConsumerGroups", "groups", schema::note("empty: every group"));
+  }
   bool operator==(const ListGroupsRequest&) const = default;
 };
 struct GroupInfo {
@@ -238,12 +352,31 @@ struct GroupInfo {
   int64_t generation = -1;
   bool ephemeral = false;
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  static constexpr std::string_view kName = "GroupInfo";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.name, "GroupName", "name");
+    v(m.error, "ErrorCode", "error");
+    v(m.members, "GroupMembers", "members");
+    v(m.topics, "Topics", "topics");
+    v(m.controller, "ControllerBroker", "controller");
+    v(m.sessionTimeoutMs, "SessionTimeout", "session_timeout_ms", schema::note("ms"));
+    v(m.generation, "Generation", "generation");
+    v(m.ephemeral, "Ephemeral", "ephemeral");
+    v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+  }
   bool operator==(const GroupInfo&) const = default;
 };
 struct ListGroupsResponse {
   static constexpr ApiKey kApi = ApiKey::ListGroups;
   std::vector<GroupInfo> groups;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "ListGroupsResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.groups, "GroupsInfo", "groups");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const ListGroupsResponse&) const = default;
 };
 
@@ -252,11 +385,23 @@ struct LeaveGroupRequest {
   static constexpr ApiKey kApi = ApiKey::LeaveGroup;
   std::string group;
   std::string consumerId;
+  static constexpr std::string_view kName = "LeaveGroupRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.consumerId, "ConsumerId", "consumer_id");
+  }
   bool operator==(const LeaveGroupRequest&) const = default;
 };
 struct LeaveGroupResponse {
   static constexpr ApiKey kApi = ApiKey::LeaveGroup;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "LeaveGroupResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const LeaveGroupResponse&) const = default;
 };
 
@@ -267,12 +412,27 @@ struct CommitOffsetsRequest {
   std::string consumerId;
   int64_t generation = -1;
   std::vector<PartitionOffset> offsets;
+  static constexpr std::string_view kName = "CommitOffsetsRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.consumerId, "ConsumerId", "consumer_id");
+    v(m.generation, "Generation", "generation");
+    v(m.offsets, "Offsets", "offsets");
+  }
   bool operator==(const CommitOffsetsRequest&) const = default;
 };
 struct CommitOffsetsResponse {
   static constexpr ApiKey kApi = ApiKey::CommitOffsets;
   std::vector<PartitionError> results;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "CommitOffsetsResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.results, "Results", "results");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const CommitOffsetsResponse&) const = default;
 };
 
@@ -281,12 +441,25 @@ struct FetchOffsetsRequest {
   static constexpr ApiKey kApi = ApiKey::FetchOffsets;
   std::string group;
   std::vector<std::string> topics;  // empty: every committed offset of the group
+  static constexpr std::string_view kName = "FetchOffsetsRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.topics, "Topics", "topics", schema::note("empty: every topic"));
+  }
   bool operator==(const FetchOffsetsRequest&) const = default;
 };
 struct FetchOffsetsResponse {
   static constexpr ApiKey kApi = ApiKey::FetchOffsets;
   std::vector<PartitionOffset> offsets;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "FetchOffsetsResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.offsets, "Offsets", "offsets");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const FetchOffsetsResponse&) const = default;
 };
 
@@ -295,12 +468,25 @@ struct RewindConsumerRequest {
   static constexpr ApiKey kApi = ApiKey::RewindConsumer;
   std::string group;
   std::vector<PartitionOffset> offsets;
+  static constexpr std::string_view kName = "RewindConsumerRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.offsets, "Offsets", "offsets");
+  }
   bool operator==(const RewindConsumerRequest&) const = default;
 };
 struct RewindConsumerResponse {
   static constexpr ApiKey kApi = ApiKey::RewindConsumer;
   std::vector<PartitionError> results;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "RewindConsumerResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.results, "Results", "results");
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const RewindConsumerResponse&) const = default;
 };
 
@@ -315,12 +501,29 @@ struct AuthenticateRequest {
   std::string secret;   // v0
   std::string mechanism;  // v1: "SCRAM-SHA-256"
   std::string message;    // v1: the client's message of the exchange
+  static constexpr std::string_view kName = "AuthenticateRequest";
+  static constexpr int16_t kMaxVersion = 1;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.user, "User", "user", schema::until(0));
+    v(m.secret, "Secret", "secret", schema::until(0), schema::note("any bytes"));
+    v(m.mechanism, "Mechanism", "mechanism", schema::since(1), schema::note("\"SCRAM-SHA-256\""));
+    v(m.message, "Message", "message", schema::since(1), schema::bytes,
+      schema::note("the client's message of the exchange"));
+  }
   bool operator==(const AuthenticateRequest&) const = default;
 };
 struct AuthenticateResponse {
   static constexpr ApiKey kApi = ApiKey::Authenticate;
   ErrorCode error = ErrorCode::NONE;
   std::string message;  // v1: the server's message of the exchange
+  static constexpr std::string_view kName = "AuthenticateResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.error, "ErrorCode", "error");
+    v(m.message, "Message", "message", schema::since(1), schema::bytes,
+      schema::note("the server's message of the exchange"));
+  }
   bool operator==(const AuthenticateResponse&) const = default;
 };
 
@@ -331,11 +534,23 @@ struct DrainServerRequest {
   static constexpr ApiKey kApi = ApiKey::DrainServer;
   int32_t serverId = -1;  // negative: refused with INVALID_REQUEST (validateNames)
   bool drain = true;      // false: undrain
+  static constexpr std::string_view kName = "DrainServerRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.serverId, "ServerId", "server_id", schema::note("0 or more"));
+    v(m.drain, "Drain", "drain", schema::note("1 drain, 0 undrain"));
+  }
   bool operator==(const DrainServerRequest&) const = default;
 };
 struct DrainServerResponse {
   static constexpr ApiKey kApi = ApiKey::DrainServer;
   ErrorCode error = ErrorCode::NONE;
+  static constexpr std::string_view kName = "DrainServerResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const DrainServerResponse&) const = default;
 };
 
@@ -345,6 +560,12 @@ struct DrainServerResponse {
 struct DescribeGroupRequest {
   static constexpr ApiKey kApi = ApiKey::DescribeGroup;
   std::string group;
+  static constexpr std::string_view kName = "DescribeGroupRequest";
+  static constexpr int16_t kMaxVersion = 1;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+  }
   bool operator==(const DescribeGroupRequest&) const = default;
 };
 
@@ -376,6 +597,13 @@ std::optional<RebalanceReason> rebalanceReasonFromName(std::string_view name);
 struct TopicState {
   std::string topic;
   int32_t partitions = -1;  // -1: no such topic, or its metadata cannot be read
+  static constexpr std::string_view kName = "TopicState";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.topic, "Topic", "topic");
+    v(m.partitions, "Partitions", "partitions",
+      schema::note("-1: the topic does not exist, or its metadata cannot be read"));
+  }
   bool operator==(const TopicState&) const = default;
 };
 
@@ -390,6 +618,21 @@ struct MemberState {
   std::vector<TopicPartition> waiting;  // assigned to it, still held by another member
   std::string metadata;  // v1
   std::string rack;      // v1
+  static constexpr std::string_view kName = "MemberState";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.consumerId, "ConsumerId", "consumer_id");
+    v(m.clientId, "ClientId", "client_id", schema::note("the ClientId of its registration (\"\" when it sent none)"));
+    v(m.host, "Host", "host", schema::note("the address it connects from, as text (\"\" when not known yet)"));
+    v(m.port, "Port", "port", schema::note("its source port (0 when not known yet)"));
+    v(m.joinedAtMs, "JoinedAt", "joined_at_ms", schema::note("ms since the Unix epoch; -1 when not known"));
+    v(m.lastHeardMs, "LastHeard", "last_heard_ms",
+      schema::note("ms since the Unix epoch: its last heartbeat or registration"));
+    v(m.held, "Held", "held", schema::note("what it holds now"));
+    v(m.waiting, "Waiting", "waiting", schema::note("assigned to it in this generation, still held by another member"));
+    v(m.metadata, "Metadata", "metadata", schema::since(1), schema::bytes);
+    v(m.rack, "Rack", "rack", schema::since(1));
+  }
   bool operator==(const MemberState&) const = default;
 };
 
@@ -404,6 +647,24 @@ struct RebalanceEvent {
   std::string subject;
   int64_t value = -1;
   std::string detail;  // one sentence, for people
+  static constexpr std::string_view kName = "RebalanceEvent";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.timeMs, "Time", "time_ms", schema::note("ms since the Unix epoch"));
+    v(m.generation, "Generation", "generation",
+      schema::note("the generation the event produced (for an event that does not move it: the generation at "
+                   "the time)"));
+    v(m.reason, "Reason", "reason", schema::note("below"));
+    v(m.count, "Count", "count",
+      schema::note("how many events of this Reason, in the same generation move, this entry stands for: 1, or "
+                   "more (below)"));
+    v(m.consumerId, "ConsumerId", "consumer_id", schema::note("the member concerned; \"\" for none"));
+    v(m.clientId, "ClientId", "client_id", schema::note("its ClientId; \"\" for none"));
+    v(m.host, "Host", "host", schema::note("its address; \"\" when not known"));
+    v(m.subject, "Subject", "subject", schema::note("a topic, a user or a server, by Reason"));
+    v(m.value, "Value", "value", schema::note("a number, by Reason; -1 for none"));
+    v(m.detail, "Detail", "detail", schema::note("the event in one sentence, for people"));
+  }
   bool operator==(const RebalanceEvent&) const = default;
 };
 
@@ -421,6 +682,22 @@ struct DescribeGroupResponse {
   std::vector<PartitionOffset> offsets;
   std::vector<RebalanceEvent> history;  // oldest first
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  static constexpr std::string_view kName = "DescribeGroupResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "ConsumerGroup", "group");
+    v(m.error, "ErrorCode", "error");
+    v(m.controller, "Controller", "controller");
+    v(m.state, "State", "state", schema::note("below"));
+    v(m.sessionTimeoutMs, "SessionTimeout", "session_timeout_ms", schema::note("ms"));
+    v(m.ephemeral, "Ephemeral", "ephemeral");
+    v(m.generation, "Generation", "generation");
+    v(m.topics, "Topics", "topics");
+    v(m.members, "Members", "members", schema::note("sorted by ConsumerId"));
+    v(m.offsets, "Offsets", "offsets", schema::note("every committed offset of the group"));
+    v(m.history, "History", "history", schema::note("oldest first, at most 100"));
+    v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+  }
   bool operator==(const DescribeGroupResponse&) const = default;
 };
 
@@ -431,6 +708,11 @@ struct DescribeGroupResponse {
 // answers it; it changes nothing.
 struct DescribeServersRequest {
   static constexpr ApiKey kApi = ApiKey::DescribeServers;
+  static constexpr std::string_view kName = "DescribeServersRequest";
+  static constexpr int16_t kMaxVersion = 0;
+  template <typename V, typename Self>
+  static constexpr void fields(V& /*v*/, Self& /*m*/) {
+  }
   bool operator==(const DescribeServersRequest&) const = default;
 };
 
@@ -445,6 +727,22 @@ struct ServerPlacement {
   int64_t load = 0;        // the weights of the groups it controls
   int32_t groups = 0;      // how many groups it controls
   int64_t placed = 0;      // its load once the moves are made
+  static constexpr std::string_view kName = "ServerPlacement";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.id, "Id", "server_id", schema::note("the server's id"));
+    v(m.host, "Host", "host", schema::note("where clients reach it (\"\" while its address has not been read)"));
+    v(m.port, "Port", "port", schema::note("its port (0 likewise)"));
+    v(m.drained, "Drained", "drained", schema::note("it is marked drained (DrainServer)"));
+    v(m.settled, "Settled", "settled",
+      schema::note("it has been live long enough (the handover settle delay) to take groups"));
+    v(m.candidate, "Candidate", "candidate",
+      schema::note("groups are placed on it: live, settled and not drained (or, when no server is, the "
+                   "fallback)"));
+    v(m.load, "Load", "load", schema::note("the weights of the groups it controls now"));
+    v(m.groups, "Groups", "groups", schema::note("how many groups it controls now"));
+    v(m.placed, "Placed", "placed", schema::note("its load once the Moves are made"));
+  }
   bool operator==(const ServerPlacement&) const = default;
 };
 
@@ -454,6 +752,14 @@ struct GroupMove {
   int64_t weight = 0;
   int32_t controller = -1;  // -1: none
   int32_t target = -1;      // -1: no candidate
+  static constexpr std::string_view kName = "GroupMove";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.group, "Group", "group");
+    v(m.weight, "Weight", "weight");
+    v(m.controller, "Controller", "controller", schema::note("-1: none now"));
+    v(m.target, "Target", "target", schema::note("-1: no candidate"));
+  }
   bool operator==(const GroupMove&) const = default;
 };
 
@@ -471,12 +777,32 @@ struct DescribeServersResponse {
   bool complete = false;
   std::vector<ServerPlacement> servers;  // the live servers, by id
   std::vector<GroupMove> moves;          // heaviest first
+  static constexpr std::string_view kName = "DescribeServersResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.error, "ErrorCode", "error");
+    v(m.server, "ServerId", "server", schema::note("the answering server, whose view this is"));
+    v(m.epsilonPermille, "EpsilonPermille", "epsilon_permille", schema::note("epsilon in thousandths (100: 0.10)"));
+    v(m.marginPermille, "MarginPermille", "margin_permille", schema::note("the margin in thousandths of the bound"));
+    v(m.weighting, "Weighting", "weighting", schema::note("`members` or `groups`"));
+    v(m.groupWeight, "GroupWeight", "group_weight");
+    v(m.total, "Total", "total", schema::note("the weights of every group"));
+    v(m.bound, "Bound", "bound", schema::note("B = ceil((1 + epsilon) x Total / candidates); 0 without candidates"));
+    v(m.complete, "Complete", "complete");
+    v(m.servers, "Servers", "servers", schema::note("by Id: the live servers"));
+    v(m.moves, "Moves", "moves", schema::note("heaviest first"));
+  }
   bool operator==(const DescribeServersResponse&) const = default;
 };
 
 // UNKNOWN_API, UNSUPPORTED_VERSION, INVALID_REQUEST: a body of only ErrorCode.
 struct ErrorOnlyResponse {
   ErrorCode error = ErrorCode::INVALID_REQUEST;
+  static constexpr std::string_view kName = "ErrorOnlyResponse";
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.error, "ErrorCode", "error");
+  }
   bool operator==(const ErrorOnlyResponse&) const = default;
 };
 

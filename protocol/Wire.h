@@ -20,27 +20,10 @@
 
 namespace groupcoord::protocol::wire {
 
-// Smallest encodings, used to bound an array count before anything is
-// allocated for it.
-inline constexpr size_t kMinStringBytes = 2;           // int16 length, no bytes
-inline constexpr size_t kMinBrokerBytes = 4 + 2 + 2;   // BrokerId, empty Host, Port
-inline constexpr size_t kMinTopicPartitionBytes = kMinStringBytes + 4;
-inline constexpr size_t kMinPartitionOffsetBytes = kMinStringBytes + 4 + 8;
-inline constexpr size_t kMinPartitionErrorBytes = kMinStringBytes + 4 + 2;
-// GroupName, ErrorCode, GroupMembers, Topics, ControllerBroker, SessionTimeout, Generation, Ephemeral.
-inline constexpr size_t kMinGroupInfoBytes = kMinStringBytes + 2 + 4 + 4 + kMinBrokerBytes + 8 + 8 + 1;
-// ConsumerId, Metadata (int32 length), Rack.
-inline constexpr size_t kMinMemberMetadataBytes = kMinStringBytes + 4 + kMinStringBytes;
-// Topic, Partitions.
-inline constexpr size_t kMinTopicStateBytes = kMinStringBytes + 4;
-// ConsumerId, ClientId, Host, Port, JoinedAt, LastHeard, Held, Waiting.
-inline constexpr size_t kMinMemberStateBytes = 3 * kMinStringBytes + 2 + 8 + 8 + 4 + 4;
-// Time, Generation, Reason, Count, ConsumerId, ClientId, Host, Subject, Value, Detail.
-inline constexpr size_t kMinRebalanceEventBytes = 8 + 8 + 2 + 4 + 4 * kMinStringBytes + 8 + kMinStringBytes;
-// Id, Host, Port (int32), Drained, Settled, Candidate, Load, Groups, Placed.
-inline constexpr size_t kMinServerPlacementBytes = 4 + kMinStringBytes + 4 + 3 + 8 + 4 + 8;
-// Group, Weight, Controller, Target.
-inline constexpr size_t kMinGroupMoveBytes = kMinStringBytes + 8 + 4 + 4;
+// The smallest encoding of each structure, which bounds an array's count
+// before anything is allocated for it, is computed from the structure's
+// description (protocol/Schema.h, schema::smallest).
+inline constexpr size_t kMinStringBytes = 2;  // int16 length, no bytes
 
 // The longest string and the largest array the length prefixes can express.
 inline constexpr size_t kMaxStringBytes = 0x7fff;

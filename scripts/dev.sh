@@ -24,10 +24,13 @@
 #   scripts/dev.sh setup     install the packages only
 #   scripts/dev.sh build     setup, then configure and build only
 #   scripts/dev.sh generate
-#       setup, configure, build groupcoord-options and write the files printed
-#       from the option table (common/Options.h): packaging/
-#       groupcoordd.properties, docs/options.md, README.md's table of first
-#       options. A test (server_option_docs_test) fails while one is stale.
+#       setup, configure, build groupcoord-options and groupcoord-messages and
+#       write the files printed from the option table (common/Options.h):
+#       packaging/groupcoordd.properties, docs/options.md, README.md's table
+#       of first options; and from the messages' descriptions
+#       (protocol/Messages.h): the field tables of docs/protocol.md and
+#       python/groupcoord/_layouts.py. Tests (server_option_docs_test,
+#       protocol_message_docs_test) fail while one is stale.
 #   scripts/dev.sh tsa [cmake --build options...]
 #       setup, then the thread-safety build alone (scripts/thread-safety.sh):
 #       Clang, -Wthread-safety -Werror=thread-safety, every target; non-zero
@@ -160,8 +163,9 @@ case "$cmd" in
     ;;
   generate)
     setup
-    build --target groupcoord-options
+    build --target groupcoord-options groupcoord-messages
     "$build_dir/server/groupcoord-options" --write "$root"
+    "$build_dir/protocol/groupcoord-messages" --write "$root"
     ;;
   run)
     setup

@@ -200,13 +200,6 @@ std::string withFirstOptions(const std::string& readme, const std::string& table
   return readme.substr(0, from) + table + readme.substr(end);
 }
 
-std::string fileText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<GeneratedFile> generatedFiles(const std::string& root) {
   std::vector<GeneratedFile> files;
   files.push_back({"packaging/groupcoordd.properties", propertiesFile(), ""});

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/GeneratedFiles.h"
 #include "common/Options.h"
 
 namespace groupcoord::server {
@@ -49,15 +50,8 @@ inline constexpr std::string_view kFirstOptionsEnd = "<!-- end of the table of f
 // "" when the markers are missing or out of order.
 std::string withFirstOptions(const std::string& readme, const std::string& table);
 
-// One file of a checkout and what the table says it must hold.
-struct GeneratedFile {
-  std::string path;  // relative to the checkout, "packaging/groupcoordd.properties"
-  std::string want;  // its whole content
-  std::string error;  // set when the content could not be worked out (README without markers)
-};
-
-// The whole content of the file at `path`; "" when it cannot be read.
-std::string fileText(const std::string& path);
+using generated::fileText;
+using generated::GeneratedFile;
 
 // The three files, their contents worked out against the checkout at `root`
 // (the README keeps everything outside its markers).

@@ -5,11 +5,7 @@
 //   groupcoord-options --write DIR   write the stale ones
 //   groupcoord-options --print NAME  properties | markdown | first-table
 
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "server/OptionDocs.h"
@@ -51,26 +47,6 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return 2;
   }
-  int stale = 0;
-  for (const GeneratedFile& f : generatedFiles(arg)) {
-    const std::string path = arg + "/" + f.path;
-    if (!f.error.empty()) {
-      std::cerr << "groupcoord-options: " << f.error << '\n';
-      return 1;
-    }
-    if (fileText(path) == f.want) continue;
-    if (mode == "--write") {
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out << f.want;
-      if (!out) {
-        std::cerr << "groupcoord-options: cannot write " << path << '\n';
-        return 1;
-      }
-      std::cout << "wrote " << f.path << '\n';
-    } else {
-      std::cerr << f.path << " is not what common/Options.h prints: run scripts/dev.sh generate\n";
-      ++stale;
-    }
-  }
-  return stale == 0 ? 0 : 1;
+  return groupcoord::generated::syncFiles(arg, generatedFiles(arg), mode == "--write", "groupcoord-options",
+                                         "common/Options.h");
 }

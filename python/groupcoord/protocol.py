@@ -2,10 +2,11 @@
 call, versions 1 and 2 of RegisterConsumer (sections 14 and 16), and
 version 1 of Authenticate (SCRAM-SHA-256, section "9 Authenticate").
 
-Every message is a dataclass whose ``FIELDS`` list its wire layout in order;
-``SINCE`` lists the fields a later version adds at the end, by version;
-``LAYOUTS`` gives, by version, a layout that replaces ``FIELDS`` from that
-version on (Authenticate's request: version 1 carries other fields).
+Every message is a dataclass; its wire layout, by version, is the table in
+``_layouts.py``, printed from the one description of each message that the
+C++ codec is built from (protocol/Messages.h), so the two codecs cannot
+differ. ``fields_of(cls, version)`` gives a class's layout at a version and
+``cls.FIELDS`` its layout at version 0.
 Decoding is bounded: every length and count is checked against the bytes
 that remain before anything is built from it, so a sender cannot make the
 decoder allocate more than the frame it sent. Malformed input raises
@@ -22,6 +23,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
+from . import _layouts
 from .errors import ErrorCode, ProtocolError, to_error_code
 
 PROTOCOL_VERSION = 0
@@ -102,14 +104,15 @@ def _known(enum_type: type[enum.IntEnum], value: int) -> int:
 
 
 # ---- Field types ---------------------------------------------------------------
-# A field type is one of the strings below, a message class (a nested
-# structure) or ("array", element type).
+# A field type is one of the strings below, "enum8:N" (an int8 of 0 .. N,
+# anything else malformed), the name of a structure (a class below), or
+# ("array", element type). The layouts are in _layouts.py.
 
 _INTS = {"i8": ">b", "i16": ">h", "i32": ">i", "i64": ">q", "u16": ">H"}
 _SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u16": 2, "bool": 1, "str": 2, "error": 2, "bytes": 4}
 
-# The newest version of each call this codec speaks (0 for those not listed).
-MAX_VERSIONS = {ApiKey.REGISTER_CONSUMER: 2, ApiKey.AUTHENTICATE: 1}
+# The newest version of each call this codec speaks.
+MAX_VERSIONS = {ApiKey(k): v for k, v in _layouts.MAX_VERSIONS.items()}
 
 
 def max_version(api: int) -> int:
@@ -117,32 +120,51 @@ def max_version(api: int) -> int:
     return MAX_VERSIONS.get(int(api), 0)
 
 
-def fields_of(cls: type, version: int = 0) -> list:
-    """The wire layout of ``cls`` at ``version``: its FIELDS (or the newest
-    of its LAYOUTS up to ``version``), then what each later version up to
-    ``version`` adds."""
-    if version == 0:
-        return cls.FIELDS  # every message of every call, heartbeats included
-    base = cls.FIELDS
-    for v, layout in sorted(getattr(cls, "LAYOUTS", {}).items()):
-        if v <= version:
-            base = layout
-    fields = list(base)
-    for v, added in sorted(getattr(cls, "SINCE", {}).items()):
-        if v <= version:
-            fields += added
-    return fields
-
 FieldType = Any
+_CLASSES: dict[str, type] = {}  # filled at the end of this module
+_FIELDS_CACHE: dict[tuple[type, int, int], list] = {}
 
 
-def _smallest(ftype: FieldType) -> int:
+def _resolve(ftype: Any) -> FieldType:
+    if isinstance(ftype, tuple):
+        return ("array", _resolve(ftype[1]))
+    if ftype in _SIZES or ftype.startswith("enum8:"):
+        return ftype
+    return _CLASSES[ftype]
+
+
+def fields_of(cls: type, version: int = 0, newest: int | None = None) -> list:
+    """The wire layout of ``cls`` at ``version``: (attribute, type) pairs in
+    wire order. ``newest`` is the newest version of the call the message
+    belongs to (the class's own by default); a version outside 0 .. newest
+    carries only what every version has, as the C++ codec reads an
+    error-only answer."""
+    if newest is None:
+        api = getattr(cls, "API", None)
+        newest = max_version(api) if api is not None else 0
+    key = (cls, version, newest)
+    cached = _FIELDS_CACHE.get(key)
+    if cached is not None:
+        return cached
+    out = []
+    for name, ftype, first, last in _layouts.LAYOUTS[cls.__name__]:
+        if 0 <= version <= newest:
+            carried = first <= version and (last is None or version <= last)
+        else:
+            carried = first == 0 and last is None
+        if carried:
+            out.append((name, _resolve(ftype)))
+    _FIELDS_CACHE[key] = out
+    return out
+
+
+def _smallest(ftype: FieldType, version: int = 0) -> int:
     """The smallest encoding of a field (docs/protocol.md, section 5)."""
     if isinstance(ftype, tuple):
         return 4
     if isinstance(ftype, str):
-        return _SIZES[ftype]
-    return sum(_smallest(t) for _, t in ftype.FIELDS)
+        return 1 if ftype.startswith("enum8:") else _SIZES[ftype]
+    return sum(_smallest(t, version) for _, t in fields_of(ftype, version, version))
 
 
 class _Reader:
@@ -202,11 +224,11 @@ class _Reader:
                                   f"cannot fit in the {self.remaining()} bytes that remain")
         return n
 
-    def value(self, ftype: FieldType, name: str) -> Any:
+    def value(self, ftype: FieldType, name: str, version: int = 0, newest: int = 0) -> Any:
         if isinstance(ftype, tuple):
             element = ftype[1]
-            n = self.count(name, _smallest(element))
-            return [self.value(element, f"{name}[{i}]") for i in range(n)]
+            n = self.count(name, _smallest(element, version if 0 <= version <= newest else 0))
+            return [self.value(element, f"{name}[{i}]", version, newest) for i in range(n)]
         if ftype == "str":
             return self.string(name)
         if ftype == "bool":
@@ -218,14 +240,24 @@ class _Reader:
             return self.take(n, name)
         if ftype == "error":
             return to_error_code(self.int("i16", name))
+        if isinstance(ftype, str) and ftype.startswith("enum8:"):
+            largest = int(ftype[6:])
+            v = self.int("i8", name)
+            if not 0 <= v <= largest:
+                self.pos -= 1
+                raise self.fail(name, f"enum byte {v} is not one of 0 to {largest}")
+            return v
         if isinstance(ftype, str):
             return self.int(ftype, name)
-        return self.message(ftype, name)
+        return self.message(ftype, name, version, newest)
 
-    def message(self, cls: type, prefix: str = "", version: int = 0) -> Any:
+    def message(self, cls: type, prefix: str = "", version: int = 0, newest: int | None = None) -> Any:
+        if newest is None:
+            api = getattr(cls, "API", None)
+            newest = max_version(api) if api is not None else 0
         values = {}
-        for fname, ftype in fields_of(cls, version):
-            values[fname] = self.value(ftype, f"{prefix}.{fname}" if prefix else fname)
+        for fname, ftype in fields_of(cls, version, newest):
+            values[fname] = self.value(ftype, f"{prefix}.{fname}" if prefix else fname, version, newest)
         return cls(**values)
 
 
@@ -239,11 +271,11 @@ def _put_string(out: bytearray, text: str | bytes | None) -> None:
     out += raw
 
 
-def _put(out: bytearray, ftype: FieldType, value: Any) -> None:
+def _put(out: bytearray, ftype: FieldType, value: Any, version: int = 0, newest: int = 0) -> None:
     if isinstance(ftype, tuple):
         out += struct.pack(">i", len(value))
         for v in value:
-            _put(out, ftype[1], v)
+            _put(out, ftype[1], v, version, newest)
     elif ftype == "str":
         _put_string(out, value)
     elif ftype == "bool":
@@ -254,19 +286,21 @@ def _put(out: bytearray, ftype: FieldType, value: Any) -> None:
         out += raw
     elif ftype == "error":
         out += struct.pack(">h", int(value))
+    elif isinstance(ftype, str) and ftype.startswith("enum8:"):
+        out += struct.pack(">b", int(value))
     elif isinstance(ftype, str):
         out += struct.pack(_INTS[ftype], int(value))
     else:
-        _put_message(out, value)
+        _put_message(out, value, version, newest)
 
 
-def _put_message(out: bytearray, message: Any, version: int = 0) -> None:
-    for fname, ftype in fields_of(type(message), version):
-        _put(out, ftype, getattr(message, fname))
-
-
-def _arr(t: FieldType) -> tuple[str, FieldType]:
-    return ("array", t)
+def _put_message(out: bytearray, message: Any, version: int = 0, newest: int | None = None) -> None:
+    cls = type(message)
+    if newest is None:
+        api = getattr(cls, "API", None)
+        newest = max_version(api) if api is not None else 0
+    for fname, ftype in fields_of(cls, version, newest):
+        _put(out, ftype, getattr(message, fname), version, newest)
 
 
 # ---- Shared structures ---------------------------------------------------------------
@@ -277,7 +311,6 @@ class TopicPartition:
 
     topic: str
     partition: int
-    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32")]
 
 
 @dataclass(frozen=True)
@@ -287,7 +320,6 @@ class PartitionOffset:
     topic: str
     partition: int
     offset: int
-    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32"), ("offset", "i64")]
 
     @property
     def tp(self) -> TopicPartition:
@@ -302,7 +334,6 @@ class MemberMetadata:
     consumer_id: str
     metadata: bytes = b""
     rack: str = ""
-    FIELDS: ClassVar = [("consumer_id", "str"), ("metadata", "bytes"), ("rack", "str")]
 
 
 @dataclass(frozen=True)
@@ -312,7 +343,6 @@ class PartitionError:
     topic: str
     partition: int
     error: int
-    FIELDS: ClassVar = [("topic", "str"), ("partition", "i32"), ("error", "error")]
 
 
 @dataclass(frozen=True)
@@ -322,7 +352,6 @@ class Broker:
     broker_id: int = -1
     host: str = ""
     port: int = 0
-    FIELDS: ClassVar = [("broker_id", "i32"), ("host", "str"), ("port", "u16")]
 
     def is_none(self) -> bool:
         """True for the "no controller at the moment" Broker."""
@@ -341,9 +370,7 @@ class GroupInfo:
     session_timeout_ms: int = -1
     generation: int = -1
     ephemeral: bool = False
-    FIELDS: ClassVar = [("name", "str"), ("error", "error"), ("members", _arr("str")), ("topics", _arr("str")),
-                        ("controller", Broker), ("session_timeout_ms", "i64"), ("generation", "i64"),
-                        ("ephemeral", "bool")]
+    mode: int = 0  # version 1: 0 server, 1 client
 
 
 @dataclass
@@ -352,7 +379,6 @@ class TopicState:
 
     topic: str
     partitions: int
-    FIELDS: ClassVar = [("topic", "str"), ("partitions", "i32")]
 
 
 @dataclass
@@ -367,9 +393,8 @@ class MemberState:
     last_heard_ms: int = -1
     held: list[TopicPartition] = field(default_factory=list)
     waiting: list[TopicPartition] = field(default_factory=list)
-    FIELDS: ClassVar = [("consumer_id", "str"), ("client_id", "str"), ("host", "str"), ("port", "u16"),
-                        ("joined_at_ms", "i64"), ("last_heard_ms", "i64"), ("held", _arr(TopicPartition)),
-                        ("waiting", _arr(TopicPartition))]
+    metadata: bytes = b""  # version 1
+    rack: str = ""  # version 1
 
 
 @dataclass
@@ -386,9 +411,6 @@ class RebalanceEvent:
     subject: str = ""
     value: int = -1
     detail: str = ""
-    FIELDS: ClassVar = [("time_ms", "i64"), ("generation", "i64"), ("reason", "i16"), ("count", "i32"),
-                        ("consumer_id", "str"), ("client_id", "str"), ("host", "str"), ("subject", "str"),
-                        ("value", "i64"), ("detail", "str")]
 
     def __post_init__(self) -> None:
         self.reason = _known(RebalanceReason, self.reason)
@@ -404,7 +426,6 @@ class HeartbeatRequest:
     consumer_id: str
     generation: int
     API: ClassVar = ApiKey.HEARTBEAT
-    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64")]
 
 
 @dataclass
@@ -415,9 +436,8 @@ class CreateGroupRequest:
     session_timeout_ms: int
     topics: list[str] = field(default_factory=list)
     ephemeral: bool = False
+    mode: int = 0  # version 1: 0 server, 1 client
     API: ClassVar = ApiKey.CREATE_GROUP
-    FIELDS: ClassVar = [("group", "str"), ("session_timeout_ms", "i64"), ("topics", _arr("str")),
-                        ("ephemeral", "bool")]
 
 
 @dataclass
@@ -426,7 +446,6 @@ class DeleteGroupRequest:
 
     group: str
     API: ClassVar = ApiKey.DELETE_GROUP
-    FIELDS: ClassVar = [("group", "str")]
 
 
 @dataclass
@@ -442,8 +461,6 @@ class RegisterConsumerRequest:
     rack: str = ""
     known_generation: int = -1
     API: ClassVar = ApiKey.REGISTER_CONSUMER
-    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("owned", _arr(TopicPartition))]
-    SINCE: ClassVar = {1: [("metadata", "bytes"), ("rack", "str")], 2: [("known_generation", "i64")]}
 
 
 @dataclass
@@ -452,7 +469,6 @@ class ListGroupsRequest:
 
     groups: list[str] = field(default_factory=list)
     API: ClassVar = ApiKey.LIST_GROUPS
-    FIELDS: ClassVar = [("groups", _arr("str"))]
 
 
 @dataclass
@@ -462,7 +478,6 @@ class LeaveGroupRequest:
     group: str
     consumer_id: str
     API: ClassVar = ApiKey.LEAVE_GROUP
-    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str")]
 
 
 @dataclass
@@ -474,8 +489,6 @@ class CommitOffsetsRequest:
     generation: int
     offsets: list[PartitionOffset] = field(default_factory=list)
     API: ClassVar = ApiKey.COMMIT_OFFSETS
-    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64"),
-                        ("offsets", _arr(PartitionOffset))]
 
 
 @dataclass
@@ -485,7 +498,6 @@ class FetchOffsetsRequest:
     group: str
     topics: list[str] = field(default_factory=list)
     API: ClassVar = ApiKey.FETCH_OFFSETS
-    FIELDS: ClassVar = [("group", "str"), ("topics", _arr("str"))]
 
 
 @dataclass
@@ -495,7 +507,6 @@ class RewindConsumerRequest:
     group: str
     offsets: list[PartitionOffset] = field(default_factory=list)
     API: ClassVar = ApiKey.REWIND_CONSUMER
-    FIELDS: ClassVar = [("group", "str"), ("offsets", _arr(PartitionOffset))]
 
 
 @dataclass
@@ -510,8 +521,6 @@ class AuthenticateRequest:
     mechanism: str = ""
     message: bytes = b""
     API: ClassVar = ApiKey.AUTHENTICATE
-    FIELDS: ClassVar = [("user", "str"), ("secret", "str")]
-    LAYOUTS: ClassVar = {1: [("mechanism", "str"), ("message", "bytes")]}
 
     def __repr__(self) -> str:  # the secret (and the SCRAM proof) stay out of logs
         if self.mechanism or self.message:
@@ -527,7 +536,6 @@ class DrainServerRequest:
     server_id: int
     drain: bool = True
     API: ClassVar = ApiKey.DRAIN_SERVER
-    FIELDS: ClassVar = [("server_id", "i32"), ("drain", "bool")]
 
 
 @dataclass
@@ -536,7 +544,6 @@ class DescribeGroupRequest:
 
     group: str
     API: ClassVar = ApiKey.DESCRIBE_GROUP
-    FIELDS: ClassVar = [("group", "str")]
 
 
 @dataclass
@@ -544,7 +551,6 @@ class DescribeServersRequest:
     """ApiKey 12: no field, the header is the whole request."""
 
     API: ClassVar = ApiKey.DESCRIBE_SERVERS
-    FIELDS: ClassVar = []
 
 
 Request = Union[HeartbeatRequest, CreateGroupRequest, DeleteGroupRequest, RegisterConsumerRequest,
@@ -566,7 +572,6 @@ class HeartbeatResponse:
     generation: int = -1
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.HEARTBEAT
-    FIELDS: ClassVar = [("generation", "i64"), ("error", "error")]
 
 
 @dataclass
@@ -577,7 +582,6 @@ class CreateGroupResponse:
     error: int = ErrorCode.NONE
     controller: Broker = field(default_factory=Broker)
     API: ClassVar = ApiKey.CREATE_GROUP
-    FIELDS: ClassVar = [("group", "str"), ("error", "error"), ("controller", Broker)]
 
 
 @dataclass
@@ -587,7 +591,6 @@ class DeleteGroupResponse:
     group: str = ""
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.DELETE_GROUP
-    FIELDS: ClassVar = [("group", "str"), ("error", "error")]
 
 
 @dataclass
@@ -613,10 +616,6 @@ class RegisterConsumerResponse:
     list_base: int = -1
     removed_members: list[str] = field(default_factory=list)
     API: ClassVar = ApiKey.REGISTER_CONSUMER
-    FIELDS: ClassVar = [("group", "str"), ("consumer_id", "str"), ("generation", "i64"),
-                        ("members", _arr("str")), ("partitions", _arr(PartitionOffset)), ("error", "error")]
-    SINCE: ClassVar = {1: [("mode", "i8"), ("member_data", _arr(MemberMetadata))],
-                       2: [("member_count", "i32"), ("list_base", "i64"), ("removed_members", _arr("str"))]}
 
 
 @dataclass
@@ -626,7 +625,6 @@ class ListGroupsResponse:
     groups: list[GroupInfo] = field(default_factory=list)
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.LIST_GROUPS
-    FIELDS: ClassVar = [("groups", _arr(GroupInfo)), ("error", "error")]
 
 
 @dataclass
@@ -635,7 +633,6 @@ class LeaveGroupResponse:
 
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.LEAVE_GROUP
-    FIELDS: ClassVar = [("error", "error")]
 
 
 @dataclass
@@ -645,7 +642,6 @@ class CommitOffsetsResponse:
     results: list[PartitionError] = field(default_factory=list)
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.COMMIT_OFFSETS
-    FIELDS: ClassVar = [("results", _arr(PartitionError)), ("error", "error")]
 
 
 @dataclass
@@ -655,7 +651,6 @@ class FetchOffsetsResponse:
     offsets: list[PartitionOffset] = field(default_factory=list)
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.FETCH_OFFSETS
-    FIELDS: ClassVar = [("offsets", _arr(PartitionOffset)), ("error", "error")]
 
 
 @dataclass
@@ -665,7 +660,6 @@ class RewindConsumerResponse:
     results: list[PartitionError] = field(default_factory=list)
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.REWIND_CONSUMER
-    FIELDS: ClassVar = [("results", _arr(PartitionError)), ("error", "error")]
 
 
 @dataclass
@@ -676,8 +670,6 @@ class AuthenticateResponse:
     error: int = ErrorCode.NONE
     message: bytes = b""
     API: ClassVar = ApiKey.AUTHENTICATE
-    FIELDS: ClassVar = [("error", "error")]
-    SINCE: ClassVar = {1: [("message", "bytes")]}
 
 
 @dataclass
@@ -686,7 +678,6 @@ class DrainServerResponse:
 
     error: int = ErrorCode.NONE
     API: ClassVar = ApiKey.DRAIN_SERVER
-    FIELDS: ClassVar = [("error", "error")]
 
 
 @dataclass
@@ -704,11 +695,8 @@ class DescribeGroupResponse:
     members: list[MemberState] = field(default_factory=list)
     offsets: list[PartitionOffset] = field(default_factory=list)
     history: list[RebalanceEvent] = field(default_factory=list)
+    mode: int = 0  # version 1: 0 server, 1 client
     API: ClassVar = ApiKey.DESCRIBE_GROUP
-    FIELDS: ClassVar = [("group", "str"), ("error", "error"), ("controller", Broker), ("state", "i8"),
-                        ("session_timeout_ms", "i64"), ("ephemeral", "bool"), ("generation", "i64"),
-                        ("topics", _arr(TopicState)), ("members", _arr(MemberState)),
-                        ("offsets", _arr(PartitionOffset)), ("history", _arr(RebalanceEvent))]
 
     def __post_init__(self) -> None:
         self.state = _known(GroupState, self.state)
@@ -729,9 +717,6 @@ class ServerPlacement:
     load: int = 0
     groups: int = 0
     placed: int = 0
-    FIELDS: ClassVar = [("server_id", "i32"), ("host", "str"), ("port", "i32"), ("drained", "bool"),
-                        ("settled", "bool"), ("candidate", "bool"), ("load", "i64"), ("groups", "i32"),
-                        ("placed", "i64")]
 
 
 @dataclass
@@ -742,7 +727,6 @@ class GroupMove:
     weight: int = 0
     controller: int = -1
     target: int = -1
-    FIELDS: ClassVar = [("group", "str"), ("weight", "i64"), ("controller", "i32"), ("target", "i32")]
 
 
 @dataclass
@@ -762,10 +746,6 @@ class DescribeServersResponse:
     servers: list[ServerPlacement] = field(default_factory=list)
     moves: list[GroupMove] = field(default_factory=list)
     API: ClassVar = ApiKey.DESCRIBE_SERVERS
-    FIELDS: ClassVar = [("error", "error"), ("server", "i32"), ("epsilon_permille", "i32"),
-                        ("margin_permille", "i32"), ("weighting", "str"), ("group_weight", "i64"),
-                        ("total", "i64"), ("bound", "i64"), ("complete", "bool"),
-                        ("servers", _arr(ServerPlacement)), ("moves", _arr(GroupMove))]
 
 
 @dataclass
@@ -773,7 +753,6 @@ class ErrorOnlyResponse:
     """UNKNOWN_API, UNSUPPORTED_VERSION or INVALID_REQUEST: the header and one ErrorCode."""
 
     error: int = ErrorCode.NONE
-    FIELDS: ClassVar = [("error", "error")]
 
 
 Response = Union[HeartbeatResponse, CreateGroupResponse, DeleteGroupResponse, RegisterConsumerResponse,
@@ -786,6 +765,14 @@ RESPONSE_TYPES: list[type] = [HeartbeatResponse, CreateGroupResponse, DeleteGrou
                               DescribeGroupResponse, DescribeServersResponse]
 _LONE_CODE = {ApiKey.LEAVE_GROUP: LeaveGroupResponse, ApiKey.AUTHENTICATE: AuthenticateResponse,
               ApiKey.DRAIN_SERVER: DrainServerResponse}
+
+# Every class the layouts name; each gets FIELDS, its layout at version 0.
+_CLASSES.update({cls.__name__: cls for cls in [TopicPartition, PartitionOffset, MemberMetadata, PartitionError,
+                                               Broker, GroupInfo, TopicState, MemberState, RebalanceEvent,
+                                               ServerPlacement, GroupMove, ErrorOnlyResponse,
+                                               *REQUEST_TYPES, *RESPONSE_TYPES]})
+for _cls in _CLASSES.values():
+    _cls.FIELDS = fields_of(_cls, 0)  # type: ignore[attr-defined]
 
 
 # ---- Headers and frames ------------------------------------------------------------
