@@ -1,11 +1,6 @@
 #include "server/HttpServer.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,9 +20,10 @@
 #include "server/Handles.h"
 #include "server/HttpRoutes.h"
 #include "common/LogRateLimiter.h"
-#include "server/TcpServer.h"
 #include "server/Tls.h"
 #include "server/Transport.h"
+#include "server/net/Listener.h"
+#include "server/net/Reactor.h"
 
 namespace groupcoord::server {
 
@@ -83,16 +79,6 @@ const char* closeSentence(HttpClose reason) {
     case HttpClose::kCount: break;
   }
   return "";
-}
-
-std::string peerText(const sockaddr_storage& sa) {
-  char text[INET6_ADDRSTRLEN] = {0};
-  if (sa.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof(text));
-  } else if (sa.ss_family == AF_INET6) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text, sizeof(text));
-  }
-  return text;
 }
 
 // A request handed to a lane, and its answer handed back.
@@ -167,15 +153,23 @@ class Lane {
 
 }  // namespace
 
-struct HttpServer::Impl {
-  // epoll data of the two descriptors that are not connections.
-  static constexpr uint64_t kListen = 1;
-  static constexpr uint64_t kWake = 2;
+// The connection thread runs a reactor (server/net/Reactor.h): its turns
+// (net::Turns) take the lanes' answers and sweep the deadlines, and its
+// accepting (net::acceptAll) makes room past a cap by displacing (this
+// port's net::AcceptPolicy).
+struct HttpServer::Impl final : net::Turns, net::AcceptPolicy {
   static constexpr size_t kReadChunk = 16384;
   static constexpr auto kLinger = std::chrono::seconds(1);
   static constexpr auto kSweep = std::chrono::milliseconds(100);
 
-  struct Connection {
+  struct Connection final : net::EventSource {
+    explicit Connection(Impl& server) : owner(server) {}
+    // Every event moves it on as far as it goes. One closed earlier in this
+    // turn (it lives on in the graveyard until the turn ends) ignores what
+    // the same batch still reports.
+    void onEvent(uint32_t) override {
+      if (!closed) owner.drive(*this, owner.turnNow);
+    }
     enum State {
       Handshake,  // TLS handshake under way (deadline: headTimeout from the accept)
       Waiting,    // for a request head (idleTimeout until its first byte, then headTimeout)
@@ -183,6 +177,8 @@ struct HttpServer::Impl {
       Writing,    // the answer going out (writeTimeout without progress)
       Lingering,  // answered with "Connection: close": unread input drained for a moment
     };
+    Impl& owner;
+    bool closed = false;
     uint64_t id = 0;
     UniqueFd fd;
     std::unique_ptr<Transport> io;  // before `fd` goes
@@ -198,6 +194,12 @@ struct HttpServer::Impl {
     bool inWaiting = false;
     std::list<Connection*>::iterator waitingPos;
     std::list<Connection*>::iterator addressPos;
+  };
+  // The listening socket's events.
+  struct Listener final : net::EventSource {
+    explicit Listener(Impl& server) : owner(server) {}
+    void onEvent(uint32_t) override { owner.acceptAll(); }
+    Impl& owner;
   };
   // The open connections of one source address.
   struct Address {
@@ -216,7 +218,20 @@ struct HttpServer::Impl {
 
   // Connection thread.
   void run();
-  void acceptAll(Clock::time_point now);
+  // net::Turns: wake for the next sweep; after the events, the lanes'
+  // answers and the sweep; run() ends once stop() asked.
+  Clock::time_point nextWake() override { return nextSweep; }
+  void turnBegins(Clock::time_point at) override { turnNow = at; }
+  bool turnEnds() override;
+  void acceptAll();
+  // net::AcceptPolicy: past a cap, the connection (of that address, or of
+  // any) that has waited longest for a head makes room (displace()).
+  uint64_t openConnections() override { return connections.size(); }
+  int openFrom(const std::string& source) override;
+  bool makeRoom(const std::string& source, bool perSource) override;
+  void refused(const std::string& source) override;
+  void admitted(UniqueFd fd, const std::string& source) override;
+  bool acceptFailed(int listenFd, int err) override;
   bool displace(std::list<Connection*>& waiting, Clock::time_point now);
   void drive(Connection& c, Clock::time_point now);
   void dispatch(Connection& c, HttpRequestHead head, Clock::time_point now);
@@ -239,8 +254,9 @@ struct HttpServer::Impl {
   HttpHeadLimits limits;
   std::shared_ptr<TlsServerContext> tls;
   UniqueFd listenFd;
-  UniqueFd epollFd;
-  UniqueFd wakeFd;
+  net::Reactor reactor;
+  Listener listener{*this};
+  net::AcceptLimits acceptLimits;
   std::thread thread;
   std::unique_ptr<Lane> metricsLane;
   std::unique_ptr<Lane> statusLane;
@@ -250,7 +266,9 @@ struct HttpServer::Impl {
   std::vector<Done> done GUARDED_BY(doneMutex);
 
   // Connection thread only.
+  Clock::time_point turnNow{};  // when this turn's wait returned
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections;
+  std::vector<std::unique_ptr<Connection>> graveyard;  // closed this turn; freed at its end
   std::unordered_map<std::string, Address> addresses;
   std::list<Connection*> waiting;  // displaceable, longest waiting first
   uint64_t nextId = 16;
@@ -275,22 +293,17 @@ bool HttpServer::Impl::start(std::string* error) {
     }
   }
   std::string why;
-  if (!listenOn(options.address, options.port, &listenFd, &boundPort, &why)) {
+  if (!net::listenOn(options.address, options.port, &listenFd, &boundPort, &why)) {
     *error = "cannot serve HTTP on " + where + ": " + why;
     return false;
   }
-  epollFd.reset(::epoll_create1(EPOLL_CLOEXEC));
-  wakeFd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!epollFd.valid() || !wakeFd.valid()) {
-    *error = "cannot serve HTTP on " + where + ": " + std::strerror(errno);
+  if (!reactor.open(&why)) {
+    *error = "cannot serve HTTP on " + where + ": " + why;
     return false;
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kListen;
-  ::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, listenFd.get(), &ev);
-  ev.data.u64 = kWake;
-  ::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, wakeFd.get(), &ev);
+  reactor.add(listenFd.get(), EPOLLIN, &listener);
+  acceptLimits.maxConnections = static_cast<uint64_t>(std::max(0, options.maxConnections));
+  acceptLimits.maxPerSource = options.maxConnectionsPerSource;
 
   metricsLane = std::make_unique<Lane>("gc-http-metrics", 1, 256, [this](Job& job) { finish(job); });
   statusLane = std::make_unique<Lane>("gc-http-status", std::max(1, options.statusThreads),
@@ -310,10 +323,7 @@ void HttpServer::Impl::stop() {
   if (metricsLane) metricsLane->stop();
 }
 
-void HttpServer::Impl::wake() {
-  const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wakeFd.get(), &one, sizeof(one));
-}
+void HttpServer::Impl::wake() { reactor.wake(); }
 
 // A lane's thread: answers the job and hands the answer to the connection
 // thread. Nothing may escape into the lane.
@@ -337,100 +347,84 @@ void HttpServer::Impl::finish(Job& job) {
 
 void HttpServer::Impl::run() {
   pthread_setname_np(pthread_self(), "gc-http");
-  std::array<epoll_event, 256> events{};
-  while (!stopping.load()) {
-    const int n = ::epoll_wait(epollFd.get(), events.data(), static_cast<int>(events.size()),
-                               static_cast<int>(kSweep.count()));
-    const auto now = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      const uint64_t id = events[i].data.u64;
-      if (id == kListen) {
-        acceptAll(now);
-      } else if (id == kWake) {
-        uint64_t count = 0;
-        [[maybe_unused]] const ssize_t r = ::read(wakeFd.get(), &count, sizeof(count));
-      } else if (auto it = connections.find(id); it != connections.end()) {
-        drive(*it->second, now);
-      }
-    }
-    takeDone(now);
-    if (now >= nextSweep) {
-      sweep(now);
-      nextSweep = now + kSweep;
-    }
-  }
+  std::string error;
+  if (!reactor.run(*this, &error)) spdlog::critical("HTTP: {}; the HTTP port stops serving", error);
   while (!connections.empty()) close(*connections.begin()->second, HttpClose::kCount);
+  graveyard.clear();
 }
 
-void HttpServer::Impl::acceptAll(Clock::time_point now) {
-  for (;;) {
-    sockaddr_storage sa{};
-    socklen_t len = sizeof(sa);
-    UniqueFd fd(::accept4(listenFd.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE) {
-        // Out of descriptors: make room from the connections waiting
-        // longest; with none, stop accepting until a connection closes.
-        if (displace(waiting, now)) continue;
-        uint64_t held = 0;
-        if (limitLog.allow(&held)) {
-          spdlog::warn("HTTP: out of file descriptors with every connection busy; accepting again when one "
-                       "closes");
-        }
-        epoll_event ev{};
-        ev.data.u64 = kListen;
-        ::epoll_ctl(epollFd.get(), EPOLL_CTL_MOD, listenFd.get(), &ev);
-        acceptPaused = true;
-      }
-      return;
-    }
-    const std::string peer = peerText(sa);
-    const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    bool room = true;
-    if (auto a = addresses.find(peer); a != addresses.end() && a->second.count >= options.maxConnectionsPerSource) {
-      room = displace(a->second.waiting, now);
-    }
-    if (room && static_cast<int>(connections.size()) >= options.maxConnections) room = displace(waiting, now);
-    if (!room) {
-      closed[static_cast<size_t>(HttpClose::Refused)].fetch_add(1, std::memory_order_relaxed);
-      uint64_t held = 0;
-      if (limitLog.allow(&held)) {
-        spdlog::info("HTTP: refused a connection from {}: {} ({} more closes for limits held back)", peer,
-                     closeSentence(HttpClose::Refused), held);
-      }
-      continue;
-    }
-    auto owned = std::make_unique<Connection>();
-    Connection& c = *owned;
-    c.id = nextId++;
-    c.fd = std::move(fd);
-    c.peer = peer;
-    if (tls) {
-      SslPtr ssl = tls->accept(c.fd.get());
-      if (!ssl) continue;
-      c.io = tlsTransport(std::move(ssl));
-      c.state = Connection::Handshake;
-      c.deadline = now + options.headTimeout;
-    } else {
-      c.io = plainTransport(c.fd.get());
-      c.state = Connection::Waiting;
-      c.deadline = now + options.idleTimeout;
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    ev.data.u64 = c.id;
-    if (::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) continue;
-    ++addresses[peer].count;
-    connections.emplace(c.id, std::move(owned));
-    accepted.fetch_add(1, std::memory_order_relaxed);
-    open.store(connections.size(), std::memory_order_relaxed);
-    toWaiting(c);
-    // The request is usually there already: answering it now keeps a
-    // quick client from being displaced before its next turn.
-    drive(c, now);
+bool HttpServer::Impl::turnEnds() {
+  takeDone(turnNow);
+  if (turnNow >= nextSweep) {
+    sweep(turnNow);
+    nextSweep = turnNow + kSweep;
   }
+  graveyard.clear();
+  return !stopping.load();
+}
+
+void HttpServer::Impl::acceptAll() { net::acceptAll(listenFd.get(), acceptLimits, *this); }
+
+int HttpServer::Impl::openFrom(const std::string& source) {
+  auto a = addresses.find(source);
+  return a == addresses.end() ? 0 : a->second.count;
+}
+
+bool HttpServer::Impl::makeRoom(const std::string& source, bool perSource) {
+  if (!perSource) return displace(waiting, turnNow);
+  auto a = addresses.find(source);
+  return a != addresses.end() && displace(a->second.waiting, turnNow);
+}
+
+void HttpServer::Impl::refused(const std::string& source) {
+  closed[static_cast<size_t>(HttpClose::Refused)].fetch_add(1, std::memory_order_relaxed);
+  uint64_t held = 0;
+  if (limitLog.allow(&held)) {
+    spdlog::info("HTTP: refused a connection from {}: {} ({} more closes for limits held back)", source,
+                 closeSentence(HttpClose::Refused), held);
+  }
+}
+
+bool HttpServer::Impl::acceptFailed(int, int err) {
+  if (err != EMFILE && err != ENFILE) return false;
+  // Out of descriptors: make room from the connections waiting longest;
+  // with none, stop accepting until a connection closes.
+  if (displace(waiting, turnNow)) return true;
+  uint64_t held = 0;
+  if (limitLog.allow(&held)) {
+    spdlog::warn("HTTP: out of file descriptors with every connection busy; accepting again when one closes");
+  }
+  reactor.modify(listenFd.get(), 0, &listener);
+  acceptPaused = true;
+  return false;
+}
+
+void HttpServer::Impl::admitted(UniqueFd fd, const std::string& peer) {
+  auto owned = std::make_unique<Connection>(*this);
+  Connection& c = *owned;
+  c.id = nextId++;
+  c.fd = std::move(fd);
+  c.peer = peer;
+  if (tls) {
+    SslPtr ssl = tls->accept(c.fd.get());
+    if (!ssl) return;
+    c.io = tlsTransport(std::move(ssl));
+    c.state = Connection::Handshake;
+    c.deadline = turnNow + options.headTimeout;
+  } else {
+    c.io = plainTransport(c.fd.get());
+    c.state = Connection::Waiting;
+    c.deadline = turnNow + options.idleTimeout;
+  }
+  if (!reactor.add(c.fd.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c)) return;
+  ++addresses[peer].count;
+  connections.emplace(c.id, std::move(owned));
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  open.store(connections.size(), std::memory_order_relaxed);
+  toWaiting(c);
+  // The request is usually there already: answering it turnNow keeps a
+  // quick client from being displaced before its next turn.
+  drive(c, turnNow);
 }
 
 bool HttpServer::Impl::displace(std::list<Connection*>& list, Clock::time_point now) {
@@ -481,17 +475,20 @@ void HttpServer::Impl::close(Connection& c, HttpClose reason) {
   }
   fromWaiting(c);
   if (auto a = addresses.find(c.peer); a != addresses.end() && --a->second.count <= 0) addresses.erase(a);
-  ::epoll_ctl(epollFd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  reactor.remove(c.fd.get());
   // The transport first, then its socket.
   c.io.reset();
   c.fd.reset();
-  connections.erase(c.id);
+  c.closed = true;
+  // The object itself lives until the end of the turn: callers up the
+  // stack, and events later in the turn's batch, still point at it.
+  if (auto it = connections.find(c.id); it != connections.end()) {
+    graveyard.push_back(std::move(it->second));
+    connections.erase(it);
+  }
   open.store(connections.size(), std::memory_order_relaxed);
   if (acceptPaused) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kListen;
-    ::epoll_ctl(epollFd.get(), EPOLL_CTL_MOD, listenFd.get(), &ev);
+    reactor.modify(listenFd.get(), EPOLLIN, &listener);
     acceptPaused = false;
   }
 }

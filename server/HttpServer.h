@@ -28,8 +28,8 @@
 // (server/HttpHead.h) 400; each of those closes the connection.
 //
 // How it stays up under slow and idle clients (docs/design.md, "The HTTP
-// port"): one thread runs every connection on epoll, reading heads and
-// writing answers without blocking, and holds each to a deadline:
+// port"): one thread runs every connection on a reactor (server/net/Reactor.h),
+// reading heads and writing answers without blocking, and holds each to a deadline:
 // headTimeout from a head's first byte (for HTTPS, from the accept: the
 // handshake counts) and idleTimeout between requests. The connections are
 // capped overall and per source address; a new connection past a cap takes

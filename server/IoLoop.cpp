@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -37,7 +36,6 @@ constexpr size_t kScratchBytes = 64 * 1024;
 // answers are 16 bytes each. Measured with bench/ at 10,000 members on 1,000
 // connections: 64 KiB kept about 26 KiB per connection after the joins.
 constexpr size_t kKeepBufferBytes = 4 * 1024;
-constexpr int kMaxEvents = 256;
 // A loop turn's time for requests other than heartbeats, and the least each
 // turn gives to what earlier turns deferred (IoLoop::overBudget). A storm
 // of 10,000 registrations over 1,000 connections took 25 to 37 ms a turn
@@ -200,8 +198,17 @@ class PendingResponse {
 }  // namespace
 
 // One client connection. Owned by its loop's connections_ vector; touched
-// only by the loop thread.
-struct Connection {
+// only by the loop thread. Registered with the loop's reactor, which hands
+// it its socket's events.
+struct Connection final : net::EventSource {
+  explicit Connection(IoLoop& owner) : loop(owner) {}
+  // A connection closed earlier in this turn (it lives on in the graveyard
+  // until the turn ends) ignores what the same batch still reports.
+  void onEvent(uint32_t events) override {
+    if (!closed) loop.onEvent(*this, events);
+  }
+
+  IoLoop& loop;
   UniqueFd fd;  // closed by IoLoop::close(), after `ssl` is freed
   size_t index = 0;  // position in IoLoop::connections_
   std::string peer;          // "host:port", for the logs
@@ -325,20 +332,18 @@ void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
 
 // ---- Inbox ----------------------------------------------------------------
 
-Inbox::Inbox() : eventFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+Inbox::Inbox(std::shared_ptr<net::Waker> waker) : waker_(std::move(waker)) {}
 
 Inbox::~Inbox() {
-  // The eventfd first, then the sockets never adopted (the order of before).
-  eventFd_.reset();
+  // The waker first, then the sockets never adopted (the order of before).
+  waker_.reset();
   sockets_.clear();
 }
 
 void Inbox::wakeLocked() {
   if (wakePending_ || tCurrentInbox == this) return;
   wakePending_ = true;
-  const uint64_t one = 1;
-  // A full counter (cannot happen in practice) still leaves the fd readable.
-  [[maybe_unused]] ssize_t n = ::write(eventFd_.get(), &one, sizeof(one));
+  waker_->wake();
 }
 
 void Inbox::postSocket(UniqueFd fd) {
@@ -372,45 +377,27 @@ void Inbox::take(Batch& batch) {
   wakePending_ = false;
 }
 
-void Inbox::clearWake() {
-  uint64_t value = 0;
-  [[maybe_unused]] ssize_t n = ::read(eventFd_.get(), &value, sizeof(value));
-}
-
 void Inbox::bindToCurrentThread() { tCurrentInbox = this; }
 
 // ---- IoLoop ---------------------------------------------------------------
 
 IoLoop::IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters)
-    : index_(index), options_(options), handler_(handler), shared_(counters), inbox_(std::make_shared<Inbox>()) {
+    : index_(index),
+      options_(options),
+      handler_(handler),
+      shared_(counters),
+      inbox_(std::make_shared<Inbox>(reactor_.waker())) {
   scratch_.resize(kScratchBytes);
   // The idle timeout is enforced to within about a quarter of itself.
   tickInterval_ = std::clamp<std::chrono::milliseconds>(options_.idleTimeout / 4, std::chrono::milliseconds(10),
                                                         std::chrono::milliseconds(250));
 }
 
-IoLoop::~IoLoop() {
-  join();
-  epollFd_.reset();
-}
+IoLoop::~IoLoop() { join(); }
 
 bool IoLoop::start(std::string* error) {
-  if (!inbox_->valid()) {
-    *error = std::string("eventfd: ") + std::strerror(errno);
-    return false;
-  }
-  epollFd_.reset(::epoll_create1(EPOLL_CLOEXEC));
-  if (!epollFd_.valid()) {
-    *error = std::string("epoll_create1: ") + std::strerror(errno);
-    return false;
-  }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = nullptr;  // the inbox; connections carry their pointer
-  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_ADD, inbox_->eventFd(), &ev) != 0) {
-    *error = std::string("epoll_ctl(eventfd): ") + std::strerror(errno);
-    return false;
-  }
+  // Posts to the inbox wake the reactor; every other event is a connection's.
+  if (!reactor_.open(error)) return false;
   thread_ = std::thread([this] { run(); });
   return true;
 }
@@ -423,51 +410,44 @@ void IoLoop::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-int IoLoop::waitTimeoutMs(bool busy) const {
-  if (busy) return 0;
+Clock::time_point IoLoop::nextWake() {
+  if (busy_) return Clock::time_point::min();
   auto until = nextTick_;
   if (draining_ && deadline_ < until) until = deadline_;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
-  return ms < 0 ? 0 : static_cast<int>(ms);
+  return until;
+}
+
+void IoLoop::turnBegins(Clock::time_point now) {
+  now_ = now;
+  turnDeadline_ = now_ + kTurnBudget;
+  budgetSpent_ = false;
+}
+
+bool IoLoop::turnEnds() {
+  flushScheduled();
+  busy_ = runDeferred();
+  busy_ = drainInbox() || busy_;
+  flushScheduled();
+  busy_ = busy_ || !scheduled_.empty();
+  graveyard_.clear();
+  if (now_ >= nextTick_) {
+    tick();
+    nextTick_ = now_ + tickInterval_;
+    graveyard_.clear();
+  }
+  return !(draining_ && (connections_.empty() || now_ >= deadline_));
 }
 
 void IoLoop::run() {
   // Named for top -H, perf and gdb: "gc-io-0", "gc-io-1", ...
   ::pthread_setname_np(::pthread_self(), ("gc-io-" + std::to_string(index_)).c_str());
   inbox_->bindToCurrentThread();
-  std::array<epoll_event, kMaxEvents> events{};
   now_ = Clock::now();
   nextTick_ = now_ + tickInterval_;
-  bool busy = false;
-  for (;;) {
-    const int n = ::epoll_wait(epollFd_.get(), events.data(), kMaxEvents, waitTimeoutMs(busy));
-    if (n < 0 && errno != EINTR) {
-      spdlog::critical("I/O thread {}: epoll_wait failed: {}; closing its connections", index_, std::strerror(errno));
-      break;
-    }
-    now_ = Clock::now();
-    turnDeadline_ = now_ + kTurnBudget;
-    budgetSpent_ = false;
-    for (int i = 0; i < n; ++i) {
-      auto* c = static_cast<Connection*>(events[i].data.ptr);
-      if (c == nullptr) {
-        inbox_->clearWake();
-      } else if (!c->closed) {
-        onEvent(*c, events[i].events);
-      }
-    }
-    flushScheduled();
-    busy = runDeferred();
-    busy = drainInbox() || busy;
-    flushScheduled();
-    busy = busy || !scheduled_.empty();
-    graveyard_.clear();
-    if (now_ >= nextTick_) {
-      tick();
-      nextTick_ = now_ + tickInterval_;
-      graveyard_.clear();
-    }
-    if (draining_ && (connections_.empty() || now_ >= deadline_)) break;
+  busy_ = false;
+  std::string error;
+  if (!reactor_.run(*this, &error)) {
+    spdlog::critical("I/O thread {}: {}; closing its connections", index_, error);
   }
   if (!connections_.empty()) {
     size_t inFlight = 0;
@@ -498,7 +478,7 @@ void IoLoop::run() {
 bool IoLoop::drainInbox() {
   // Completions made on this thread while draining (a handler that answers
   // at once) land in the inbox again; a few rounds settle them, and whatever
-  // is left makes the next epoll_wait return at once.
+  // is left makes the reactor's next wait return at once.
   // Answers left by an earlier turn go first; past the turn's budget the
   // rest wait for the next turn. Each turn flushes at least 16 connections,
   // and only past those does it read the clock.
@@ -576,7 +556,7 @@ void IoLoop::addConnection(UniqueFd fd) {
     counters_.closed(CloseReason::Shutdown);
     return;
   }
-  auto owned = std::make_unique<Connection>();
+  auto owned = std::make_unique<Connection>(*this);
   Connection& c = *owned;
   c.fd = std::move(fd);
   c.caller = peerOf(c.fd.get());
@@ -607,10 +587,7 @@ void IoLoop::addConnection(UniqueFd fd) {
       return;
     }
   }
-  epoll_event ev{};
-  ev.events = c.interest;
-  ev.data.ptr = &c;
-  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) {
+  if (!reactor_.add(c.fd.get(), c.interest, &c)) {
     spdlog::error("I/O thread {}: cannot watch the connection from {}: {}", index_, c.peer, std::strerror(errno));
     c.tls.reset();
     c.fd.reset();
@@ -1076,10 +1053,7 @@ void IoLoop::updateInterest(Connection& c) {
   // kernel refused does (so a busy connection costs no epoll_ctl per turn).
   if (c.writeBlocked) want |= EPOLLOUT;
   if (want == c.interest) return;
-  epoll_event ev{};
-  ev.events = want;
-  ev.data.ptr = &c;
-  if (::epoll_ctl(epollFd_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) != 0) {
+  if (!reactor_.modify(c.fd.get(), want, &c)) {
     spdlog::error("I/O thread {}: epoll_ctl for {} failed: {}", index_, c.peer, std::strerror(errno));
     close(c, CloseReason::IoError);
     return;
@@ -1118,7 +1092,7 @@ void IoLoop::close(Connection& c, CloseReason reason) {
     c.completions->loop = nullptr;
     c.completions->slots.clear();
   }
-  ::epoll_ctl(epollFd_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  reactor_.remove(c.fd.get());
   if (c.tls != nullptr) {
     // An orderly close tells the client with close_notify (best effort, never waited for).
     if (reason != CloseReason::PeerClosed && reason != CloseReason::IoError) c.tls->closeNotify();

@@ -1,8 +1,9 @@
 #pragma once
 
-// Internals of TcpServer (server/TcpServer.h): one epoll reactor thread and the state it shares
-// with the acceptor and with the `done` callbacks of in-flight requests.
-// Included by TcpServer.cpp and IoLoop.cpp only.
+// Internals of TcpServer (server/TcpServer.h): one I/O thread, running the
+// binary port's connections on a reactor (server/net/Reactor.h), and the
+// state it shares with the acceptor and with the `done` callbacks of
+// in-flight requests. Included by TcpServer.cpp and IoLoop.cpp only.
 
 #include <array>
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "protocol/Handler.h"
 #include "server/Handles.h"
 #include "server/TcpOptions.h"
+#include "server/net/Reactor.h"
 
 namespace groupcoord::server::detail {
 
@@ -106,16 +108,14 @@ struct Completions : std::enable_shared_from_this<Completions> {
 };
 
 // What other threads hand to a loop: new sockets, completed responses, stop.
-// Shared with the Completions so its eventfd outlives the loop when needed.
+// Shared with the Completions, and holds the loop's reactor's waker, so
+// that a post after the loop is gone still writes to an open eventfd.
 class Inbox {
  public:
-  Inbox();
+  explicit Inbox(std::shared_ptr<net::Waker> waker);
   ~Inbox();
   Inbox(const Inbox&) = delete;
   Inbox& operator=(const Inbox&) = delete;
-
-  bool valid() const { return eventFd_.valid(); }
-  int eventFd() const { return eventFd_.get(); }
 
   // Any thread.
   void postSocket(UniqueFd fd) EXCLUDES(mutex_);
@@ -131,15 +131,13 @@ class Inbox {
   };
   // Loop thread: takes what was posted (swapping into `batch`).
   void take(Batch& batch) EXCLUDES(mutex_);
-  // Loop thread: resets the eventfd after epoll reported it.
-  void clearWake();
   // Loop thread: marks the calling thread as this inbox's owner, so posts
   // made on it skip the eventfd (the loop drains its inbox every turn).
   void bindToCurrentThread();
  private:
   void wakeLocked() REQUIRES(mutex_);
   Mutex mutex_;
-  UniqueFd eventFd_;  // set by the constructor, closed by the destructor
+  std::shared_ptr<net::Waker> waker_;  // set by the constructor
   bool wakePending_ GUARDED_BY(mutex_) = false;
   bool stop_ GUARDED_BY(mutex_) = false;
   Clock::time_point deadline_ GUARDED_BY(mutex_){};
@@ -147,7 +145,7 @@ class Inbox {
   std::vector<std::shared_ptr<Completions>> ready_ GUARDED_BY(mutex_);
 };
 
-class IoLoop {
+class IoLoop : private net::Turns {
  public:
   IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters);
   ~IoLoop();
@@ -170,9 +168,17 @@ class IoLoop {
   void writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response);
 
  private:
+  friend struct Connection;  // its onEvent() hands the reactor's events to onEvent() below
+
   void flushScheduled();
 
   void run();
+  // The reactor's turn (net::Turns): wait until the next tick (or the end
+  // of the shutdown grace), at once while work is left; after the events,
+  // flush, run what was deferred, drain the inbox, tick.
+  net::Clock::time_point nextWake() override;
+  void turnBegins(net::Clock::time_point now) override;
+  bool turnEnds() override;
   bool drainInbox();
   // Requests other than heartbeats get kTurnBudget of a loop turn: past it,
   // a connection's remaining frames wait (`deferred_`) for the next turns,
@@ -208,7 +214,6 @@ class IoLoop {
   void close(Connection& c, CloseReason reason);
   void startDraining(Clock::time_point deadline);
   void tick();
-  int waitTimeoutMs(bool busy) const;
   bool readingWanted(const Connection& c) const;
 
   const int index_;
@@ -216,8 +221,8 @@ class IoLoop {
   protocol::Handler& handler_;
   SharedCounters& shared_;
   LoopCounters counters_;
-  std::shared_ptr<Inbox> inbox_;
-  UniqueFd epollFd_;
+  net::Reactor reactor_;
+  std::shared_ptr<Inbox> inbox_;  // holds reactor_'s waker
   std::thread thread_;
 
   // Loop thread only from here on.
@@ -255,6 +260,7 @@ class IoLoop {
   std::chrono::milliseconds tickInterval_{250};
   bool draining_ = false;
   Clock::time_point deadline_{};
+  bool busy_ = false;  // work left at the end of the last turn: the next wait returns at once
 };
 
 }  // namespace groupcoord::server::detail

@@ -29,7 +29,7 @@ class TlsServerContext;
 // nanoseconds (docs/design.md, "Heartbeats"). Sampled: the first such
 // heartbeat of one read in kHeartbeatStageSampleEvery.
 struct HeartbeatStages {
-  uint64_t wakeToRead = 0;  // epoll_wait returned -> the read that brought the frame returned
+  uint64_t wakeToRead = 0;  // the reactor's wait returned -> the read that brought the frame returned
   uint64_t decode = 0;      // the frame read in place (peekHeartbeat)
   uint64_t handle = 0;      // the handler, lock waits included
   uint64_t encode = 0;      // the answer encoded into the output buffer

@@ -1,9 +1,9 @@
 #pragma once
 
-// groupcoordd's TCP server: an acceptor thread and N I/O threads, each an
-// epoll reactor, that frame and decode requests (docs/protocol.md), hand them to a
-// protocol::Handler and write the responses back in request order per
-// connection.
+// groupcoordd's TCP server: an acceptor thread and N I/O threads, each
+// running a reactor (server/net/Reactor.h), that frame and decode requests
+// (docs/protocol.md), hand them to a protocol::Handler and write the
+// responses back in request order per connection.
 //
 // Threads: bind(), start(), stop() and the destructor are called from one
 // owning thread. stats() and port() from any thread. The Handler is called on
@@ -24,6 +24,7 @@
 namespace groupcoord::server {
 
 namespace detail {
+class Acceptor;
 class IoLoop;
 struct SharedCounters;
 }  // namespace detail
@@ -62,31 +63,18 @@ class TcpServer {
   static int defaultIoThreads();
 
  private:
-  void acceptLoop();
-  void acceptReady(int listenFd);
-
   TcpServerOptions options_;
   protocol::Handler& handler_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
   UniqueFd listenFd_;
   UniqueFd internalListenFd_;  // options_.internalPort set: the internal listener
-  UniqueFd acceptWakeFd_;  // eventfd: tells the acceptor to stop
-  UniqueFd reserveFd_;     // kept open to be released when accept() hits EMFILE
   uint16_t port_ = 0;
   uint16_t internalPort_ = 0;
-  size_t nextLoop_ = 0;    // acceptor thread only
   bool started_ = false;
   bool stopped_ = false;
-  std::thread acceptor_;
+  std::unique_ptr<detail::Acceptor> acceptor_;  // after start()
 };
-
-// A listening socket (non-blocking, close-on-exec, SO_REUSEADDR but never
-// SO_REUSEPORT: a second server on a busy port must fail, not share it) on
-// the first address `address` resolves to that takes it. `port` 0: any free
-// port; *bound tells which. false with *error set (the reason alone, e.g.
-// "bind: Address already in use") when no address could be used.
-bool listenOn(const std::string& address, uint16_t port, UniqueFd* fd, uint16_t* bound, std::string* error);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (10,000 idle connections
 // need more than the usual 1024). Returns the soft limit now in force.
