@@ -48,6 +48,25 @@ Loop::~Loop() {
   ::close(epfd_);
 }
 
+namespace {
+struct Credentials {
+  std::string user;
+  std::string secret;
+  bool set = false;
+  uint64_t failures = 0;  // the generator's thread only
+};
+Credentials& credentials() {
+  static Credentials c;
+  return c;
+}
+}  // namespace
+
+void Loop::authenticateAs(std::string user, std::string secret) {
+  credentials() = Credentials{std::move(user), std::move(secret), true, 0};
+}
+
+uint64_t Loop::authFailures() { return credentials().failures; }
+
 int Loop::connect(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
@@ -76,6 +95,12 @@ int Loop::connect(uint16_t port) {
   ev.data.u32 = static_cast<uint32_t>(id);
   ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
   conns_.push_back(std::move(c));
+  if (credentials().set) {
+    send(id, protocol::AuthenticateRequest{credentials().user, credentials().secret, "", ""},
+         [](const protocol::Response* r, uint64_t) {
+           if (r == nullptr || protocol::responseError(*r) != protocol::ErrorCode::NONE) ++credentials().failures;
+         });
+  }
   return id;
 }
 

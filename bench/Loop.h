@@ -34,8 +34,16 @@ class Loop {
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;
 
-  // A new connection to 127.0.0.1:port; -1 when the connect failed.
+  // A new connection to 127.0.0.1:port; -1 when the connect failed. With
+  // credentials set (authenticateAs), its first request is an Authenticate.
   int connect(uint16_t port);
+
+  // Every connection any Loop makes from now on authenticates first: an
+  // Authenticate of version 0 with this user and secret, pipelined ahead of
+  // the connection's first request (groupcoordd holds what follows an
+  // Authenticate until it is answered). Answers other than NONE are counted.
+  static void authenticateAs(std::string user, std::string secret);
+  static uint64_t authFailures();
   bool isOpen(int conn) const;
   uint16_t portOf(int conn) const;
   size_t pendingOn(int conn) const;

@@ -3134,6 +3134,7 @@ void instructions(const Args& args) {
       if (windows[w] < 0) fail("no callgrind dump under " + b);
     }
     loop.close(conn);
+    if (Loop::authFailures() != 0) fail("Authenticate was refused " + count(double(Loop::authFailures())) + " times");
     const std::string label = k < labels.size() ? labels[k] : "server " + std::to_string(k + 1);
     const double per = (windows[1] - windows[0]) / static_cast<double>(n);
     perHeartbeat.push_back(per);
@@ -3185,9 +3186,12 @@ int usage(int code) {
                "              [--rounds 3] (one join and one leave, this many times)\n"
                "  assign      [--repeat 5] (the optimiser alone, no server: one join and one leave in three shapes)\n"
                "  instructions --ports P,LE,E --pids ... --callgrind-bases BASE,... [--count 20000]\n"
+               "              [--labels NAME,...]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
                "              the first one groupcoordd)\n"
-               "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics)\n"
+               "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics),\n"
+               "        --user U --secret S (every connection authenticates first: a server with\n"
+               "        auth.credentials.file; Authenticate version 0, so the secret crosses loopback)\n"
                "Prints Markdown rows: | scenario | figure | value | target |. bench/run.sh runs them all.\n");
   return code;
 }
@@ -3215,6 +3219,9 @@ int main(int argc, char** argv) {
     }
   }
   ::signal(SIGPIPE, SIG_IGN);
+  // --user and --secret: every connection authenticates first (a server
+  // started with auth.credentials.file).
+  if (args.values.count("user") != 0) Loop::authenticateAs(args.values["user"], args.values["secret"]);
   // The table goes to standard output; the ZooKeeper sessions' own lines
   // (a thousand sessions open and close in `direct`) only matter as
   // warnings, on standard error.

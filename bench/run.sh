@@ -14,7 +14,7 @@
 # read-to-answer and stage figures from its /metrics, then the same schedule
 # against both echoes, in turns (five rounds of a 4 s window each);
 # instructions: instructions per heartbeat of the three
-# servers, counted by callgrind; gate: instructions per heartbeat through
+# servers, counted by callgrind, then of groupcoordd with authentication on; gate: instructions per heartbeat through
 # the authentication gate, without it, with roles only and with 1,000
 # permission rules (no server); members-100k: 100,000 members in 1,000
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
@@ -83,6 +83,7 @@ log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
 started=()
 wrap=()  # what the servers run under (callgrind in `instructions`)
+server_args=()  # more options for the next start_server (authentication in `instructions`)
 work=$(mktemp -d /tmp/groupcoord-bench.XXXXXX)
 ensemble=("$root/scripts/zk-ensemble.sh" --base-port "$base" --tick-ms 500)
 cleanup() {
@@ -139,7 +140,7 @@ start_server() {
   rm -f "$pf" "$hf"
   "${srv_cpu[@]}" "${wrap[@]}" "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
     --server-id="$id" --zk-session-timeout-ms="$session" --http-port=0 --http-port-file="$hf" \
-    --log-file="$work/server$id.log" 2>>"$work/server$id.stderr" &
+    --log-file="$work/server$id.log" "${server_args[@]}" 2>>"$work/server$id.stderr" &
   server_pid=$!
   started+=("$server_pid")
   local i
@@ -346,6 +347,19 @@ for s in "${scenarios[@]}"; do
         --pids="$server_pid,$loop_echo_pid,$echo_pid" --callgrind-bases="$work/cg,$work/cg,$work/cg" \
         --count="$(q 20000 2000)"
       stop_echoes
+      stop_server "$server_pid"
+      # The same with authentication on: every connection authenticates
+      # first, and heartbeats keep the I/O thread's fast path, behind the
+      # gate's check (AuthGate::admitsNow).
+      secret=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+      printf '%s\n' "$secret" | "$build_dir/client/groupctl" auth hash --user bench --role member > "$work/credentials"
+      wrap=("${cg[@]}" "${io[@]}")
+      server_args=(--auth-credentials-file="$work/credentials")
+      start_server 2
+      server_args=()
+      wrap=()
+      run instructions --ports="$server_port" --pids="$server_pid" --callgrind-bases="$work/cg" \
+        --labels="groupcoordd with authentication" --user=bench --secret="$secret" --count="$(q 20000 2000)"
       stop_server "$server_pid"
       ;;
     direct)
