@@ -62,6 +62,7 @@ void ControllerClaims::onGroupsListed(std::vector<std::string> names) {
   std::vector<std::string> added, removed;
   {
     MutexLock lock(mu_);
+    listedOnce_ = true;
     for (auto it = known_.begin(); it != known_.end();) {
       if (!listed.count(it->first)) {
         removed.push_back(it->first);
@@ -353,8 +354,11 @@ std::vector<std::pair<std::string, int32_t>> ControllerClaims::controllers(bool*
 ErrorCode ControllerClaims::notHere(const std::string& group, bool connected) const {
   MutexLock lock(mu_);
   auto it = known_.find(group);
-  // Unknown here; while ZooKeeper is away this server cannot tell.
-  if (it == known_.end()) return connected ? ErrorCode::UNKNOWN_GROUP : ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  // Unknown here. While ZooKeeper is away, or before this server has
+  // listed the groups once (it has just started), it cannot tell.
+  if (it == known_.end()) {
+    return connected && listedOnce_ ? ErrorCode::UNKNOWN_GROUP : ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  }
   return it->second.hasController ? ErrorCode::NOT_CONTROLLER : ErrorCode::CONTROLLER_NOT_AVAILABLE;
 }
 

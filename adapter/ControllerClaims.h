@@ -145,6 +145,9 @@ class ControllerClaims {
   static constexpr size_t kClaimWaitingMax = 64;
   std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mu_);
   bool rewatchNeeded_ GUARDED_BY(mu_) = false;
+  // The groups have been listed once: until then a group this server does
+  // not know of may well exist (notHere answers CONTROLLER_NOT_AVAILABLE).
+  bool listedOnce_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> version_{0};
 };
 

@@ -230,6 +230,20 @@ TEST_F(ControllerClaimsTest, NotHereAnswersAsDocumented) {
   EXPECT_EQ(a.claims->notHere(orphan, true), ErrorCode::CONTROLLER_NOT_AVAILABLE);
 }
 
+// A server that has just started, connected but with the groups not yet
+// listed, cannot tell an unknown group from one it has not read: it must not
+// tell a client that an existing group does not exist.
+TEST_F(ControllerClaimsTest, BeforeTheGroupsAreListedAnUnreadGroupIsNotAvailableRatherThanUnknown) {
+  createGroup("exists");
+  auto& a = addServer(1, /*watchGroups=*/false);
+  EXPECT_EQ(a.claims->notHere("exists", true), ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(a.claims->notHere("nope", true), ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  a.claims->watchGroups();
+  settle();
+  EXPECT_EQ(a.claims->notHere("nope", true), ErrorCode::UNKNOWN_GROUP);
+  EXPECT_NE(a.claims->notHere("exists", true), ErrorCode::UNKNOWN_GROUP);
+}
+
 TEST_F(ControllerClaimsTest, AwaitControllerAnswersWhenTheControllerZnodeAppears) {
   auto& a = addServer(1, /*watchGroups=*/false);
   addServer(2, /*watchGroups=*/false);
