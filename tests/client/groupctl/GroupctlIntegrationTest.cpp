@@ -236,57 +236,59 @@ TEST_F(GroupctlTest, GroupLifeAndRewind) {
   EXPECT_TRUE(json::parse(after.out)["groups"].empty());
 }
 
+// Whether `path` exists as `want` says, looked for until this test's
+// session sees it. The server writes and removes znodes through its own
+// session; this test's session reads from its own ZooKeeper node, which may
+// apply the change a little later: a follower is within syncLimit ticks of
+// the leader (5 of GROUPCOORD_ZK_TICK_MS, scripts/zk-ensemble.sh). So a look
+// waits up to that, plus the scheduling allowance.
+bool znodeIs(zk::Session& zookeeper, const std::string& path, zk::Error want) {
+  const char* tickEnv = std::getenv("GROUPCOORD_ZK_TICK_MS");
+  const std::chrono::milliseconds followerLag(5 * (tickEnv != nullptr ? std::atoll(tickEnv) : 500));
+  return eventuallyWithin(designBound(followerLag), [&] { return zookeeper.existsSync(path).error == want; });
+}
+
 // The drain mark is all of DrainServer that is not the other servers' work:
 // written by drain, removed by undrain, and either done twice is a success.
 TEST_F(GroupctlTest, DrainAndUndrainWriteAndRemoveTheMark) {
   const std::string mark = root_ + "/draining/1";
   EXPECT_EQ(zookeeper().existsSync(mark).error, zk::Error::NoNode);
-  // The server writes and removes the mark through its own session; this
-  // test's session reads from its own ZooKeeper node, which may apply the
-  // change a little later: a follower is within syncLimit ticks of the
-  // leader (5 of GROUPCOORD_ZK_TICK_MS, scripts/zk-ensemble.sh). So each
-  // look waits up to that, plus the scheduling allowance.
-  const char* tickEnv = std::getenv("GROUPCOORD_ZK_TICK_MS");
-  const std::chrono::milliseconds followerLag(5 * (tickEnv != nullptr ? std::atoll(tickEnv) : 500));
-  auto markIs = [&](const std::string& path, zk::Error want) {
-    return eventuallyWithin(designBound(followerLag), [&] { return zookeeper().existsSync(path).error == want; });
-  };
 
   CtlRun drained = ctl({"drain", "1"});
   ASSERT_EQ(drained.exit, 0) << drained.err;
   EXPECT_EQ(json::parse(drained.out), json({{"server", 1}, {"draining", true}, {"waited", false}}));
-  EXPECT_TRUE(markIs(mark, zk::Error::Ok)) << mark;
+  EXPECT_TRUE(znodeIs(zookeeper(), mark, zk::Error::Ok)) << mark;
 
   // Again, and in the table form: a success that says what happens next.
   CtlRun again = groupctl({"--bootstrap", bootstrap_, "drain", "1"});
   ASSERT_EQ(again.exit, 0) << again.err;
   EXPECT_NE(again.out.find("server 1 is marked drained"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("next seconds"), std::string::npos) << again.out;
-  EXPECT_TRUE(markIs(mark, zk::Error::Ok)) << mark;
+  EXPECT_TRUE(znodeIs(zookeeper(), mark, zk::Error::Ok)) << mark;
 
   CtlRun undrained = ctl({"undrain", "1"});
   ASSERT_EQ(undrained.exit, 0) << undrained.err;
   EXPECT_EQ(json::parse(undrained.out), json({{"server", 1}, {"draining", false}}));
-  EXPECT_TRUE(markIs(mark, zk::Error::NoNode)) << mark;
+  EXPECT_TRUE(znodeIs(zookeeper(), mark, zk::Error::NoNode)) << mark;
 
   CtlRun undrainedAgain = groupctl({"--bootstrap", bootstrap_, "undrain", "1"});
   ASSERT_EQ(undrainedAgain.exit, 0) << undrainedAgain.err;
   EXPECT_NE(undrainedAgain.out.find("no longer drained"), std::string::npos) << undrainedAgain.out;
-  EXPECT_TRUE(markIs(mark, zk::Error::NoNode)) << mark;
+  EXPECT_TRUE(znodeIs(zookeeper(), mark, zk::Error::NoNode)) << mark;
 
   // A server that is not running can be marked too: the mark is only data.
   CtlRun other = ctl({"drain", "7"});
   ASSERT_EQ(other.exit, 0) << other.err;
-  EXPECT_TRUE(markIs(root_ + "/draining/7", zk::Error::Ok));
+  EXPECT_TRUE(znodeIs(zookeeper(), root_ + "/draining/7", zk::Error::Ok));
   ASSERT_EQ(ctl({"undrain", "7"}).exit, 0);
-  EXPECT_TRUE(markIs(root_ + "/draining/7", zk::Error::NoNode));
+  EXPECT_TRUE(znodeIs(zookeeper(), root_ + "/draining/7", zk::Error::NoNode));
 }
 
 TEST_F(GroupctlTest, DrainWaitReturnsAtOnceWhenTheServerControlsNoGroup) {
   CtlRun waited = ctl({"drain", "1", "--wait", "10s"});
   ASSERT_EQ(waited.exit, 0) << waited.err;
   EXPECT_EQ(json::parse(waited.out), json({{"server", 1}, {"draining", true}, {"waited", true}}));
-  EXPECT_EQ(zookeeper().existsSync(root_ + "/draining/1").error, zk::Error::Ok);
+  EXPECT_TRUE(znodeIs(zookeeper(), root_ + "/draining/1", zk::Error::Ok));
   ASSERT_EQ(ctl({"undrain", "1"}).exit, 0);
 }
 
