@@ -14,6 +14,7 @@
 #include "metrics/Metrics.h"
 #include "metrics/Registry.h"
 #include "protocol/Codec.h"
+#include "server/Chain.h"
 #include "server/Config.h"
 #include "server/HttpServer.h"
 #include "server/Metrics.h"
@@ -159,19 +160,20 @@ class ScriptedHandler : public protocol::Handler {
 TEST(RequestMetrics, EveryAnswerIsCountedByApiAndError) {
   ScriptedHandler inner;
   RequestMetrics m;
-  MeteredHandler metered(inner, m);
+  CoordinatorStage coordinator(inner);
+  MetricsStage metered(m, coordinator);
   int answered = 0;
   auto count = [&](protocol::Response) { ++answered; };
   protocol::RequestHeader hb;
   hb.apiKey = ApiKey::Heartbeat;
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
   inner.answer = ErrorCode::NOT_CONTROLLER;
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
   protocol::RequestHeader reg;
   reg.apiKey = ApiKey::RegisterConsumer;
   inner.hold = true;
-  metered.handle(reg, protocol::RegisterConsumerRequest{"g", "", {}}, count);
+  metered.handle(protocol::Caller{}, nullptr, reg, protocol::RegisterConsumerRequest{"g", "", {}}, count);
   EXPECT_EQ(m.requests(ApiKey::RegisterConsumer), 0u) << "counted before it was answered";
   inner.held(protocol::RegisterConsumerResponse{});
   EXPECT_EQ(answered, 4);
