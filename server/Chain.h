@@ -13,6 +13,11 @@
 // callback from any thread, and the inline heartbeat, answered at once on
 // the I/O thread or declined (then the general call follows).
 //
+// A stage names the type of the next one (Next): with one of this file's
+// final stages there, the compiler sees through the whole inline heartbeat
+// path, and the chain costs the loop one virtual call (Chain builds those).
+// Next = Stage: any stage, called virtually.
+//
 // What a stage keeps per connection lives in the connection's
 // ConnectionContext, which the connection owns and touches only on its I/O
 // thread.
@@ -21,14 +26,14 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "protocol/Handler.h"
+#include "server/AuthGate.h"
 #include "server/TcpOptions.h"
 
 namespace groupcoord::server {
-
-class AuthGate;
-class AuthSession;
 
 // One connection's state for its chain.
 struct ConnectionContext {
@@ -92,17 +97,50 @@ class CoordinatorStage final : public Stage {
   protocol::Handler& handler_;
 };
 
+namespace detail {
+// What the auth gate forwards to (a protocol::Handler): the next stage,
+// with no connection context (the gate may forward from its worker).
+class ForwardToStage final : public protocol::Handler {
+ public:
+  explicit ForwardToStage(Stage& next) : next_(next) {}
+  void handle(const protocol::RequestHeader& header, protocol::Request request,
+              protocol::ResponseCallback done) override {
+    next_.handle(protocol::Caller{}, nullptr, header, std::move(request), std::move(done));
+  }
+  void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
+                  protocol::ResponseCallback done) override {
+    next_.handle(caller, nullptr, header, std::move(request), std::move(done));
+  }
+
+ private:
+  Stage& next_;
+};
+// AuthStage's general call, shared by its instances.
+void authHandle(AuthGate& gate, protocol::Handler& forward, const protocol::Caller& caller, ConnectionContext* ctx,
+                const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done);
+// MetricsStage's general call: `done` wrapped to tell `observer`.
+protocol::ResponseCallback meteredDone(RequestObserver& observer, protocol::ApiKey api,
+                                       protocol::ResponseCallback done);
+}  // namespace detail
+
 // Authentication and permissions (server/AuthGate.h): a request goes on
 // when the connection's session allows it, else the gate answers it. The
 // inline heartbeat goes on only when the gate admits it now
 // (AuthGate::admitsNow); otherwise the general call decides.
+template <class Next = Stage>
 class AuthStage final : public Stage {
  public:
-  AuthStage(AuthGate& gate, Stage& next);
+  AuthStage(AuthGate& gate, Next& next) : gate_(gate), next_(next), forward_(next) {}
   void handle(const protocol::Caller& caller, ConnectionContext* ctx, const protocol::RequestHeader& header,
-              protocol::Request request, protocol::ResponseCallback done) override;
+              protocol::Request request, protocol::ResponseCallback done) override {
+    detail::authHandle(gate_, forward_, caller, ctx, header, std::move(request), std::move(done));
+  }
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override;
+                    std::chrono::steady_clock::time_point readAt) override {
+    // Its first request: the general call makes its session.
+    if (ctx.auth == nullptr || !gate_.admitsNow(*ctx.auth, protocol::ApiKey::Heartbeat, request.group)) return false;
+    return next_.heartbeatNow(ctx, request, out, readAt);
+  }
   std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) override {
     return next_.heartbeatGroupMotion(ctx, group);
   }
@@ -110,41 +148,36 @@ class AuthStage final : public Stage {
   void heartbeatStages(const HeartbeatStages& stages) override { next_.heartbeatStages(stages); }
 
  private:
-  // What the gate forwards to (a protocol::Handler): the next stage, with
-  // no connection context (the gate may forward from its worker).
-  class Forward final : public protocol::Handler {
-   public:
-    explicit Forward(Stage& next) : next_(next) {}
-    void handle(const protocol::RequestHeader& header, protocol::Request request,
-                protocol::ResponseCallback done) override {
-      next_.handle(protocol::Caller{}, nullptr, header, std::move(request), std::move(done));
-    }
-    void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
-                    protocol::ResponseCallback done) override {
-      next_.handle(caller, nullptr, header, std::move(request), std::move(done));
-    }
-
-   private:
-    Stage& next_;
-  };
   AuthGate& gate_;
-  Stage& next_;
-  Forward forward_;
+  Next& next_;
+  detail::ForwardToStage forward_;
 };
 
 // Request metrics: tells `observer` of every request the rest of the chain
 // answered (its API, the error at the top of the answer, the time from the
 // call to the answer), and records the sampled stages of inline
 // heartbeats. At the head of the chain, so that what the auth stage
-// answers itself (Authenticate, refusals) is counted too. `observer` must
-// outlive every answer still pending.
+// answers itself (Authenticate, refusals) is counted too, as it was when
+// the loop told the observer. `observer` must outlive every answer still
+// pending.
+template <class Next = Stage>
 class MetricsStage final : public Stage {
  public:
-  MetricsStage(RequestObserver& observer, Stage& next) : observer_(observer), next_(next) {}
+  MetricsStage(RequestObserver& observer, Next& next) : observer_(observer), next_(next) {}
   void handle(const protocol::Caller& caller, ConnectionContext* ctx, const protocol::RequestHeader& header,
-              protocol::Request request, protocol::ResponseCallback done) override;
+              protocol::Request request, protocol::ResponseCallback done) override {
+    next_.handle(caller, ctx, header, std::move(request), detail::meteredDone(observer_, header.apiKey, std::move(done)));
+  }
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override;
+                    std::chrono::steady_clock::time_point readAt) override {
+    using Clock = std::chrono::steady_clock;
+    // The loop's own reading when it took one (a sampled heartbeat), else ours.
+    const Clock::time_point start = readAt != Clock::time_point{} ? readAt : Clock::now();
+    if (!next_.heartbeatNow(ctx, request, out, start)) return false;
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    observer_.answered(protocol::ApiKey::Heartbeat, out.error, took > 0 ? static_cast<uint64_t>(took) : 0);
+    return true;
+  }
   std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) override {
     return next_.heartbeatGroupMotion(ctx, group);
   }
@@ -153,11 +186,12 @@ class MetricsStage final : public Stage {
 
  private:
   RequestObserver& observer_;
-  Stage& next_;
+  Next& next_;
 };
 
 // The binary port's chain, built from its options around `handler`: the
-// stages, owned, and the head to call.
+// stages, owned, and the head to call. Each shape is built from the final
+// stage types, so that its inline path is one function.
 class Chain {
  public:
   Chain(const TcpServerOptions& options, protocol::Handler& handler);
@@ -165,8 +199,7 @@ class Chain {
 
  private:
   CoordinatorStage coordinator_;
-  std::optional<AuthStage> auth_;
-  std::optional<MetricsStage> metrics_;
+  std::vector<std::unique_ptr<Stage>> stages_;  // in front of the coordinator, the head last
   Stage* head_ = nullptr;
 };
 

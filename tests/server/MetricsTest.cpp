@@ -161,7 +161,7 @@ TEST(RequestMetrics, EveryAnswerIsCountedByApiAndError) {
   ScriptedHandler inner;
   RequestMetrics m;
   CoordinatorStage coordinator(inner);
-  MetricsStage metered(m, coordinator);
+  MetricsStage<CoordinatorStage> metered(m, coordinator);
   int answered = 0;
   auto count = [&](protocol::Response) { ++answered; };
   protocol::RequestHeader hb;
