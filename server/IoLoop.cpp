@@ -20,7 +20,6 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/Codec.h"
-#include "server/AuthGate.h"
 #include "common/LogRateLimiter.h"
 #include "server/Tls.h"
 #include "server/Transport.h"
@@ -131,15 +130,12 @@ std::vector<uint8_t> encodeFrame(int16_t version, int64_t correlationId, const p
 // are not held back forever by a lost callback.
 class PendingResponse {
  public:
-  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header,
-                  RequestObserver* observer)
+  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header)
       : completions_(std::move(completions)),
         seq_(seq),
         api_(header.apiKey),
         version_(header.version),
-        correlationId_(header.correlationId),
-        observer_(observer),
-        start_(observer != nullptr ? Clock::now() : Clock::time_point{}) {}
+        correlationId_(header.correlationId) {}
 
   ~PendingResponse() {
     // After the connection closed nobody waits for the answer (the server
@@ -165,12 +161,6 @@ class PendingResponse {
                     protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
       response = protocol::errorResponse(blankRequest(api_), protocol::ErrorCode::UNKNOWN_SERVER_ERROR);
     }
-    if (observer_ != nullptr) {
-      // Recorded here rather than by wrapping the handler's callback: no
-      // second callback object per request on the heartbeat path.
-      const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
-      observer_->answered(api_, protocol::responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
-    }
     // On the connection's own loop thread (the handler answered at once),
     // at the head of the line: straight into the output buffer.
     if (tCurrentInbox != nullptr && tCurrentInbox == completions_->inbox.get()) {
@@ -190,8 +180,6 @@ class PendingResponse {
   const protocol::ApiKey api_;
   const int16_t version_;
   const int64_t correlationId_;
-  RequestObserver* const observer_;
-  const Clock::time_point start_;
   std::atomic<bool> answered_{false};
 };
 
@@ -212,8 +200,7 @@ struct Connection final : net::EventSource {
   UniqueFd fd;  // closed by IoLoop::close(), after `ssl` is freed
   size_t index = 0;  // position in IoLoop::connections_
   std::string peer;          // "host:port", for the logs
-  protocol::Caller caller;   // the same, for the handler (no user: the auth gate adds it)
-  protocol::ConnectionSlot handlerState;  // the handler's, for heartbeatNow()
+  ConnectionContext ctx;     // the chain's: the peer (as `peer`), the auth session, the handler's slot
   std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
   std::vector<uint8_t> out;  // responses not yet written, from outOffset on
   size_t outOffset = 0;
@@ -238,7 +225,6 @@ struct Connection final : net::EventSource {
   CloseReason untrustedReason = CloseReason::FrameTooLarge;
   Clock::time_point untrustedAt{};
   std::shared_ptr<Completions> completions;
-  std::shared_ptr<AuthSession> auth;  // who this connection authenticated as; made on its first request
   std::unique_ptr<Transport> tls;     // set when the listener speaks TLS; freed before `fd`
   bool tlsReady = false;              // the TLS handshake is done
 
@@ -381,10 +367,11 @@ void Inbox::bindToCurrentThread() { tCurrentInbox = this; }
 
 // ---- IoLoop ---------------------------------------------------------------
 
-IoLoop::IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters)
+IoLoop::IoLoop(int index, const TcpServerOptions& options, Stage& chain, SharedCounters& counters)
     : index_(index),
       options_(options),
-      handler_(handler),
+      chain_(chain),
+      timesStages_(chain.recordsHeartbeatStages()),
       shared_(counters),
       inbox_(std::make_shared<Inbox>(reactor_.waker())) {
   scratch_.resize(kScratchBytes);
@@ -559,10 +546,10 @@ void IoLoop::addConnection(UniqueFd fd) {
   auto owned = std::make_unique<Connection>(*this);
   Connection& c = *owned;
   c.fd = std::move(fd);
-  c.caller = peerOf(c.fd.get());
-  c.caller.connection = gConnectionSerial.fetch_add(1, std::memory_order_relaxed) + 1;
-  c.caller.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
-  c.peer = c.caller.address();
+  c.ctx.caller = peerOf(c.fd.get());
+  c.ctx.caller.connection = gConnectionSerial.fetch_add(1, std::memory_order_relaxed) + 1;
+  c.ctx.caller.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
+  c.peer = c.ctx.caller.address();
   c.lastReadAt = now_;
   c.completions = std::make_shared<Completions>();
   c.completions->inbox = inbox_;
@@ -571,13 +558,13 @@ void IoLoop::addConnection(UniqueFd fd) {
   c.interest = EPOLLIN;
   // The kernel stamps each packet's receipt, so that a sampled heartbeat's
   // time counts what it waited in the socket (HeartbeatStages::arrivalToRead).
-  if (options_.observer != nullptr && !options_.tls) {
+  if (timesStages_ && !options_.tls) {
     const int one = 1;
     ::setsockopt(c.fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
   }
   if (options_.tls) {
     SslPtr ssl = options_.tls->accept(c.fd.get());
-    c.caller.tls = true;
+    c.ctx.caller.tls = true;
     if (ssl != nullptr) c.tls = tlsTransport(std::move(ssl));
     if (c.tls == nullptr) {
       spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
@@ -643,7 +630,7 @@ void IoLoop::onReadable(Connection& c) {
   // The read whose heartbeat will be timed asks for the kernel's timestamp
   // of its bytes' arrival; every other read is a plain recv().
   std::optional<uint64_t> arrivalToRead;
-  if (options_.observer != nullptr && stageReadSampled()) {
+  if (timesStages_ && stageReadSampled()) {
     n = recvStamped(c, arrivalToRead);
   } else {
     do {
@@ -667,7 +654,7 @@ void IoLoop::onReadable(Connection& c) {
     return;
   }
   c.lastReadAt = now_;
-  if (options_.observer != nullptr) stageRead(c, arrivalToRead);
+  if (timesStages_) stageRead(c, arrivalToRead);
   received(c, static_cast<size_t>(n));
   // The sampled read brought no heartbeat the fast path answered.
   if (sample_.conn == &c && sample_.state == StageSample::State::Armed) sample_ = StageSample{};
@@ -722,7 +709,7 @@ void IoLoop::stageRead(Connection& c, std::optional<uint64_t> arrivalToRead) {
 void IoLoop::stageSent(Connection& c) {
   if (sample_.conn != &c || sample_.state != StageSample::State::Encoded) return;
   sample_.stages.write = nanosBetween(sample_.encoded, Clock::now());
-  options_.observer->heartbeatStages(sample_.stages);
+  chain_.heartbeatStages(sample_.stages);
   sample_ = StageSample{};
 }
 
@@ -833,18 +820,10 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
     return;
   }
   LoopCounters::add(counters_.handlerCalls, 1);
-  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header, options_.observer);
+  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header);
   protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
   try {
-    if (options_.auth) {
-      if (!c.auth) c.auth = std::make_shared<AuthSession>();
-      options_.auth->handle(c.auth, c.caller, handler_, header, std::move(decoded.request), std::move(done));
-    } else if (std::holds_alternative<protocol::AuthenticateRequest>(decoded.request)) {
-      // Authentication is off: every connection may do everything already.
-      done(protocol::AuthenticateResponse{protocol::ErrorCode::NONE});
-    } else {
-      handler_.handleFrom(c.caller, header, std::move(decoded.request), std::move(done));
-    }
+    chain_.handle(c.ctx.caller, &c.ctx, header, std::move(decoded.request), std::move(done));
   } catch (const std::exception& e) {
     // A Handler must not throw; if one does, its `done` is gone with the
     // stack and PendingResponse answers UNKNOWN_SERVER_ERROR.
@@ -863,34 +842,30 @@ void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
 }
 
 // A heartbeat with nothing ahead of it on its connection, answered by the
-// handler on this thread: read in place (no copy of its names), answered
-// straight into the output, with no response slot, no callback and no
-// allocation. It takes no sequence number (nothing is in flight before or
-// during it, so the order holds). With authentication on, the gate admits
-// it first (AuthGate::admitsNow); what the gate would refuse, and anything
-// peekHeartbeat does not accept, takes the general path.
+// chain on this thread (Stage::heartbeatNow): read in place (no copy of its
+// names), answered straight into the output, with no response slot, no
+// callback and no allocation. It takes no sequence number (nothing is in
+// flight before or during it, so the order holds). What a stage declines
+// (the auth stage, what the gate would refuse), and anything peekHeartbeat
+// does not accept, takes the general path.
 bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   if (c.inFlight() != 0 || c.pendingOut() > options_.maxOutputBytes) return false;
-  if (options_.auth && c.auth == nullptr) return false;  // its first request: the general path makes its session
   // This heartbeat's stages are timed: the first the sampled read brought.
   const bool timed = sample_.conn == &c && sample_.state == StageSample::State::Armed;
   const Clock::time_point read = timed ? Clock::now() : Clock::time_point{};
   protocol::HeartbeatView r;
   if (!protocol::peekHeartbeat(body, r)) return false;
-  if (options_.auth && !options_.auth->admitsNow(*c.auth, protocol::ApiKey::Heartbeat, r.group)) return false;
   protocol::HeartbeatResponse hb;
-  const Clock::time_point start = options_.observer != nullptr ? Clock::now() : Clock::time_point{};
+  // Only a timed heartbeat's clock readings are the loop's; otherwise the
+  // stages read the clock if they need it.
+  const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   try {
-    if (!handler_.heartbeatNow(c.caller, c.handlerState, r, hb, start)) return false;
+    if (!chain_.heartbeatNow(c.ctx, r, hb, start)) return false;
   } catch (...) {
     return false;  // the general path answers it, and logs what goes wrong
   }
   LoopCounters::add(counters_.handlerCalls, 1);
-  Clock::time_point handled{};
-  if (options_.observer != nullptr) {
-    handled = Clock::now();
-    options_.observer->answered(protocol::ApiKey::Heartbeat, hb.error, nanosBetween(start, handled));
-  }
+  const Clock::time_point handled = timed ? Clock::now() : Clock::time_point{};
   compactOutput(c);
   protocol::appendHeartbeatResponse(r.version, r.correlationId, hb, c.out);
   if (timed) {
@@ -900,7 +875,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
     sample_.stages.handle = nanosBetween(start, handled);
     sample_.stages.encode = nanosBetween(handled, sample_.encoded);
     // Asked after the clock stopped: not part of the time it reports.
-    sample_.stages.groupMotion = handler_.heartbeatGroupMotion(c.handlerState, r.group);
+    sample_.stages.groupMotion = chain_.heartbeatGroupMotion(c.ctx, r.group);
     sample_.state = StageSample::State::Encoded;
   }
   outputQueued(c);

@@ -21,6 +21,7 @@
 #include "common/Sync.h"
 #include "protocol/Codec.h"
 #include "protocol/Handler.h"
+#include "server/Chain.h"
 #include "server/Handles.h"
 #include "server/TcpOptions.h"
 #include "server/net/Reactor.h"
@@ -147,7 +148,7 @@ class Inbox {
 
 class IoLoop : private net::Turns {
  public:
-  IoLoop(int index, const TcpServerOptions& options, protocol::Handler& handler, SharedCounters& counters);
+  IoLoop(int index, const TcpServerOptions& options, Stage& chain, SharedCounters& counters);
   ~IoLoop();
   IoLoop(const IoLoop&) = delete;
   IoLoop& operator=(const IoLoop&) = delete;
@@ -218,7 +219,8 @@ class IoLoop : private net::Turns {
 
   const int index_;
   const TcpServerOptions& options_;
-  protocol::Handler& handler_;
+  Stage& chain_;  // the head of the binary port's chain (server/Chain.h)
+  const bool timesStages_;  // a stage records sampled heartbeat stages (chain_.recordsHeartbeatStages())
   SharedCounters& shared_;
   LoopCounters counters_;
   net::Reactor reactor_;
@@ -238,7 +240,7 @@ class IoLoop : private net::Turns {
   std::deque<Connection*> deferred_;                          // frames left for a later turn, oldest first
   std::vector<std::shared_ptr<Completions>> flushDeferred_;  // answers left for a later turn
   Clock::time_point now_{};
-  // The heartbeat whose stages are being timed (with an observer only):
+  // The heartbeat whose stages are being timed (when timesStages_):
   // armed by one read in kHeartbeatStageSampleEvery, timed through decode,
   // handler and encode by the fast path, finished when its bytes are sent.
   struct StageSample {

@@ -105,24 +105,6 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
         });
 }
 
-protocol::ResponseCallback MeteredHandler::metered(protocol::ApiKey api, protocol::ResponseCallback done) {
-  return [metrics = &metrics_, api, start = Clock::now(), done = std::move(done)](protocol::Response response) {
-    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    metrics->record(api, protocol::responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
-    done(std::move(response));
-  };
-}
-
-void MeteredHandler::handle(const protocol::RequestHeader& header, protocol::Request request,
-                            protocol::ResponseCallback done) {
-  inner_.handle(header, std::move(request), metered(header.apiKey, std::move(done)));
-}
-
-void MeteredHandler::handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header,
-                                protocol::Request request, protocol::ResponseCallback done) {
-  inner_.handleFrom(caller, header, std::move(request), metered(header.apiKey, std::move(done)));
-}
-
 void registerConnectionMetrics(metrics::Registry& r, std::function<TcpServerStats()> stats) {
   r.addGauge("groupcoord_connections_open", "Client connections open now",
              [stats] { return static_cast<double>(stats().connectionsOpen); });

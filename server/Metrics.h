@@ -8,10 +8,9 @@
 // one histogram observation (two relaxed additions on the thread's own
 // stripe) per request, one more relaxed addition when the answer is an error.
 //
-// MeteredHandler puts RequestMetrics in front of another Handler (for a
-// Handler used without the TCP server; groupcoordd hands RequestMetrics to
-// the TCP server as its RequestObserver instead, which costs the request
-// path no second callback).
+// groupcoordd hands RequestMetrics to the TCP server as its RequestObserver
+// (TcpServerOptions::observer); the server's handler chain puts a
+// MetricsStage (server/Chain.h) at its head that reports to it.
 
 #include <array>
 #include <atomic>
@@ -66,23 +65,6 @@ class RequestMetrics final : public RequestObserver {
   static constexpr std::array<const char*, 3> kGroupMotions{"in_step", "moving", "unknown"};
   std::array<std::unique_ptr<metrics::Histogram>, kGroupMotions.size()> heartbeatByGroupMotion_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
-};
-
-// Answers through `inner` and records each request in `metrics`. Both must
-// outlive every `done` the inner handler still holds (groupcoordd keeps
-// them until after the Backend has shut down).
-class MeteredHandler final : public protocol::Handler {
- public:
-  MeteredHandler(protocol::Handler& inner, RequestMetrics& metrics) : inner_(inner), metrics_(metrics) {}
-  void handle(const protocol::RequestHeader& header, protocol::Request request,
-              protocol::ResponseCallback done) override;
-  void handleFrom(const protocol::Caller& caller, const protocol::RequestHeader& header, protocol::Request request,
-                  protocol::ResponseCallback done) override;
-
- private:
-  protocol::ResponseCallback metered(protocol::ApiKey api, protocol::ResponseCallback done);
-  protocol::Handler& inner_;
-  RequestMetrics& metrics_;
 };
 
 // Adds the connection metrics, read from `stats` at each scrape:

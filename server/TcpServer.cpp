@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/Chain.h"
 #include "server/IoLoop.h"
 #include "common/LogRateLimiter.h"
 #include "server/net/Listener.h"
@@ -160,7 +161,9 @@ uint64_t raiseOpenFileLimit() {
 }
 
 TcpServer::TcpServer(TcpServerOptions options, protocol::Handler& handler)
-    : options_(std::move(options)), handler_(handler), counters_(std::make_shared<detail::SharedCounters>()) {}
+    : options_(std::move(options)),
+      chain_(std::make_unique<Chain>(options_, handler)),
+      counters_(std::make_shared<detail::SharedCounters>()) {}
 
 TcpServer::~TcpServer() {
   stop();
@@ -214,7 +217,7 @@ bool TcpServer::start(std::string* error) {
   int threads = options_.ioThreads;
   if (threads <= 0) threads = defaultIoThreads();
   for (int i = 0; i < threads; ++i) {
-    loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, handler_, *counters_));
+    loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, chain_->head(), *counters_));
   }
   for (auto& loop : loops_) {
     if (!loop->start(error)) {

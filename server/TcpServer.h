@@ -2,7 +2,9 @@
 
 // groupcoordd's TCP server: an acceptor thread and N I/O threads, each
 // running a reactor (server/net/Reactor.h), that frame and decode requests
-// (docs/protocol.md), hand them to a protocol::Handler and write the
+// (docs/protocol.md), hand them to a chain of stages ending in a
+// protocol::Handler (server/Chain.h: metrics, authentication, the handler,
+// as the options ask) and write the
 // responses back in request order per connection.
 //
 // Threads: bind(), start(), stop() and the destructor are called from one
@@ -22,6 +24,8 @@
 #include "server/TcpOptions.h"
 
 namespace groupcoord::server {
+
+class Chain;
 
 namespace detail {
 class Acceptor;
@@ -64,7 +68,9 @@ class TcpServer {
 
  private:
   TcpServerOptions options_;
-  protocol::Handler& handler_;
+  // The binary port's handler chain (server/Chain.h), built from options_
+  // around the handler; outlives the loops, which call it.
+  std::unique_ptr<Chain> chain_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
   UniqueFd listenFd_;

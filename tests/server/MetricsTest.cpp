@@ -14,6 +14,7 @@
 #include "metrics/Metrics.h"
 #include "metrics/Registry.h"
 #include "protocol/Codec.h"
+#include "server/Chain.h"
 #include "server/Config.h"
 #include "server/HttpServer.h"
 #include "server/Metrics.h"
@@ -159,19 +160,20 @@ class ScriptedHandler : public protocol::Handler {
 TEST(RequestMetrics, EveryAnswerIsCountedByApiAndError) {
   ScriptedHandler inner;
   RequestMetrics m;
-  MeteredHandler metered(inner, m);
+  CoordinatorStage coordinator(inner);
+  MetricsStage<CoordinatorStage> metered(m, coordinator);
   int answered = 0;
   auto count = [&](protocol::Response) { ++answered; };
   protocol::RequestHeader hb;
   hb.apiKey = ApiKey::Heartbeat;
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
   inner.answer = ErrorCode::NOT_CONTROLLER;
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
-  metered.handle(hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
+  metered.handle(protocol::Caller{}, nullptr, hb, protocol::HeartbeatRequest{"g", "m", 1}, count);
   protocol::RequestHeader reg;
   reg.apiKey = ApiKey::RegisterConsumer;
   inner.hold = true;
-  metered.handle(reg, protocol::RegisterConsumerRequest{"g", "", {}}, count);
+  metered.handle(protocol::Caller{}, nullptr, reg, protocol::RegisterConsumerRequest{"g", "", {}}, count);
   EXPECT_EQ(m.requests(ApiKey::RegisterConsumer), 0u) << "counted before it was answered";
   inner.held(protocol::RegisterConsumerResponse{});
   EXPECT_EQ(answered, 4);
@@ -195,6 +197,43 @@ TEST(RequestMetrics, EveryAnswerIsCountedByApiAndError) {
   EXPECT_FALSE(sample(samples, "groupcoord_request_errors_total{api=\"Heartbeat\",error=\"NONE\"}"));
   EXPECT_EQ(sample(samples, "groupcoord_request_duration_seconds_count{api=\"RegisterConsumer\"}"), 1.0);
   EXPECT_EQ(sample(samples, "groupcoord_request_duration_seconds_bucket{api=\"Heartbeat\",le=\"+Inf\"}"), 5.0);
+}
+
+// Answers inline heartbeats of generation 1 or more (NOT_CONTROLLER from
+// generation 2 on); declines the others.
+class InlineHandler : public ScriptedHandler {
+ public:
+  bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt) override {
+    sawReadAt = readAt != std::chrono::steady_clock::time_point{};
+    if (r.generation < 1) return false;
+    out = protocol::HeartbeatResponse{r.generation, r.generation >= 2 ? ErrorCode::NOT_CONTROLLER : ErrorCode::NONE};
+    return true;
+  }
+  bool sawReadAt = false;
+};
+
+TEST(RequestMetrics, TheMetricsStageCountsHeartbeatsAnsweredInlineOnceAndNotThoseDeclined) {
+  InlineHandler inner;
+  RequestMetrics m;
+  CoordinatorStage coordinator(inner);
+  MetricsStage<CoordinatorStage> metered(m, coordinator);
+  EXPECT_TRUE(metered.recordsHeartbeatStages());
+  EXPECT_FALSE(coordinator.recordsHeartbeatStages());
+  ConnectionContext ctx;
+  protocol::HeartbeatView hb;
+  protocol::HeartbeatResponse out;
+  hb.generation = 0;
+  EXPECT_FALSE(metered.heartbeatNow(ctx, hb, out, {}));
+  EXPECT_EQ(m.requests(ApiKey::Heartbeat), 0u) << "declined: the general call counts it";
+  hb.generation = 1;
+  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, {}));
+  EXPECT_TRUE(inner.sawReadAt) << "the handler is given the stage's clock reading";
+  hb.generation = 2;
+  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, std::chrono::steady_clock::now()));
+  EXPECT_EQ(out.error, ErrorCode::NOT_CONTROLLER);
+  EXPECT_EQ(m.requests(ApiKey::Heartbeat), 2u);
+  EXPECT_EQ(m.errors(ApiKey::Heartbeat, ErrorCode::NOT_CONTROLLER), 1u);
 }
 
 TEST(RequestMetrics, HeartbeatStagesHaveAHistogramEach) {
