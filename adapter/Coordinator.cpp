@@ -359,22 +359,21 @@ struct HeartbeatSlot final : protocol::ConnectionState {
 
 bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
                                const protocol::HeartbeatView& r, protocol::HeartbeatResponse& out,
-                               std::chrono::steady_clock::time_point readAt) {
+                               std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) {
   // One clock read for the whole heartbeat: the lease, the stall rule and
   // the member's last-seen time; the server's own when it took one.
   const TimePoint now = systemTime_ && readAt != TimePoint{} ? readAt : time_.now();
   // The slot is this coordinator's own: nothing else fills it.
   if (!slot) slot = std::make_unique<HeartbeatSlot>();
-  out = answerHeartbeat(caller, r, now, static_cast<HeartbeatSlot&>(*slot).group);
+  GroupTable::Cached& kept = static_cast<HeartbeatSlot&>(*slot).group;
+  out = answerHeartbeat(caller, r, now, kept);
+  if (motion != nullptr) {
+    // A sampled heartbeat: the group is the one just looked up (the cache hits).
+    if (GroupController* g = groups_.find(r.group, kept)) {
+      *motion = g->inStep() ? GroupMotion::InStep : GroupMotion::Moving;
+    }
+  }
   return true;
-}
-
-std::optional<protocol::Handler::GroupMotion> Coordinator::heartbeatGroupMotion(protocol::ConnectionSlot& slot,
-                                                                                std::string_view group) {
-  if (!slot) return std::nullopt;
-  GroupController* g = groups_.find(group, static_cast<HeartbeatSlot&>(*slot).group);
-  if (g == nullptr) return std::nullopt;
-  return g->inStep() ? GroupMotion::InStep : GroupMotion::Moving;
 }
 
 template <class Request, class F>

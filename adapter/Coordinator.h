@@ -166,8 +166,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
                   protocol::ResponseCallback done) override;
   bool heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
                     const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override;
-  std::optional<GroupMotion> heartbeatGroupMotion(protocol::ConnectionSlot& slot, std::string_view group) override;
+                    std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override;
 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }

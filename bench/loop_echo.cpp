@@ -34,7 +34,8 @@ class NothingHandler final : public protocol::Handler {
     done(protocol::errorResponse(request, protocol::ErrorCode::NONE));
   }
   bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point,
+                    std::optional<GroupMotion>*) override {
     out = protocol::HeartbeatResponse{r.generation, protocol::ErrorCode::NONE};
     return true;
   }

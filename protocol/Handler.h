@@ -69,6 +69,12 @@ class Handler {
     (void)caller;
     handle(header, std::move(request), std::move(done));
   }
+  // Where a heartbeat's group stands, for the heartbeats whose time the
+  // server samples (docs/design.md, "Heartbeats"): in step (every member
+  // heard at the current generation, registered at it or heartbeated with
+  // it, every partition with the member it is assigned to, and no
+  // membership change waiting) or moving.
+  enum class GroupMotion : uint8_t { InStep, Moving };
   // A heartbeat answered at once, on the calling thread, without a
   // callback: the server's fast path for the request that dominates its
   // traffic (docs/design.md, "Heartbeats"). True when `out` holds the
@@ -78,28 +84,19 @@ class Handler {
   // `readAt` is the server's own steady-clock reading just before the call
   // (it times its handlers), or a default time_point when it took none: a
   // handler on the same clock may use it instead of reading the clock again.
+  // `motion`: null, or (a sampled heartbeat) where the handler writes how
+  // the group stands when it answers; left empty when it does not say or
+  // does not serve the group.
   virtual bool heartbeatNow(const Caller& caller, ConnectionSlot& slot, const HeartbeatView& request,
-                            HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt) {
+                            HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt,
+                            std::optional<GroupMotion>* motion) {
     (void)caller;
     (void)slot;
     (void)readAt;
     (void)request;
     (void)out;
+    (void)motion;
     return false;
-  }
-  // Where the group `group` names stands, asked right after heartbeatNow()
-  // answered a heartbeat of it, on the same thread and with the same slot,
-  // for the heartbeats whose time the server samples (docs/design.md,
-  // "Heartbeats"): in step (every member heard at the current generation,
-  // registered at it or heartbeated with it, every partition with the
-  // member it is assigned to, and no membership change waiting) or moving.
-  // Empty (the default) when the handler does not say or does not serve
-  // the group.
-  enum class GroupMotion : uint8_t { InStep, Moving };
-  virtual std::optional<GroupMotion> heartbeatGroupMotion(ConnectionSlot& slot, std::string_view group) {
-    (void)slot;
-    (void)group;
-    return std::nullopt;
   }
 };
 

@@ -25,7 +25,9 @@
 //
 // Threads: handle() on I/O threads; the worker calls the next Handler for
 // waiting requests (Handlers are called from several threads already).
-// stop() after the TCP server stopped and before the Handler goes away.
+// stop() after the TCP server stopped and before the Handler goes away
+// (TcpServer::stop() calls it: the handler it forwards to is the server's
+// chain).
 
 #include <atomic>
 #include <condition_variable>

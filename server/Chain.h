@@ -61,13 +61,11 @@ class Stage {
 
   // The inline heartbeat, on the connection's I/O thread only: true when
   // `out` holds the answer; false when the general call must answer it.
-  // No allocation, no callback. `readAt`: as protocol::Handler::heartbeatNow's.
+  // No allocation, no callback. `readAt` and `motion`: as
+  // protocol::Handler::heartbeatNow's.
   virtual bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request,
-                            protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt) = 0;
-
-  // For a sampled heartbeat that heartbeatNow() just answered, same thread:
-  // where its group stands (protocol::Handler::heartbeatGroupMotion).
-  virtual std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) = 0;
+                            protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt,
+                            std::optional<GroupMotion>* motion) = 0;
 
   // Whether a stage of this chain records the sampled stages of inline
   // heartbeats (the loop times them only then), and where they go.
@@ -84,11 +82,8 @@ class CoordinatorStage final : public Stage {
   void handle(const protocol::Caller& caller, ConnectionContext* ctx, const protocol::RequestHeader& header,
               protocol::Request request, protocol::ResponseCallback done) override;
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override {
-    return handler_.heartbeatNow(ctx.caller, ctx.handlerState, request, out, readAt);
-  }
-  std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) override {
-    return handler_.heartbeatGroupMotion(ctx.handlerState, group);
+                    std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override {
+    return handler_.heartbeatNow(ctx.caller, ctx.handlerState, request, out, readAt, motion);
   }
   bool recordsHeartbeatStages() const override { return false; }
   void heartbeatStages(const HeartbeatStages&) override {}
@@ -136,13 +131,10 @@ class AuthStage final : public Stage {
     detail::authHandle(gate_, forward_, caller, ctx, header, std::move(request), std::move(done));
   }
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override {
+                    std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override {
     // Its first request: the general call makes its session.
     if (ctx.auth == nullptr || !gate_.admitsNow(*ctx.auth, protocol::ApiKey::Heartbeat, request.group)) return false;
-    return next_.heartbeatNow(ctx, request, out, readAt);
-  }
-  std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) override {
-    return next_.heartbeatGroupMotion(ctx, group);
+    return next_.heartbeatNow(ctx, request, out, readAt, motion);
   }
   bool recordsHeartbeatStages() const override { return next_.recordsHeartbeatStages(); }
   void heartbeatStages(const HeartbeatStages& stages) override { next_.heartbeatStages(stages); }
@@ -169,17 +161,14 @@ class MetricsStage final : public Stage {
     next_.handle(caller, ctx, header, std::move(request), detail::meteredDone(observer_, header.apiKey, std::move(done)));
   }
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
-                    std::chrono::steady_clock::time_point readAt) override {
+                    std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override {
     using Clock = std::chrono::steady_clock;
     // The loop's own reading when it took one (a sampled heartbeat), else ours.
     const Clock::time_point start = readAt != Clock::time_point{} ? readAt : Clock::now();
-    if (!next_.heartbeatNow(ctx, request, out, start)) return false;
+    if (!next_.heartbeatNow(ctx, request, out, start, motion)) return false;
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     observer_.answered(protocol::ApiKey::Heartbeat, out.error, took > 0 ? static_cast<uint64_t>(took) : 0);
     return true;
-  }
-  std::optional<GroupMotion> heartbeatGroupMotion(ConnectionContext& ctx, std::string_view group) override {
-    return next_.heartbeatGroupMotion(ctx, group);
   }
   bool recordsHeartbeatStages() const override { return true; }
   void heartbeatStages(const HeartbeatStages& stages) override { observer_.heartbeatStages(stages); }

@@ -860,7 +860,7 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
   // stages read the clock if they need it.
   const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   try {
-    if (!chain_.heartbeatNow(c.ctx, r, hb, start)) return false;
+    if (!chain_.heartbeatNow(c.ctx, r, hb, start, timed ? &sample_.stages.groupMotion : nullptr)) return false;
   } catch (...) {
     return false;  // the general path answers it, and logs what goes wrong
   }
@@ -874,8 +874,6 @@ bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
     sample_.stages.decode = nanosBetween(read, start);
     sample_.stages.handle = nanosBetween(start, handled);
     sample_.stages.encode = nanosBetween(handled, sample_.encoded);
-    // Asked after the clock stopped: not part of the time it reports.
-    sample_.stages.groupMotion = chain_.heartbeatGroupMotion(c.ctx, r.group);
     sample_.state = StageSample::State::Encoded;
   }
   outputQueued(c);

@@ -61,7 +61,7 @@ class RequestMetrics final : public RequestObserver {
   std::array<std::unique_ptr<metrics::Histogram>, kStageNames.size()> stages_;
   // The same samples' whole time, from the kernel's receipt of their bytes
   // to their answer sent, by their group's motion (in step, moving, or not
-  // said: protocol::Handler::heartbeatGroupMotion).
+  // said: protocol::Handler::heartbeatNow's `motion`).
   static constexpr std::array<const char*, 3> kGroupMotions{"in_step", "moving", "unknown"};
   std::array<std::unique_ptr<metrics::Histogram>, kGroupMotions.size()> heartbeatByGroupMotion_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};

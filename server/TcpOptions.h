@@ -40,7 +40,7 @@ struct HeartbeatStages {
   // or when the kernel gave no timestamp.
   std::optional<uint64_t> arrivalToRead;
   // Whether the heartbeat's group was in step or moving, when the handler
-  // says (protocol::Handler::heartbeatGroupMotion).
+  // says (protocol::Handler::heartbeatNow's `motion`).
   std::optional<protocol::Handler::GroupMotion> groupMotion;
 };
 inline constexpr uint32_t kHeartbeatStageSampleEvery = 8;

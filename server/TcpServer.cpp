@@ -249,6 +249,9 @@ void TcpServer::stop() {
   const auto deadline = detail::Clock::now() + options_.shutdownGrace;
   for (auto& loop : loops_) loop->beginStop(deadline);
   for (auto& loop : loops_) loop->join();
+  // The gate hands requests that waited behind an Authenticate to this
+  // server's chain, which goes with the server: its worker ends here.
+  if (options_.auth) options_.auth->stop();
   spdlog::info("every connection closed");
 }
 

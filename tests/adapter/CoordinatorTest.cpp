@@ -135,7 +135,7 @@ TEST_F(CoordinatorTest, HeartbeatsThroughOneConnectionsSlotFollowEveryChange) {
                  std::chrono::steady_clock::time_point readAt = {}) {
     protocol::HeartbeatResponse out;
     EXPECT_TRUE(c.heartbeatNow(protocol::Caller{"127.0.0.1", 4000, ""}, slot,
-                               protocol::HeartbeatView{0, 1, group, id, gen}, out, readAt));
+                               protocol::HeartbeatView{0, 1, group, id, gen}, out, readAt, nullptr));
     return out;
   };
   create(c, "g", 2000, true);
@@ -148,6 +148,22 @@ TEST_F(CoordinatorTest, HeartbeatsThroughOneConnectionsSlotFollowEveryChange) {
   ASSERT_EQ(leave(c, "g", "a"), ErrorCode::NONE);
   EXPECT_EQ(now("g", "a", b.generation).error, ErrorCode::UNKNOWN_CONSUMER) << "left: not found where it was";
   EXPECT_EQ(now("g", "b", b.generation).error, ErrorCode::REBALANCE_NEEDED);
+  {
+    // A sampled heartbeat is told where its group stands: "a" left and "b"
+    // has not registered at the new generation, so "g" is moving. A group
+    // this coordinator does not serve leaves it unsaid.
+    using Motion = protocol::Handler::GroupMotion;
+    protocol::HeartbeatResponse out;
+    std::optional<Motion> motion;
+    EXPECT_TRUE(c.heartbeatNow(protocol::Caller{"127.0.0.1", 4000, ""}, slot,
+                               protocol::HeartbeatView{0, 1, "g", "b", b.generation}, out, {}, &motion));
+    EXPECT_EQ(motion, std::optional<Motion>(Motion::Moving));
+    motion.reset();
+    EXPECT_TRUE(c.heartbeatNow(protocol::Caller{"127.0.0.1", 4000, ""}, slot,
+                               protocol::HeartbeatView{0, 1, "nowhere", "b", 1}, out, {}, &motion));
+    EXPECT_EQ(out.error, ErrorCode::UNKNOWN_GROUP);
+    EXPECT_FALSE(motion.has_value());
+  }
   auto b2 = join(c, "g", "b");
   auto d = join(c, "g", "d");
   EXPECT_EQ(now("g", "d", d.generation).error, ErrorCode::NONE);

@@ -204,7 +204,8 @@ TEST(RequestMetrics, EveryAnswerIsCountedByApiAndError) {
 class InlineHandler : public ScriptedHandler {
  public:
   bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt) override {
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point readAt,
+                    std::optional<GroupMotion>*) override {
     sawReadAt = readAt != std::chrono::steady_clock::time_point{};
     if (r.generation < 1) return false;
     out = protocol::HeartbeatResponse{r.generation, r.generation >= 2 ? ErrorCode::NOT_CONTROLLER : ErrorCode::NONE};
@@ -224,13 +225,13 @@ TEST(RequestMetrics, TheMetricsStageCountsHeartbeatsAnsweredInlineOnceAndNotThos
   protocol::HeartbeatView hb;
   protocol::HeartbeatResponse out;
   hb.generation = 0;
-  EXPECT_FALSE(metered.heartbeatNow(ctx, hb, out, {}));
+  EXPECT_FALSE(metered.heartbeatNow(ctx, hb, out, {}, nullptr));
   EXPECT_EQ(m.requests(ApiKey::Heartbeat), 0u) << "declined: the general call counts it";
   hb.generation = 1;
-  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, {}));
+  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, {}, nullptr));
   EXPECT_TRUE(inner.sawReadAt) << "the handler is given the stage's clock reading";
   hb.generation = 2;
-  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, std::chrono::steady_clock::now()));
+  EXPECT_TRUE(metered.heartbeatNow(ctx, hb, out, std::chrono::steady_clock::now(), nullptr));
   EXPECT_EQ(out.error, ErrorCode::NOT_CONTROLLER);
   EXPECT_EQ(m.requests(ApiKey::Heartbeat), 2u);
   EXPECT_EQ(m.errors(ApiKey::Heartbeat, ErrorCode::NOT_CONTROLLER), 1u);

@@ -100,15 +100,14 @@ class KernelStampsOn {
 // holds everything else until the test answers it.
 class FastHeartbeatHandler : public DeferredHandler {
  public:
+  // A group named "moving..." is moving; any other is in step.
   bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point,
+                    std::optional<GroupMotion>* motion) override {
     fast.fetch_add(1);
     out = protocol::HeartbeatResponse{r.generation, ErrorCode::NONE};
+    if (motion != nullptr) *motion = r.group.rfind("moving", 0) == 0 ? GroupMotion::Moving : GroupMotion::InStep;
     return true;
-  }
-  // A group named "moving..." is moving; any other is in step.
-  std::optional<GroupMotion> heartbeatGroupMotion(protocol::ConnectionSlot&, std::string_view group) override {
-    return group.rfind("moving", 0) == 0 ? GroupMotion::Moving : GroupMotion::InStep;
   }
   std::atomic<int> fast{0};
 };
@@ -793,7 +792,8 @@ class SlowRequestsHandler : public protocol::Handler {
     done(protocol::errorResponse(request, ErrorCode::NONE));
   }
   bool heartbeatNow(const protocol::Caller&, protocol::ConnectionSlot&, const protocol::HeartbeatView& r,
-                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point) override {
+                    protocol::HeartbeatResponse& out, std::chrono::steady_clock::time_point,
+                    std::optional<GroupMotion>*) override {
     {
       std::lock_guard lock(mutex_);
       seen_.push_back("heartbeat");
