@@ -362,6 +362,11 @@ ErrorCode ControllerClaims::notHere(const std::string& group, bool connected) co
   return it->second.hasController ? ErrorCode::NOT_CONTROLLER : ErrorCode::CONTROLLER_NOT_AVAILABLE;
 }
 
+bool ControllerClaims::listedOnce() const {
+  MutexLock lock(mu_);
+  return listedOnce_;
+}
+
 void ControllerClaims::awaitController(const std::string& group, protocol::ResponseCallback done) {
   auto w = std::make_shared<Waiter>();
   w->group = group;

@@ -86,6 +86,8 @@ class ControllerClaims {
 
   // The error for a controller-only request of a group not controlled here.
   protocol::ErrorCode notHere(const std::string& group, bool connected) const EXCLUDES(mu_);
+  // Whether the groups have been listed once since this server started.
+  bool listedOnce() const EXCLUDES(mu_);
 
   // Every known group and the server id its controller znode names (-1:
   // none, or not read yet). *complete: every one has been read.

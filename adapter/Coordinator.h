@@ -171,6 +171,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }
   bool zkConnected() const { return connected_.load(); }
+  // The groups have been listed once: from now on a group this server has
+  // not seen is unknown, not unavailable (docs/protocol.md §13).
+  bool groupsListed() const { return claims_.listedOnce(); }
   // Heartbeats and registrations are answered from memory now: the session
   // lease holds and no stall is suspected.
   bool answersFromMemory(TimePoint now) const { return lease_.valid(now) && !stall_.stalled(now); }

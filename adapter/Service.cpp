@@ -1,5 +1,8 @@
 #include "adapter/Service.h"
 
+#include <chrono>
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "metrics/TimedZkClient.h"
@@ -79,6 +82,18 @@ bool Service::start(std::string* error) {
     return false;
   }
   coordinator_->startTicker();
+  // Serving starts once the groups are listed, so that the first answers
+  // tell an unknown group from one not seen yet (docs/protocol.md §13);
+  // waited for up to the session timeout, then served anyway.
+  const auto listStarted = std::chrono::steady_clock::now();
+  while (!coordinator_->groupsListed() && std::chrono::steady_clock::now() - listStarted < config_.zkSessionTimeout) {
+    if (stopRequested_ && stopRequested_()) break;
+    std::this_thread::sleep_for(Millis(5));
+  }
+  if (!coordinator_->groupsListed()) {
+    spdlog::warn("the groups are not listed yet after {} ms; serving meanwhile (a group not seen yet is answered "
+                 "CONTROLLER_NOT_AVAILABLE, which clients retry)", config_.zkSessionTimeout.count());
+  }
   return true;
 }
 

@@ -217,6 +217,7 @@ class AdapterBackend final : public Backend {
   std::string notReadyReason() const override {
     if (!coordinator_.zkConnected()) return "not connected to ZooKeeper";
     if (!coordinator_.registered()) return "connected to ZooKeeper but not registered as a server yet";
+    if (!coordinator_.groupsListed()) return "registered but the groups are not listed yet";
     return "";
   }
 
