@@ -43,12 +43,6 @@ constexpr size_t kKeepBufferBytes = 4 * 1024;
 constexpr auto kTurnBudget = std::chrono::microseconds(1000);
 constexpr auto kTurnSlice = std::chrono::microseconds(250);
 
-// A request body whose header names Heartbeat (its first two bytes, the
-// ApiKey: docs/protocol.md §3).
-bool isHeartbeat(std::span<const uint8_t> body) {
-  return body.size() >= 2 && body[0] == 0 && body[1] == static_cast<uint8_t>(protocol::ApiKey::Heartbeat);
-}
-
 // Set by each loop thread on itself: a post from the thread that will drain
 // the inbox anyway needs no wake-up.
 thread_local const Inbox* tCurrentInbox = nullptr;
@@ -56,15 +50,14 @@ thread_local const Inbox* tCurrentInbox = nullptr;
 LogRateLimiter gFrameLog{std::chrono::seconds(1)};
 LogRateLimiter gOverflowLog{std::chrono::seconds(1)};
 LogRateLimiter gIdleLog{std::chrono::seconds(1)};
-LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
 LogRateLimiter gTlsLog{std::chrono::seconds(1)};
 
 // Caller::connection: one count for every loop of the process.
 std::atomic<uint64_t> gConnectionSerial{0};
 
 // The peer's address and port; host "" when getpeername fails.
-protocol::Caller peerOf(int fd) {
-  protocol::Caller caller;
+net::Peer peerOf(int fd) {
+  net::Peer caller;
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return caller;
@@ -93,96 +86,6 @@ uint16_t localPortOf(int fd) {
   return 0;
 }
 
-// A request of the given API with every field at its default, so that
-// protocol::errorResponse can shape an error answer for an API whose
-// request is gone.
-protocol::Request blankRequest(protocol::ApiKey api) {
-  using protocol::ApiKey;
-  switch (api) {
-    case ApiKey::Heartbeat: return protocol::HeartbeatRequest{};
-    case ApiKey::CreateGroup: return protocol::CreateGroupRequest{};
-    case ApiKey::DeleteGroup: return protocol::DeleteGroupRequest{};
-    case ApiKey::RegisterConsumer: return protocol::RegisterConsumerRequest{};
-    case ApiKey::ListGroups: return protocol::ListGroupsRequest{};
-    case ApiKey::LeaveGroup: return protocol::LeaveGroupRequest{};
-    case ApiKey::CommitOffsets: return protocol::CommitOffsetsRequest{};
-    case ApiKey::FetchOffsets: return protocol::FetchOffsetsRequest{};
-    case ApiKey::RewindConsumer: return protocol::RewindConsumerRequest{};
-    case ApiKey::Authenticate: return protocol::AuthenticateRequest{};
-    case ApiKey::DrainServer: return protocol::DrainServerRequest{};
-    case ApiKey::DescribeGroup: return protocol::DescribeGroupRequest{};
-    case ApiKey::DescribeServers: return protocol::DescribeServersRequest{};
-  }
-  return protocol::HeartbeatRequest{};
-}
-
-std::vector<uint8_t> encodeFrame(int16_t version, int64_t correlationId, const protocol::Response& response) {
-  std::vector<uint8_t> frame;
-  frame.reserve(64);
-  protocol::encodeResponse(protocol::ResponseHeader{version, correlationId}, response, frame);
-  return frame;
-}
-
-// The state behind one `done` callback. Owned by the callback (a shared_ptr
-// in the std::function, so copies of `done` share it). Answers exactly once:
-// a second call is logged and ignored, and a `done` destroyed without being
-// called answers UNKNOWN_SERVER_ERROR, so the connection's later responses
-// are not held back forever by a lost callback.
-class PendingResponse {
- public:
-  PendingResponse(std::shared_ptr<Completions> completions, uint64_t seq, const protocol::RequestHeader& header)
-      : completions_(std::move(completions)),
-        seq_(seq),
-        api_(header.apiKey),
-        version_(header.version),
-        correlationId_(header.correlationId) {}
-
-  ~PendingResponse() {
-    // After the connection closed nobody waits for the answer (the server
-    // may be shutting down with the handler still holding callbacks).
-    if (answered_.load(std::memory_order_acquire) || completions_->isClosed()) return;
-    spdlog::error("the handler dropped the completion of {} (correlation id {}) without answering; answering {}",
-                  protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
-    completions_->fill(seq_, encodeFrame(version_, correlationId_,
-                                         protocol::errorResponse(blankRequest(api_),
-                                                                 protocol::ErrorCode::UNKNOWN_SERVER_ERROR)));
-  }
-
-  void answer(protocol::Response response) {
-    if (answered_.exchange(true, std::memory_order_acq_rel)) {
-      spdlog::error("the handler answered {} (correlation id {}) twice; the second answer is dropped",
-                    protocol::apiName(api_), correlationId_);
-      return;
-    }
-    // An error-only answer (no API of its own) fits every request.
-    const std::optional<protocol::ApiKey> answered = protocol::apiKeyOf(response);
-    if (answered.has_value() && *answered != api_) {
-      spdlog::error("the handler answered {} (correlation id {}) with a response of another API; answering {}",
-                    protocol::apiName(api_), correlationId_, protocol::errorName(protocol::ErrorCode::UNKNOWN_SERVER_ERROR));
-      response = protocol::errorResponse(blankRequest(api_), protocol::ErrorCode::UNKNOWN_SERVER_ERROR);
-    }
-    // On the connection's own loop thread (the handler answered at once),
-    // at the head of the line: straight into the output buffer.
-    if (tCurrentInbox != nullptr && tCurrentInbox == completions_->inbox.get()) {
-      IoLoop* loop = completions_->loop;  // null once the connection closed
-      Connection* c = loop ? completions_->takeHeadForDirectWrite(seq_, loop->maxOutputBytes()) : nullptr;
-      if (c != nullptr) {
-        loop->writeDirect(*c, version_, correlationId_, response);
-        return;
-      }
-    }
-    completions_->fill(seq_, encodeFrame(version_, correlationId_, response));
-  }
-
- private:
-  std::shared_ptr<Completions> completions_;
-  const uint64_t seq_;
-  const protocol::ApiKey api_;
-  const int16_t version_;
-  const int64_t correlationId_;
-  std::atomic<bool> answered_{false};
-};
-
 }  // namespace
 
 // One client connection. Owned by its loop's connections_ vector; touched
@@ -200,7 +103,7 @@ struct Connection final : net::EventSource {
   UniqueFd fd;  // closed by IoLoop::close(), after `ssl` is freed
   size_t index = 0;  // position in IoLoop::connections_
   std::string peer;          // "host:port", for the logs
-  ConnectionContext ctx;     // the chain's: the peer (as `peer`), the auth session, the handler's slot
+  std::unique_ptr<net::ProtocolSession> session;  // the protocol's (FrameProtocol::open)
   std::vector<uint8_t> in;   // bytes of frames not yet dispatched (empty when idle)
   std::vector<uint8_t> out;  // responses not yet written, from outOffset on
   size_t outOffset = 0;
@@ -367,11 +270,11 @@ void Inbox::bindToCurrentThread() { tCurrentInbox = this; }
 
 // ---- IoLoop ---------------------------------------------------------------
 
-IoLoop::IoLoop(int index, const TcpServerOptions& options, Stage& chain, SharedCounters& counters)
+IoLoop::IoLoop(int index, const TcpServerOptions& options, net::FrameProtocol& protocol, SharedCounters& counters)
     : index_(index),
       options_(options),
-      chain_(chain),
-      timesStages_(chain.recordsHeartbeatStages()),
+      protocol_(protocol),
+      timesStages_(protocol.recordsStages()),
       shared_(counters),
       inbox_(std::make_shared<Inbox>(reactor_.waker())) {
   scratch_.resize(kScratchBytes);
@@ -546,10 +449,12 @@ void IoLoop::addConnection(UniqueFd fd) {
   auto owned = std::make_unique<Connection>(*this);
   Connection& c = *owned;
   c.fd = std::move(fd);
-  c.ctx.caller = peerOf(c.fd.get());
-  c.ctx.caller.connection = gConnectionSerial.fetch_add(1, std::memory_order_relaxed) + 1;
-  c.ctx.caller.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
-  c.peer = c.ctx.caller.address();
+  net::Peer peer = peerOf(c.fd.get());
+  peer.serial = gConnectionSerial.fetch_add(1, std::memory_order_relaxed) + 1;
+  peer.internal = options_.internalPort && localPortOf(c.fd.get()) == *options_.internalPort;
+  peer.tls = options_.tls != nullptr;
+  c.peer = peer.address();
+  c.session = protocol_.open(peer);
   c.lastReadAt = now_;
   c.completions = std::make_shared<Completions>();
   c.completions->inbox = inbox_;
@@ -564,7 +469,6 @@ void IoLoop::addConnection(UniqueFd fd) {
   }
   if (options_.tls) {
     SslPtr ssl = options_.tls->accept(c.fd.get());
-    c.ctx.caller.tls = true;
     if (ssl != nullptr) c.tls = tlsTransport(std::move(ssl));
     if (c.tls == nullptr) {
       spdlog::error("I/O thread {}: cannot start TLS for the connection from {}: {}", index_, c.peer, takeTlsError());
@@ -709,7 +613,7 @@ void IoLoop::stageRead(Connection& c, std::optional<uint64_t> arrivalToRead) {
 void IoLoop::stageSent(Connection& c) {
   if (sample_.conn != &c || sample_.state != StageSample::State::Encoded) return;
   sample_.stages.write = nanosBetween(sample_.encoded, Clock::now());
-  chain_.heartbeatStages(sample_.stages);
+  protocol_.stages(sample_.stages);
   sample_ = StageSample{};
 }
 
@@ -739,6 +643,7 @@ void IoLoop::received(Connection& c, size_t size) {
 }
 
 size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
+  const int32_t minBody = protocol_.minRequestBody();
   size_t pos = 0;
   while (!c.closed && !c.untrusted) {
     if (c.inFlight() >= static_cast<uint64_t>(options_.maxInFlightPerConnection)) {
@@ -748,7 +653,7 @@ size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
     }
     int32_t bodySize = -1;
     const std::span<const uint8_t> rest(data + pos, size - pos);
-    const auto status = protocol::peekFrame(rest, options_.maxFrameBytes, protocol::kMinRequestBody, &bodySize);
+    const auto status = protocol::peekFrame(rest, options_.maxFrameBytes, minBody, &bodySize);
     // A partial frame's announced size is not trusted for an allocation:
     // c.in grows with the bytes that actually arrive.
     if (status == protocol::FrameStatus::NeedMore) break;
@@ -760,7 +665,7 @@ size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
       if (gFrameLog.allow(&suppressed)) {
         spdlog::warn("closing the connection from {}: frame size {} is {} (limits {}..{}); the {} request(s) "
                      "before it are answered first{}",
-                     c.peer, declared, small ? "too small" : "too large", protocol::kMinRequestBody,
+                     c.peer, declared, small ? "too small" : "too large", minBody,
                      options_.maxFrameBytes, c.inFlight(),
                      suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
       }
@@ -769,14 +674,17 @@ size_t IoLoop::consume(Connection& c, const uint8_t* data, size_t size) {
       c.untrustedAt = now_;
       break;
     }
-    // Past the turn's budget only heartbeats are answered now; anything
-    // else (and what follows it on this connection) waits its turn.
-    if (!isHeartbeat(rest.subspan(4)) && overBudget()) {
-      defer(c);
-      break;
+    const std::span<const uint8_t> body = rest.subspan(4, static_cast<size_t>(bodySize));
+    if (!answerNow(c, body)) {
+      // Past the turn's budget only heartbeats are answered now; anything
+      // else (and what follows it on this connection) waits its turn.
+      if (!protocol_.urgent(body) && overBudget()) {
+        defer(c);
+        break;
+      }
+      dispatch(c, body);
     }
-    dispatch(c, rest.data() + 4, static_cast<size_t>(bodySize));
-    pos += 4 + static_cast<size_t>(bodySize);
+    pos += 4 + body.size();
   }
   return pos;
 }
@@ -790,99 +698,49 @@ void IoLoop::parseBuffered(Connection& c) {
   if (!c.in.empty() && used > 0) c.frameStartedAt = now_;
 }
 
-void IoLoop::dispatch(Connection& c, const uint8_t* body, size_t size) {
+void IoLoop::dispatch(Connection& c, std::span<const uint8_t> body) {
   LoopCounters::add(counters_.requestsReceived, 1);
-  if (answerHeartbeatNow(c, std::span<const uint8_t>(body, size))) return;
-  protocol::DecodedRequest decoded = protocol::decodeRequest(std::span<const uint8_t>(body, size));
-  const auto& header = decoded.header;
   const uint64_t seq = c.nextSeq++;
   {
     MutexLock lock(c.completions->mutex);
     c.completions->slots.pushBack();
   }
-  auto errorOnly = [&](protocol::ErrorCode code) {
-    spdlog::debug("{} from {} (api {}, version {}, correlation id {}): {}", protocol::errorName(code), c.peer,
-                  static_cast<int16_t>(header.apiKey), header.version, header.correlationId, decoded.detail);
-    c.completions->fill(seq, encodeFrame(header.version, header.correlationId, protocol::ErrorOnlyResponse{code}));
-  };
-  switch (decoded.status) {
-    case protocol::DecodeStatus::UnknownApi: return errorOnly(protocol::ErrorCode::UNKNOWN_API);
-    case protocol::DecodeStatus::UnsupportedVersion: return errorOnly(protocol::ErrorCode::UNSUPPORTED_VERSION);
-    case protocol::DecodeStatus::InvalidRequest: return errorOnly(protocol::ErrorCode::INVALID_REQUEST);
-    case protocol::DecodeStatus::Ok: break;
-  }
-  const protocol::ErrorCode nameError = protocol::validateNames(decoded.request);
-  if (nameError != protocol::ErrorCode::NONE) {
-    spdlog::debug("{} from {} for {} (correlation id {})", protocol::errorName(nameError), c.peer,
-                  protocol::apiName(header.apiKey), header.correlationId);
-    c.completions->fill(seq, encodeFrame(header.version, header.correlationId,
-                                         protocol::errorResponse(decoded.request, nameError)));
-    return;
-  }
-  LoopCounters::add(counters_.handlerCalls, 1);
-  auto pending = std::make_shared<PendingResponse>(c.completions, seq, header);
-  protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
-  try {
-    chain_.handle(c.ctx.caller, &c.ctx, header, std::move(decoded.request), std::move(done));
-  } catch (const std::exception& e) {
-    // A Handler must not throw; if one does, its `done` is gone with the
-    // stack and PendingResponse answers UNKNOWN_SERVER_ERROR.
-    uint64_t suppressed = 0;
-    if (gHandlerLog.allow(&suppressed)) {
-      spdlog::error("the handler threw on {} (correlation id {}): {}", protocol::apiName(header.apiKey),
-                    header.correlationId, e.what());
-    }
-  } catch (...) {
-    uint64_t suppressed = 0;
-    if (gHandlerLog.allow(&suppressed)) {
-      spdlog::error("the handler threw on {} (correlation id {})", protocol::apiName(header.apiKey),
-                    header.correlationId);
-    }
+  if (protocol_.dispatch(*c.session, body, net::Reply(c.completions, seq))) {
+    LoopCounters::add(counters_.handlerCalls, 1);
   }
 }
 
-// A heartbeat with nothing ahead of it on its connection, answered by the
-// chain on this thread (Stage::heartbeatNow): read in place (no copy of its
-// names), answered straight into the output, with no response slot, no
-// callback and no allocation. It takes no sequence number (nothing is in
-// flight before or during it, so the order holds). What a stage declines
-// (the auth stage, what the gate would refuse), and anything peekHeartbeat
-// does not accept, takes the general path.
-bool IoLoop::answerHeartbeatNow(Connection& c, std::span<const uint8_t> body) {
+// A request with nothing ahead of it on its connection, answered by the
+// protocol on this thread (FrameProtocol::answerNow; the binary port's
+// heartbeats): answered straight into the output, with no response slot,
+// no callback and no allocation. It takes no sequence number (nothing is in
+// flight before or during it, so the order holds).
+bool IoLoop::answerNow(Connection& c, std::span<const uint8_t> body) {
   if (c.inFlight() != 0 || c.pendingOut() > options_.maxOutputBytes) return false;
-  // This heartbeat's stages are timed: the first the sampled read brought.
+  // This request's stages are timed: the first the sampled read brought.
   const bool timed = sample_.conn == &c && sample_.state == StageSample::State::Armed;
   const Clock::time_point read = timed ? Clock::now() : Clock::time_point{};
-  protocol::HeartbeatView r;
-  if (!protocol::peekHeartbeat(body, r)) return false;
-  protocol::HeartbeatResponse hb;
-  // Only a timed heartbeat's clock readings are the loop's; otherwise the
-  // stages read the clock if they need it.
-  const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
-  try {
-    if (!chain_.heartbeatNow(c.ctx, r, hb, start, timed ? &sample_.stages.groupMotion : nullptr)) return false;
-  } catch (...) {
-    return false;  // the general path answers it, and logs what goes wrong
-  }
-  LoopCounters::add(counters_.handlerCalls, 1);
-  const Clock::time_point handled = timed ? Clock::now() : Clock::time_point{};
+  net::InlineSample inlineSample;
   compactOutput(c);
-  protocol::appendHeartbeatResponse(r.version, r.correlationId, hb, c.out);
+  if (!protocol_.answerNow(*c.session, body, c.out, timed ? &inlineSample : nullptr)) return false;
+  LoopCounters::add(counters_.requestsReceived, 1);
+  LoopCounters::add(counters_.handlerCalls, 1);
   if (timed) {
     sample_.encoded = Clock::now();
     sample_.stages.wakeToRead = nanosBetween(sample_.wake, sample_.read);
-    sample_.stages.decode = nanosBetween(read, start);
-    sample_.stages.handle = nanosBetween(start, handled);
-    sample_.stages.encode = nanosBetween(handled, sample_.encoded);
+    sample_.stages.decode = nanosBetween(read, inlineSample.handleStart);
+    sample_.stages.handle = nanosBetween(inlineSample.handleStart, inlineSample.handleEnd);
+    sample_.stages.encode = nanosBetween(inlineSample.handleEnd, sample_.encoded);
+    sample_.stages.groupMotion = inlineSample.groupMotion;
     sample_.state = StageSample::State::Encoded;
   }
   outputQueued(c);
   return true;
 }
 
-void IoLoop::writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response) {
+void IoLoop::writeDirect(Connection& c, void (*encode)(const void*, std::vector<uint8_t>&), const void* arg) {
   compactOutput(c);
-  protocol::encodeResponse(protocol::ResponseHeader{version, correlationId}, response, c.out);
+  encode(arg, c.out);
   ++c.flushedSeq;
   outputQueued(c);
 }
@@ -1129,6 +987,35 @@ void IoLoop::tick() {
 }
 
 }  // namespace groupcoord::server::detail
+
+namespace groupcoord::server::net {
+
+std::string Peer::address() const {
+  if (host.empty()) return "?";
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool Reply::connectionClosed() const { return completions_->isClosed(); }
+
+void Reply::sendWith(EncodeFn encode, const void* arg) {
+  // On the connection's own loop thread (the handler answered at once),
+  // at the head of the line: straight into the output buffer.
+  if (detail::tCurrentInbox != nullptr && detail::tCurrentInbox == completions_->inbox.get()) {
+    detail::IoLoop* loop = completions_->loop;  // null once the connection closed
+    detail::Connection* c = loop ? completions_->takeHeadForDirectWrite(seq_, loop->maxOutputBytes()) : nullptr;
+    if (c != nullptr) {
+      loop->writeDirect(*c, encode, arg);
+      return;
+    }
+  }
+  std::vector<uint8_t> frame;
+  frame.reserve(64);
+  encode(arg, frame);
+  completions_->fill(seq_, std::move(frame));
+}
+
+}  // namespace groupcoord::server::net
 
 // ---- TLS ------------------------------------------------------------------
 // The same connection life as plain TCP, with the TLS transport

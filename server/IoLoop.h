@@ -1,9 +1,11 @@
 #pragma once
 
-// Internals of TcpServer (server/TcpServer.h): one I/O thread, running the
-// binary port's connections on a reactor (server/net/Reactor.h), and the
-// state it shares with the acceptor and with the `done` callbacks of
-// in-flight requests. Included by TcpServer.cpp and IoLoop.cpp only.
+// Internals of TcpServer (server/TcpServer.h): one I/O thread, running a
+// port's framed connections on a reactor (server/net/Reactor.h), and the
+// state it shares with the acceptor and with the replies of in-flight
+// requests (net::Reply). What the frames mean is the port's protocol's
+// (server/FrameProtocol.h); the loop knows no request type. Included by
+// TcpServer.cpp and IoLoop.cpp only.
 
 #include <array>
 #include <atomic>
@@ -19,9 +21,7 @@
 #include <sys/types.h>
 
 #include "common/Sync.h"
-#include "protocol/Codec.h"
-#include "protocol/Handler.h"
-#include "server/Chain.h"
+#include "server/FrameProtocol.h"
 #include "server/Handles.h"
 #include "server/TcpOptions.h"
 #include "server/net/Reactor.h"
@@ -148,7 +148,8 @@ class Inbox {
 
 class IoLoop : private net::Turns {
  public:
-  IoLoop(int index, const TcpServerOptions& options, Stage& chain, SharedCounters& counters);
+  // `protocol`: the port's (server/FrameProtocol.h), which must outlive the loop.
+  IoLoop(int index, const TcpServerOptions& options, net::FrameProtocol& protocol, SharedCounters& counters);
   ~IoLoop();
   IoLoop(const IoLoop&) = delete;
   IoLoop& operator=(const IoLoop&) = delete;
@@ -166,7 +167,8 @@ class IoLoop : private net::Turns {
   // Loop thread only: `c` gave up its head slot through
   // Completions::takeHeadForDirectWrite; encodes the response into its
   // output, to be written at the end of this loop turn.
-  void writeDirect(Connection& c, int16_t version, int64_t correlationId, const protocol::Response& response);
+  // `encode(arg, out)` appends the answer frame.
+  void writeDirect(Connection& c, void (*encode)(const void*, std::vector<uint8_t>&), const void* arg);
 
  private:
   friend struct Connection;  // its onEvent() hands the reactor's events to onEvent() below
@@ -199,8 +201,8 @@ class IoLoop : private net::Turns {
   bool writeOutTls(Connection& c);
   size_t consume(Connection& c, const uint8_t* data, size_t size);
   void parseBuffered(Connection& c);
-  void dispatch(Connection& c, const uint8_t* body, size_t size);
-  bool answerHeartbeatNow(Connection& c, std::span<const uint8_t> body);
+  void dispatch(Connection& c, std::span<const uint8_t> body);
+  bool answerNow(Connection& c, std::span<const uint8_t> body);
   void flush(Connection& c);
   bool writeOut(Connection& c);
   // Reclaims the sent front of `out` once it is half of it (before appending).
@@ -219,8 +221,8 @@ class IoLoop : private net::Turns {
 
   const int index_;
   const TcpServerOptions& options_;
-  Stage& chain_;  // the head of the binary port's chain (server/Chain.h)
-  const bool timesStages_;  // a stage records sampled heartbeat stages (chain_.recordsHeartbeatStages())
+  net::FrameProtocol& protocol_;  // the port's: reads and answers the frames
+  const bool timesStages_;  // the protocol records sampled stages (protocol_.recordsStages())
   SharedCounters& shared_;
   LoopCounters counters_;
   net::Reactor reactor_;
@@ -240,9 +242,10 @@ class IoLoop : private net::Turns {
   std::deque<Connection*> deferred_;                          // frames left for a later turn, oldest first
   std::vector<std::shared_ptr<Completions>> flushDeferred_;  // answers left for a later turn
   Clock::time_point now_{};
-  // The heartbeat whose stages are being timed (when timesStages_):
-  // armed by one read in kHeartbeatStageSampleEvery, timed through decode,
-  // handler and encode by the fast path, finished when its bytes are sent.
+  // The inline answer (a heartbeat) whose stages are being timed (when
+  // timesStages_): armed by one read in kHeartbeatStageSampleEvery, timed
+  // through decode, handler and encode by the inline path, finished when
+  // its bytes are sent.
   struct StageSample {
     enum class State : uint8_t { Idle, Armed, Encoded };
     State state = State::Idle;

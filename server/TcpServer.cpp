@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/BinaryPort.h"
 #include "server/Chain.h"
 #include "server/IoLoop.h"
 #include "common/LogRateLimiter.h"
@@ -163,6 +164,7 @@ uint64_t raiseOpenFileLimit() {
 TcpServer::TcpServer(TcpServerOptions options, protocol::Handler& handler)
     : options_(std::move(options)),
       chain_(std::make_unique<Chain>(options_, handler)),
+      protocol_(std::make_unique<BinaryProtocol>(chain_->head())),
       counters_(std::make_shared<detail::SharedCounters>()) {}
 
 TcpServer::~TcpServer() {
@@ -217,7 +219,7 @@ bool TcpServer::start(std::string* error) {
   int threads = options_.ioThreads;
   if (threads <= 0) threads = defaultIoThreads();
   for (int i = 0; i < threads; ++i) {
-    loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, chain_->head(), *counters_));
+    loops_.push_back(std::make_unique<detail::IoLoop>(i, options_, *protocol_, *counters_));
   }
   for (auto& loop : loops_) {
     if (!loop->start(error)) {

@@ -25,6 +25,7 @@
 
 namespace groupcoord::server {
 
+class BinaryProtocol;
 class Chain;
 
 namespace detail {
@@ -71,6 +72,9 @@ class TcpServer {
   // The binary port's handler chain (server/Chain.h), built from options_
   // around the handler; outlives the loops, which call it.
   std::unique_ptr<Chain> chain_;
+  // What the loops run on their connections: the binary protocol
+  // (server/BinaryPort.h) in front of the chain.
+  std::unique_ptr<BinaryProtocol> protocol_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
   UniqueFd listenFd_;
