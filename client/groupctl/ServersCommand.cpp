@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 
+#include "protocol/PartitionRows.h"
 #include "protocol/ServersJson.h"
 
 namespace groupcoord::groupctl {
@@ -15,9 +16,7 @@ namespace {
 std::string serverIdText(int32_t id) { return id < 0 ? "-" : std::to_string(id); }
 
 std::string addressText(const protocol::ServerRow& row) {
-  if (row.host.empty()) return "-";
-  const bool v6 = row.host.find(':') != std::string::npos;
-  return (v6 ? "[" + row.host + "]" : row.host) + ":" + std::to_string(row.port);
+  return row.host.empty() ? "-" : protocol::hostPort(row.host, row.port);
 }
 
 }  // namespace
