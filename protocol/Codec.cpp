@@ -7,6 +7,7 @@
 #include <utility>
 #include <variant>
 
+#include "protocol/FieldCodec.h"
 #include "protocol/Wire.h"
 
 namespace groupcoord::protocol {
@@ -21,13 +22,11 @@ constexpr size_t kResponseHeaderBytes = 10;
 
 // ---- Reading and writing by description ----------------------------------------
 // Every message lists its fields once (`fields` in protocol/Messages.h,
-// protocol/Schema.h); these visitors read and write them. A field's wire
-// type follows from its C++ type: the integers as they are; bool a byte 0
-// or 1; std::string a `string`, or `bytes` when described so; a vector an
-// array; a described struct its own fields. ErrorCode, GroupState and
-// RebalanceReason keep any value (a newer server may send one this build
-// does not name); AssignmentMode is an int8 enum, anything above CLIENT is
-// malformed.
+// protocol/Schema.h); the visitors of protocol/FieldCodec.h read and write
+// them. ErrorCode, GroupState and RebalanceReason keep any value (a newer
+// server may send one this build does not name); AssignmentMode is a closed
+// int8 enum, anything above CLIENT is malformed. A count or `bytes` length
+// of -1 reads as empty (docs/protocol.md, "Types").
 
 template <typename T>
 int16_t newestOf() {
@@ -38,106 +37,8 @@ int16_t newestOf() {
   }
 }
 
-struct FieldReader {
-  Reader& r;
-  int16_t version;
-  int16_t newest;
-
-  template <typename T, typename... Options>
-  void operator()(T& value, const char* wire, const char* python, Options... options) {
-    const schema::Field f = schema::field(wire, python, options...);
-    if (f.carriedAt(version, newest)) read(value, f);
-  }
-
-  void read(int8_t& v, const schema::Field& f) { r.readInt8(v, f.wire); }
-  void read(int16_t& v, const schema::Field& f) { r.readInt16(v, f.wire); }
-  void read(uint16_t& v, const schema::Field& f) { r.readUint16(v, f.wire); }
-  void read(int32_t& v, const schema::Field& f) { r.readInt32(v, f.wire); }
-  void read(int64_t& v, const schema::Field& f) { r.readInt64(v, f.wire); }
-  void read(bool& v, const schema::Field& f) { r.readBool(v, f.wire); }
-  void read(std::string& v, const schema::Field& f) {
-    if (f.bytes) {
-      r.readBytes(v, f.wire);
-    } else {
-      r.readString(v, f.wire);
-    }
-  }
-  void read(AssignmentMode& m, const schema::Field& f) {
-    int8_t v = 0;
-    if (r.readEnum8(v, static_cast<int8_t>(AssignmentMode::CLIENT), f.wire)) m = static_cast<AssignmentMode>(v);
-  }
-  // Kept whatever the value, as the comment above says.
-  template <typename E>
-    requires std::is_enum_v<E>
-  void read(E& e, const schema::Field& f) {
-    std::underlying_type_t<E> v{};
-    if (read(v, f), r.ok()) e = static_cast<E>(v);
-  }
-  template <typename E>
-  void read(std::vector<E>& items, const schema::Field& f) {
-    // Versions past the newest carry what every version has, as version 0 does.
-    const size_t smallest = schema::smallest<E>(version <= newest ? version : 0);
-    wire::readArray(r, items, smallest, f.wire, [this](Reader&, E& item) {
-      if constexpr (schema::Described<E>) {
-        E::fields(*this, item);
-      } else {
-        read(item, schema::field("Name", ""));  // an array of names
-      }
-      return r.ok();
-    });
-  }
-  template <typename S>
-    requires schema::Described<S>
-  void read(S& s, const schema::Field&) {
-    S::fields(*this, s);
-  }
-};
-
-struct FieldWriter {
-  Writer& w;
-  int16_t version;
-  int16_t newest;
-
-  template <typename T, typename... Options>
-  void operator()(const T& value, const char* wire, const char* python, Options... options) {
-    const schema::Field f = schema::field(wire, python, options...);
-    if (f.carriedAt(version, newest)) write(value, f);
-  }
-
-  void write(int8_t v, const schema::Field&) { w.writeInt8(v); }
-  void write(int16_t v, const schema::Field&) { w.writeInt16(v); }
-  void write(uint16_t v, const schema::Field&) { w.writeUint16(v); }
-  void write(int32_t v, const schema::Field&) { w.writeInt32(v); }
-  void write(int64_t v, const schema::Field&) { w.writeInt64(v); }
-  void write(bool v, const schema::Field&) { w.writeBool(v); }
-  void write(const std::string& v, const schema::Field& f) {
-    if (f.bytes) {
-      w.writeBytes(v);
-    } else {
-      w.writeString(v);
-    }
-  }
-  template <typename E>
-    requires std::is_enum_v<E>
-  void write(E e, const schema::Field& f) {
-    write(static_cast<std::underlying_type_t<E>>(e), f);
-  }
-  template <typename E>
-  void write(const std::vector<E>& items, const schema::Field&) {
-    wire::writeArray(w, items, [this](Writer&, const E& item) {
-      if constexpr (schema::Described<E>) {
-        E::fields(*this, item);
-      } else {
-        write(item, schema::field("Name", ""));
-      }
-    });
-  }
-  template <typename S>
-    requires schema::Described<S>
-  void write(const S& s, const schema::Field&) {
-    S::fields(*this, s);
-  }
-};
+using FieldReader = fieldcodec::FieldReader<fieldcodec::Nulls::AsEmpty>;
+using FieldWriter = fieldcodec::FieldWriter<fieldcodec::Nulls::AsEmpty>;
 
 // Reads the fields of `m` that `version` carries.
 template <typename T>

@@ -89,6 +89,13 @@ enum class AssignmentMode : int8_t {
   CLIENT = 1,
 };
 std::string_view assignmentModeName(AssignmentMode m);  // "server", "client"; "unknown" otherwise
+namespace schema {
+// Anything above CLIENT is malformed (protocol/FieldCodec.h).
+template <>
+struct ClosedEnum<AssignmentMode> : std::true_type {
+  static constexpr int8_t kMax = static_cast<int8_t>(AssignmentMode::CLIENT);
+};
+}  // namespace schema
 
 // ApiKey + Version + CorrelationId + ClientId length (2 + 2 + 8 + 2): a
 // request body (the bytes after Size) shorter than this cannot be trusted.

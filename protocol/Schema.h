@@ -15,9 +15,9 @@
 // Each call names the member, its name on the wire (and in the docs and in
 // the decoder's failure text), the Python codec's attribute, and options:
 // the first and last version that carry it, whether a std::string travels as
-// `bytes` (int32 length) rather than `string`, and a note for the docs. The
-// wire type follows from the member's C++ type (protocol/Codec.cpp,
-// "Reading and writing by description").
+// `bytes` (int32 length) rather than `string`, the first version in which a
+// std::optional member may be null, and a note for the docs. The wire type
+// follows from the member's C++ type (protocol/FieldCodec.h).
 //
 // From that one list come the C++ encoder and decoder, the smallest encoding
 // of each structure, the Python codec's table (python/groupcoord/_layouts.py)
@@ -45,6 +45,7 @@ struct Field {
   int16_t since = 0;              // the first version that carries it
   int16_t until = kEveryVersion;  // the last
   bool bytes = false;             // a std::string sent as bytes (int32 length)
+  int16_t nullableSince = 0;      // a std::optional member: the first version in which it may be null
   const char* note = "";          // for the docs: units, what an empty value means
 
   // Whether a message of `version`, of an API whose newest version is
@@ -66,16 +67,23 @@ struct Until {
 struct Note {
   const char* text;
 };
+struct NullableSince {
+  int16_t version;
+};
 struct AsBytes {};
 
 constexpr Since since(int16_t version) { return {version}; }
 constexpr Until until(int16_t version) { return {version}; }
 constexpr Note note(const char* text) { return {text}; }
+// A std::optional string or array that is null only from `version` on;
+// before it, null is malformed on reading and written as empty.
+constexpr NullableSince nullableSince(int16_t version) { return {version}; }
 inline constexpr AsBytes bytes{};
 
 constexpr void apply(Field& f, Since s) { f.since = s.version; }
 constexpr void apply(Field& f, Until u) { f.until = u.version; }
 constexpr void apply(Field& f, Note n) { f.note = n.text; }
+constexpr void apply(Field& f, NullableSince n) { f.nullableSince = n.version; }
 constexpr void apply(Field& f, AsBytes) { f.bytes = true; }
 
 template <typename... Options>
@@ -95,6 +103,20 @@ template <typename E>
 struct IsVector<std::vector<E>> : std::true_type {
   using Element = E;
 };
+
+template <typename T>
+struct IsOptional : std::false_type {};
+template <typename E>
+struct IsOptional<std::optional<E>> : std::true_type {
+  using Value = E;
+};
+
+// An int8 enum whose values above kMax are malformed rather than kept
+// (specialised next to the enum, e.g. AssignmentMode in protocol/Messages.h).
+// Every other enum keeps any value: a newer peer may send one this build
+// does not name.
+template <typename E>
+struct ClosedEnum : std::false_type {};
 
 // Bytes of the smallest encoding of a value of type T: what the decoder
 // multiplies an array's count by before it trusts the count
@@ -126,6 +148,9 @@ template <typename T>
 size_t smallestValue(bool asBytes, int16_t version, int16_t newest) {
   if constexpr (std::is_same_v<T, std::string>) {
     return asBytes ? 4 : 2;
+  } else if constexpr (IsOptional<T>::value) {
+    // Null is a length or count of -1: as small as the value's own prefix.
+    return smallestValue<typename IsOptional<T>::Value>(asBytes, version, newest);
   } else if constexpr (IsVector<T>::value) {
     return 4;
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -133,7 +158,8 @@ size_t smallestValue(bool asBytes, int16_t version, int16_t newest) {
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
     return sizeof(T);
   } else {
-    static_assert(Described<T>, "a field is a number, a bool, a string, a vector, or a described structure");
+    static_assert(Described<T>,
+                  "a field is a number, a bool, a string, a vector, an optional of those, or a described structure");
     return smallestOf<T>(version, newest);
   }
 }

@@ -148,6 +148,47 @@ bool Reader::readCount(size_t& count, size_t minElementBytes, const char* field)
   return true;
 }
 
+bool Reader::readNullableBytes(std::optional<std::string>& v, const char* field) {
+  int32_t len = 0;
+  if (!readInt32(len, field)) return false;
+  if (len == -1) {
+    v.reset();
+    return true;
+  }
+  if (len < 0) {
+    pos_ -= 4;
+    return fail(Failure::NegativeLength, field, len, 0);
+  }
+  const auto n = static_cast<size_t>(len);
+  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
+  v.emplace(reinterpret_cast<const char*>(data_ + pos_), n);
+  pos_ += n;
+  return true;
+}
+
+bool Reader::readNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field) {
+  int32_t n = 0;
+  if (!readInt32(n, field)) return false;
+  if (n == -1) {
+    count.reset();
+    return true;
+  }
+  if (n < 0) {
+    pos_ -= 4;
+    return fail(Failure::NegativeCount, field, n, 0);
+  }
+  const uint64_t least = static_cast<uint64_t>(n) * minElementBytes;
+  if (least > remaining()) return fail(Failure::CountBeyondEnd, field, n, minElementBytes);
+  count = static_cast<size_t>(n);
+  return true;
+}
+
+bool Reader::refuseNull(const char* field, bool asArray) {
+  if (failure_ != Failure::None) return false;
+  pos_ -= 4;  // both lengths are int32
+  return fail(asArray ? Failure::NullArray : Failure::NullBytes, field, -1, 0);
+}
+
 bool Reader::expectEnd() {
   if (failure_ != Failure::None) return false;
   if (remaining() != 0) return fail(Failure::TrailingBytes, "", static_cast<int64_t>(remaining()), 0);
@@ -170,6 +211,10 @@ std::string Reader::describeFailure() const {
       return name + ": string length " + value + " beyond the " + left + at;
     case Failure::NullNotAllowed:
       return name + ": null string" + at + ", but the field is not nullable";
+    case Failure::NullBytes:
+      return name + ": null bytes" + at + ", but the field is not nullable";
+    case Failure::NullArray:
+      return name + ": null array" + at + ", but the field is not nullable";
     case Failure::NegativeCount:
       return name + ": negative array count " + value + at;
     case Failure::CountBeyondEnd:

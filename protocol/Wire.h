@@ -37,6 +37,8 @@ class Reader {
     NegativeLength,    // string length below -1
     LengthBeyondEnd,   // string length larger than what remains
     NullNotAllowed,    // length -1 on a string that is not nullable
+    NullBytes,         // length -1 on `bytes` that are not nullable (refuseNull)
+    NullArray,         // count -1 on an array that is not nullable (refuseNull)
     NegativeCount,     // array count below -1
     CountBeyondEnd,    // count * smallest element larger than what remains
     BadBool,           // a bool byte other than 0 or 1
@@ -71,6 +73,14 @@ class Reader {
   // An array count: -1 gives 0. Fails unless count * minElementBytes fits in
   // what remains, so the caller may reserve `count` elements afterwards.
   bool readCount(size_t& count, size_t minElementBytes, const char* field);
+  // Kafka's nullable forms: -1 gives nullopt; otherwise as readBytes and
+  // readCount.
+  bool readNullableBytes(std::optional<std::string>& v, const char* field);
+  bool readNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field);
+  // Records that the -1 just read by readNullableBytes (asArray false) or
+  // readNullableCount (asArray true) is not allowed for `field`, at the
+  // offset of the length itself. Returns false.
+  bool refuseNull(const char* field, bool asArray);
   // Fails with TrailingBytes unless every byte was read.
   bool expectEnd();
 

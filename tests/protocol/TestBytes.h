@@ -47,6 +47,10 @@ class Bytes {
   Bytes& boolean(bool v) { return int8(v ? 1 : 0); }
   Bytes& str(std::string_view s) { return put([&] { encodeString(bytes_, s); }); }
   Bytes& nullStr() { return int16(-1); }
+  // `bytes`: int32 length, then the bytes.
+  Bytes& blob(std::string_view s) {
+    return int32(static_cast<int64_t>(s.size())).put([&] { bytes_.insert(bytes_.end(), s.begin(), s.end()); });
+  }
   Bytes& count(int64_t n) { return int32(n); }
   Bytes& raw(std::span<const uint8_t> b) { return put([&] { bytes_.insert(bytes_.end(), b.begin(), b.end()); }); }
 

@@ -1,0 +1,205 @@
+#include "protocol/kafka/Codec.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "protocol/FieldCodec.h"
+#include "protocol/Wire.h"
+
+namespace groupcoord::protocol::kafka {
+
+namespace {
+
+using wire::Reader;
+using wire::Writer;
+
+// A count or `bytes` length of -1 is malformed unless the field is nullable
+// at that version, as in Kafka's own decoder (protocol/FieldCodec.h).
+using FieldReader = fieldcodec::FieldReader<fieldcodec::Nulls::Refused>;
+using FieldWriter = fieldcodec::FieldWriter<fieldcodec::Nulls::Refused>;
+
+template <typename T>
+void readBody(Reader& r, T& m, int16_t version) {
+  FieldReader reader{r, version, T::kMaxVersion};
+  T::fields(reader, m);
+}
+
+template <typename T>
+void writeBody(Writer& w, const T& m, int16_t version) {
+  FieldWriter writer{w, version, T::kMaxVersion};
+  T::fields(writer, m);
+}
+
+// Calls f(std::integral_constant<size_t, I>) for the alternative of Variant
+// whose kApiKey is `key`; false when none is.
+template <typename Variant, typename F, size_t I = 0>
+bool withAlternative(int16_t key, F&& f) {
+  if constexpr (I == std::variant_size_v<Variant>) {
+    return false;
+  } else {
+    if (static_cast<int16_t>(std::variant_alternative_t<I, Variant>::kApiKey) == key) {
+      f(std::integral_constant<size_t, I>{});
+      return true;
+    }
+    return withAlternative<Variant, F, I + 1>(key, std::forward<F>(f));
+  }
+}
+
+// Reads the alternative of `v` for `key` at `version`, strictly.
+template <typename Variant>
+bool decodeByKey(Reader& r, Variant& v, int16_t key, int16_t version) {
+  bool ok = false;
+  withAlternative<Variant>(key, [&](auto index) {
+    auto& m = v.template emplace<decltype(index)::value>();
+    readBody(r, m, version);
+    ok = r.expectEnd();
+  });
+  return ok;
+}
+
+struct Range {
+  int16_t min = 0;
+  int16_t max = -1;
+};
+
+Range rangeOf(int16_t key) {
+  Range range;
+  withAlternative<Request>(key, [&](auto index) {
+    using T = std::variant_alternative_t<decltype(index)::value, Request>;
+    range = {T::kMinVersion, T::kMaxVersion};
+  });
+  return range;
+}
+
+}  // namespace
+
+std::string_view decodeStatusName(DecodeStatus s) {
+  switch (s) {
+    case DecodeStatus::Ok:
+      return "Ok";
+    case DecodeStatus::UnknownApi:
+      return "UnknownApi";
+    case DecodeStatus::UnsupportedVersion:
+      return "UnsupportedVersion";
+    case DecodeStatus::Malformed:
+      return "Malformed";
+  }
+  return "Unknown";
+}
+
+bool isServedApi(int16_t key) {
+  return withAlternative<Request>(key, [](auto) {});
+}
+
+int16_t minVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).min; }
+int16_t maxVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).max; }
+
+// ---- Requests ------------------------------------------------------------------
+
+DecodedRequest decodeRequest(std::span<const uint8_t> body) {
+  DecodedRequest out;
+  Reader r(body);
+  RequestHeader& h = out.header;
+  r.readInt16(h.apiKey, "ApiKey");
+  r.readInt16(h.apiVersion, "ApiVersion");
+  if (!r.readInt32(h.correlationId, "CorrelationId")) {
+    out.detail = "request body of " + std::to_string(body.size()) + " bytes, shorter than a request header";
+    return out;
+  }
+  // Read before the key is judged, so every answer can log who sent it.
+  const bool clientIdRead = r.readNullableString(h.clientId, "ClientId");
+  if (!isServedApi(h.apiKey)) {
+    out.status = DecodeStatus::UnknownApi;
+    out.detail = "ApiKey " + std::to_string(h.apiKey) + " is not served";
+    return out;
+  }
+  const Range range = rangeOf(h.apiKey);
+  if (h.apiVersion < range.min || h.apiVersion > range.max) {
+    out.status = DecodeStatus::UnsupportedVersion;
+    out.detail = std::string(apiName(h.apiKey)) + " version " + std::to_string(h.apiVersion) +
+                 " is not served (versions " + std::to_string(range.min) + " to " + std::to_string(range.max) + ")";
+    return out;
+  }
+  if (!clientIdRead) {
+    out.detail = r.describeFailure();
+    return out;
+  }
+  if (!decodeByKey(r, out.request, h.apiKey, h.apiVersion)) {
+    out.detail = std::string(apiName(h.apiKey)) + " request version " + std::to_string(h.apiVersion) + ": " +
+                 r.describeFailure();
+    return out;
+  }
+  out.status = DecodeStatus::Ok;
+  return out;
+}
+
+void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  std::visit(
+      [&](const auto& m) {
+        w.writeInt16(static_cast<int16_t>(std::decay_t<decltype(m)>::kApiKey));
+        w.writeInt16(header.apiVersion);
+        w.writeInt32(header.correlationId);
+        w.writeNullableString(header.clientId);
+        writeBody(w, m, header.apiVersion);
+      },
+      request);
+  w.endFrame(frame);
+}
+
+// ---- Responses -----------------------------------------------------------------
+
+void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  w.writeInt32(correlationId);
+  std::visit([&](const auto& m) { writeBody(w, m, version); }, response);
+  w.endFrame(frame);
+}
+
+DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body) {
+  DecodedResponse out;
+  Reader r(body);
+  if (!r.readInt32(out.correlationId, "CorrelationId")) {
+    out.detail = r.describeFailure();
+    return out;
+  }
+  const auto key = static_cast<int16_t>(api);
+  const Range range = rangeOf(key);
+  if (version < range.min || version > range.max) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + " is not served";
+    return out;
+  }
+  if (!decodeByKey(r, out.response, key, version)) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + ": " +
+                 r.describeFailure();
+    return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+ApiVersionsResponse apiVersionsResponse(ErrorCode error) {
+  ApiVersionsResponse out;
+  out.error = error;
+  // Walks the Request variant, then sorts: clients do not need the order,
+  // but a stable one keeps the bytes comparable.
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (out.apiKeys.push_back({static_cast<int16_t>(std::variant_alternative_t<I, Request>::kApiKey),
+                            std::variant_alternative_t<I, Request>::kMinVersion,
+                            std::variant_alternative_t<I, Request>::kMaxVersion}),
+     ...);
+  }(std::make_index_sequence<std::variant_size_v<Request>>{});
+  std::sort(out.apiKeys.begin(), out.apiKeys.end(),
+            [](const auto& a, const auto& b) { return a.apiKey < b.apiKey; });
+  return out;
+}
+
+void encodeApiVersionsFallback(int32_t correlationId, std::vector<uint8_t>& out) {
+  encodeResponse(correlationId, 0, apiVersionsResponse(ErrorCode::UNSUPPORTED_VERSION), out);
+}
+
+}  // namespace groupcoord::protocol::kafka
