@@ -95,75 +95,56 @@ bool Reader::readString(std::string& v, const char* field) {
 }
 
 bool Reader::readBytes(std::string& v, const char* field) {
-  int32_t len = 0;
-  if (!readInt32(len, field)) return false;
-  if (len == -1) {
+  // -1 reads as empty here (groupcoord's protocol has no null bytes).
+  std::optional<std::string> read;
+  if (!readNullableBytes(read, field)) return false;
+  if (read) {
+    v = std::move(*read);
+  } else {
     v.clear();
+  }
+  return true;
+}
+
+template <typename Length>
+bool Reader::readNullableText(std::optional<std::string>& v, const char* field) {
+  Length len = 0;
+  bool ok = false;
+  if constexpr (sizeof(Length) == 2) {
+    ok = readInt16(len, field);
+  } else {
+    ok = readInt32(len, field);
+  }
+  if (!ok) return false;
+  if (len == -1) {
+    v.reset();
     return true;
   }
   if (len < 0) {
-    pos_ -= 4;
+    pos_ -= sizeof(Length);
     return fail(Failure::NegativeLength, field, len, 0);
   }
   const auto n = static_cast<size_t>(len);
   if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
-  v.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+  v.emplace(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;
   return true;
 }
 
 bool Reader::readNullableString(std::optional<std::string>& v, const char* field) {
-  int16_t len = 0;
-  if (!readInt16(len, field)) return false;
-  if (len == -1) {
-    v.reset();
-    return true;
-  }
-  if (len < 0) {
-    pos_ -= 2;
-    return fail(Failure::NegativeLength, field, len, 0);
-  }
-  const auto n = static_cast<size_t>(len);
-  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
-  v.emplace(reinterpret_cast<const char*>(data_ + pos_), n);
-  pos_ += n;
-  return true;
+  return readNullableText<int16_t>(v, field);
 }
 
 bool Reader::readCount(size_t& count, size_t minElementBytes, const char* field) {
-  int32_t n = 0;
-  if (!readInt32(n, field)) return false;
-  if (n == -1) {
-    count = 0;
-    return true;
-  }
-  if (n < 0) {
-    pos_ -= 4;
-    return fail(Failure::NegativeCount, field, n, 0);
-  }
-  // 64-bit product: at most 2^31 * a few dozen bytes, no overflow.
-  const uint64_t least = static_cast<uint64_t>(n) * minElementBytes;
-  if (least > remaining()) return fail(Failure::CountBeyondEnd, field, n, minElementBytes);
-  count = static_cast<size_t>(n);
+  // -1 reads as no elements.
+  std::optional<size_t> n;
+  if (!readNullableCount(n, minElementBytes, field)) return false;
+  count = n.value_or(0);
   return true;
 }
 
 bool Reader::readNullableBytes(std::optional<std::string>& v, const char* field) {
-  int32_t len = 0;
-  if (!readInt32(len, field)) return false;
-  if (len == -1) {
-    v.reset();
-    return true;
-  }
-  if (len < 0) {
-    pos_ -= 4;
-    return fail(Failure::NegativeLength, field, len, 0);
-  }
-  const auto n = static_cast<size_t>(len);
-  if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
-  v.emplace(reinterpret_cast<const char*>(data_ + pos_), n);
-  pos_ += n;
-  return true;
+  return readNullableText<int32_t>(v, field);
 }
 
 bool Reader::readNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field) {

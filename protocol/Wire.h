@@ -89,6 +89,9 @@ class Reader {
   std::string describeFailure() const;
 
  private:
+  // A nullable string (Length int16) or nullable bytes (int32): -1 gives nullopt.
+  template <typename Length>
+  bool readNullableText(std::optional<std::string>& v, const char* field);
   bool fail(Failure f, const char* field, int64_t value, size_t need);
   bool need(size_t n, const char* field);
   uint64_t takeBigEndian(size_t n);
