@@ -157,13 +157,7 @@ void ClassicGroup::joinReplacing(Ticket t, const JoinArgs& a, const std::string&
 
   bool unchanged = m.view.protocols == r.protocols;
   m.view.memberId = a.freshMemberId;
-  m.view.clientId = a.clientId;
-  m.view.clientHost = a.clientHost;
-  m.view.protocols = r.protocols;
-  m.view.sessionTimeoutMs = r.sessionTimeoutMs;
-  m.view.rebalanceTimeoutMs =
-      a.version == 0 || r.rebalanceTimeoutMs < 0 ? r.sessionTimeoutMs : r.rebalanceTimeoutMs;
-  m.sessionDeadline = now + Millis(r.sessionTimeoutMs);
+  takeJoin(m, a, now);
 
   switch (state_) {
     case State::Stable:
@@ -201,13 +195,7 @@ void ClassicGroup::joinReplacing(Ticket t, const JoinArgs& a, const std::string&
 void ClassicGroup::joinKnown(Ticket t, const JoinArgs& a, Member& m, TimePoint now, Effects& out) {
   const auto& r = a.request;
   bool unchanged = m.view.protocols == r.protocols;
-  m.view.clientId = a.clientId;
-  m.view.clientHost = a.clientHost;
-  m.view.protocols = r.protocols;
-  m.view.sessionTimeoutMs = r.sessionTimeoutMs;
-  m.view.rebalanceTimeoutMs =
-      a.version == 0 || r.rebalanceTimeoutMs < 0 ? r.sessionTimeoutMs : r.rebalanceTimeoutMs;
-  m.sessionDeadline = now + Millis(r.sessionTimeoutMs);
+  takeJoin(m, a, now);
   auto park = [&] {
     // A client that sends its join again has given up on the first one.
     if (m.pendingJoin) out.joins.emplace_back(*m.pendingJoin, joinError(ErrorCode::REBALANCE_IN_PROGRESS, m.view.memberId));
@@ -241,19 +229,25 @@ ClassicGroup::Member& ClassicGroup::addMember(Ticket t, const JoinArgs& a, const
   Member& m = members_[id];
   m.view.memberId = id;
   m.view.groupInstanceId = r.groupInstanceId;
-  m.view.clientId = a.clientId;
-  m.view.clientHost = a.clientHost;
-  m.view.sessionTimeoutMs = r.sessionTimeoutMs;
-  m.view.rebalanceTimeoutMs =
-      a.version == 0 || r.rebalanceTimeoutMs < 0 ? r.sessionTimeoutMs : r.rebalanceTimeoutMs;
-  m.view.protocols = r.protocols;
-  m.sessionDeadline = now + Millis(r.sessionTimeoutMs);
+  takeJoin(m, a, now);
   m.pendingJoin = t;
   m.joinVersion = a.version;
   m.joinOrder = joins_++;
   if (r.groupInstanceId) instances_[*r.groupInstanceId] = id;
   if (initialDelay_) newMemberAdded_ = true;
   return m;
+}
+
+void ClassicGroup::takeJoin(Member& m, const JoinArgs& a, TimePoint now) {
+  const auto& r = a.request;
+  m.view.clientId = a.clientId;
+  m.view.clientHost = a.clientHost;
+  m.view.protocols = r.protocols;
+  m.view.sessionTimeoutMs = r.sessionTimeoutMs;
+  // Version 0 has no rebalance timeout: the session timeout serves as one.
+  m.view.rebalanceTimeoutMs =
+      a.version == 0 || r.rebalanceTimeoutMs < 0 ? r.sessionTimeoutMs : r.rebalanceTimeoutMs;
+  m.sessionDeadline = now + Millis(r.sessionTimeoutMs);
 }
 
 wire::JoinGroupResponse ClassicGroup::joinAnswer(const Member& m) const {

@@ -173,6 +173,8 @@ class ClassicGroup {
   void joinReplacing(Ticket t, const JoinArgs& a, const std::string& oldId, TimePoint now, Effects& out);
   void joinKnown(Ticket t, const JoinArgs& a, Member& m, TimePoint now, Effects& out);
   Member& addMember(Ticket t, const JoinArgs& a, const std::string& id, TimePoint now);
+  // What a join says about its member (client, timeouts, protocols), and its session renewed.
+  static void takeJoin(Member& m, const JoinArgs& a, TimePoint now);
   // The member's answer of the current generation (the member list for the leader only).
   wire::JoinGroupResponse joinAnswer(const Member& m) const;
   bool protocolsCompatible(const wire::JoinGroupRequest& r, const std::string& except) const;
