@@ -198,7 +198,9 @@ void ClassicGroup::joinKnown(Ticket t, const JoinArgs& a, Member& m, TimePoint n
   takeJoin(m, a, now);
   auto park = [&] {
     // A client that sends its join again has given up on the first one.
-    if (m.pendingJoin) out.joins.emplace_back(*m.pendingJoin, joinError(ErrorCode::REBALANCE_IN_PROGRESS, m.view.memberId));
+    if (m.pendingJoin) {
+      out.joins.emplace_back(*m.pendingJoin, joinError(ErrorCode::REBALANCE_IN_PROGRESS, m.view.memberId));
+    }
     m.pendingJoin = t;
     m.joinVersion = a.version;
   };
@@ -371,7 +373,8 @@ std::string ClassicGroup::voteProtocol() const {
   auto order = byJoinOrder();
   std::set<std::string> candidates;
   for (auto& p : order.front()->view.protocols) {
-    bool everyone = std::all_of(order.begin(), order.end(), [&](const Member* m) { return metadataOf(m->view, p.name); });
+    bool everyone =
+        std::all_of(order.begin(), order.end(), [&](const Member* m) { return metadataOf(m->view, p.name); });
     if (everyone) candidates.insert(p.name);
   }
   std::map<std::string, size_t> votes;

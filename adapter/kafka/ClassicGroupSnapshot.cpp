@@ -42,7 +42,8 @@ bool readMember(pw::Reader& r, MemberView& m) {
   if (!readText(r, m.memberId, "MemberId") || !r.readBool(hasInstance, "HasInstance")) return false;
   if (hasInstance && !readText(r, m.groupInstanceId.emplace(), "GroupInstanceId")) return false;
   if (!readText(r, m.clientId, "ClientId") || !readText(r, m.clientHost, "ClientHost") ||
-      !r.readInt32(m.sessionTimeoutMs, "SessionTimeoutMs") || !r.readInt32(m.rebalanceTimeoutMs, "RebalanceTimeoutMs")) {
+      !r.readInt32(m.sessionTimeoutMs, "SessionTimeoutMs") ||
+      !r.readInt32(m.rebalanceTimeoutMs, "RebalanceTimeoutMs")) {
     return false;
   }
   size_t n = 0;
