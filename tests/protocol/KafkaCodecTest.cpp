@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "AllocationProbe.h"
+#include "KafkaSamples.h"
 #include "TestBytes.h"
 #include "protocol/kafka/Codec.h"
 
@@ -684,37 +685,14 @@ TEST(KafkaCodecCaptured, KafkaPythonFetchAndListOffsets) {
 // One well-formed request frame per API at its newest and oldest versions.
 std::vector<std::vector<uint8_t>> sampleFrames() {
   std::vector<std::vector<uint8_t>> out;
-  const auto add = [&out](const Request& q, int16_t version) {
-    std::vector<uint8_t> frame;
-    encodeRequest(RequestHeader{0, version, kCorrelationId, std::string(kClientId)}, q, frame);
-    out.push_back(std::move(frame));
-  };
-  const auto both = [&add](const auto& q) {
-    using T = std::decay_t<decltype(q)>;
-    add(q, T::kMinVersion);
-    add(q, T::kMaxVersion);
-  };
-  both(ApiVersionsRequest{});
-  MetadataRequest metadata;
-  metadata.topics = std::vector<MetadataRequest::Topic>{{"orders"}, {"payments"}};
-  both(metadata);
-  both(FindCoordinatorRequest{"g1", 0});
-  both(JoinGroupRequest{"g1", 10000, 300000, "m-1", "i-1", "consumer", {{"range", "md"}, {"roundrobin", "md"}}});
-  both(SyncGroupRequest{"g1", 3, "m-1", "i-1", {{"m-1", "as"}, {"m-2", "as"}}});
-  both(HeartbeatRequest{"g1", 3, "m-1", "i-1"});
-  both(LeaveGroupRequest{"g1", "m-1"});
-  both(OffsetCommitRequest{"g1", 3, "m-1", "i-1", 1000, {{"orders", {{0, 42, 5, 7, "x"}, {1, 43, 5, 7, {}}}}}});
-  OffsetFetchRequest fetch;
-  fetch.groupId = "g1";
-  fetch.topics = std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}};
-  both(fetch);
-  both(ListGroupsRequest{});
-  both(DescribeGroupsRequest{{"g1", "g2"}, true});
-  both(DeleteGroupsRequest{{"g1", "g2"}});
-  both(SaslHandshakeRequest{"SCRAM-SHA-256"});
-  both(SaslAuthenticateRequest{"n,,n=alice,r=abc"});
-  both(FetchRequest{-1, 500, 1, 1048576, 0, {{"orders", {{0, 42, -1, 65536}, {1, 7, -1, 65536}}}}});
-  both(ListOffsetsRequest{-1, 1, {{"orders", {{0, -2, 1}, {1, -1, 1}}}}});
+  for (const Request& q : samples::requestSamples()) {
+    const auto [oldest, newest] = samples::versionRange(q);
+    for (const int16_t version : {oldest, newest}) {
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{0, version, kCorrelationId, std::string(kClientId)}, q, frame);
+      out.push_back(std::move(frame));
+    }
+  }
   return out;
 }
 
