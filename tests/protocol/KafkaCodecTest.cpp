@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -583,6 +584,30 @@ TEST(KafkaCodec, ApiVersionsAboveTheMaximumIsAnsweredWithVersionZeroAndTheList) 
   expected.int16(42).int16(0).int16(1);     //   DeleteGroups
   // No ThrottleTimeMs: a version-0 body.
   EXPECT_EQ(toHex(answer), toHex(expected.frame()));
+}
+
+// docs/protocol.md, "The Kafka port": the table of served APIs between its
+// markers is the ApiVersions list, row for row.
+TEST(KafkaCodec, TheDocsTableOfServedApisIsTheApiVersionsList) {
+  std::ifstream doc(std::string(GROUPCOORD_SOURCE_DIR) + "/docs/protocol.md");
+  ASSERT_TRUE(doc) << "docs/protocol.md";
+  std::vector<std::string> rows;
+  bool inTable = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.starts_with("<!-- Kafka APIs served:")) {
+      inTable = true;
+    } else if (line.starts_with("<!-- end of the Kafka APIs served")) {
+      inTable = false;
+    } else if (inTable && line.starts_with("| ") && line.find("ApiKey") == std::string::npos) {
+      rows.push_back(line);
+    }
+  }
+  std::vector<std::string> expected;
+  for (const auto& api : apiVersionsResponse().apiKeys) {
+    expected.push_back("| " + std::to_string(api.apiKey) + " | " + std::string(apiName(api.apiKey)) + " | " +
+                       std::to_string(api.minVersion) + "-" + std::to_string(api.maxVersion) + " |");
+  }
+  EXPECT_EQ(rows, expected);
 }
 
 // ---- Frames captured from Kafka clients -------------------------------------------
