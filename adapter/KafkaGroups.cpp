@@ -48,6 +48,10 @@ struct KafkaGroups::Entry {
   std::optional<kafka::ClassicGroup> model;
   std::map<kafka::Ticket, Parked> parked;
   CommittedOffsets offsets;
+  // The saved generation (<root>/kafka/<group>) names members: it is
+  // removed when the last one leaves, so that a later controller does not
+  // wait out their sessions.
+  bool savedMembers = false;
 };
 
 KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
@@ -127,6 +131,7 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, zk::GetResul
   if (r.error == zk::Error::Ok) {
     if (auto s = kafka::decodeSnapshot(r.data)) {
       e.model.emplace(kafka::ClassicGroup::resume(group, config_.rules, *s, time_.now()));
+      e.savedMembers = !s->members.empty();
       spdlog::info("kafka group {}: resumed generation {} with {} member(s) (protocol {}, leader {})", group,
                    s->generation, s->members.size(), s->protocolName, s->leader);
     } else {
@@ -165,8 +170,17 @@ void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx
   }
   if (!fx.becameStable) {
     for (auto& a : syncs) out.push_back(std::move(a));
+    if (e.savedMembers && e.model->empty()) {
+      e.savedMembers = false;
+      zk_.remove(snapshotPath(group), -1, [group](zk::Error err) {
+        if (err != zk::Error::Ok && err != zk::Error::NoNode) {
+          spdlog::warn("kafka group {}: removing its saved generation failed: {}", group, err);
+        }
+      });
+    }
     return;
   }
+  e.savedMembers = true;
   // The stable generation is in ZooKeeper before any member hears it is
   // stable: a new controller then resumes what the members were told.
   const kafka::Snapshot snap = e.model->snapshot();
