@@ -70,5 +70,5 @@ USER groupcoord:groupcoord
 # 7400: the client protocol (listen.port). 7401: HTTP: the status page, /metrics,
 # /health/live and /health/ready (http.port). The compose files add an
 # internal listener on 7402 (internal.listen.port), off by default.
-EXPOSE 7400 7401
+EXPOSE 7400 7401 9092
 ENTRYPOINT ["/usr/bin/groupcoordd"]

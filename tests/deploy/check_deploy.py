@@ -608,9 +608,19 @@ def check_servers(services, servers, options, expose, src, require_deps_on=None)
             http = int(env.get("GROUPCOORDD_HTTP_PORT", http_default))
         pairs = port_pairs(s)
         targets = {t for _, t in pairs}
-        if targets != {listen, http}:
-            problems.append(f"{name}: publishes container ports {sorted(targets)}, expected {sorted({listen, http})} "
-                            "(protocol and HTTP)")
+        expected = {listen, http}
+        kafka = env.get("GROUPCOORDD_KAFKA_LISTEN_PORT")
+        if kafka is not None and int(kafka) > 0:
+            expected.add(int(kafka))
+            kafka_pub = [pub for pub, t in pairs if t == int(kafka)]
+            kafka_adv = env.get("GROUPCOORDD_KAFKA_ADVERTISED_PORT", "")
+            if not kafka_pub or kafka_adv != str(kafka_pub[0]):
+                problems.append(f"{name}: advertises Kafka port {kafka_adv or '(the bound port)'} but its Kafka port "
+                                f"is published on host port {kafka_pub[0] if kafka_pub else '(none)'}: Kafka "
+                                "clients would be sent elsewhere")
+        if targets != expected:
+            problems.append(f"{name}: publishes container ports {sorted(targets)}, expected {sorted(expected)} "
+                            "(protocol, HTTP and the Kafka port when it is on)")
         for t in sorted(targets - expose):
             problems.append(f"{name}: container port {t} is not in the Dockerfile's EXPOSE {sorted(expose)}")
         proto_pub = [pub for pub, t in pairs if t == listen]
@@ -1166,9 +1176,12 @@ def check_dockerfile(docker_dir, src, build, options, needed, binaries):
         want.add(int(options["http.port"]["default"]))
     else:
         want.add(7401)
+    if "kafka.listen.port" in options:
+        # Off by default; 9092 is the Kafka port the compose files turn on.
+        want.add(9092)
     if expose != want:
         problems.append(f"EXPOSE {sorted(expose)}, but groupcoordd's default ports are {sorted(want)} "
-                        "(listen.port, http.port)")
+                        "(listen.port, http.port, and 9092 for kafka.listen.port)")
     runtime_pkgs = stage_packages(runtime)
     base_libs = {"libc6", "libgcc-s1", "libstdc++6"}
     for pkg in sorted(set(needed) - runtime_pkgs):
