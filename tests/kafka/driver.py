@@ -489,6 +489,9 @@ class KafkaPortTest(unittest.TestCase):
         self.scratch = tempfile.mkdtemp(prefix="groupcoord-kafka-test-")
         self.members: list[Member] = []
         self.servers: list[Server] = []
+        self.started = time.monotonic()
+        # A cleanup, not tearDown: it runs when setUp fails half way too.
+        self.addCleanup(self.stop_everything)
         self.root = "/" + unique("kafkaport")
         self.topics_path = self.root + "-topics"
         self.next_server_id = 1
@@ -497,9 +500,9 @@ class KafkaPortTest(unittest.TestCase):
         self.topic = unique("T")
         run([GROUPCTL, "topic", "create", self.topic, "--partitions", str(TOPIC_PARTITIONS), "--zookeeper",
              zk_connect(), "--topics-path", self.topics_path])
-        self.started = time.monotonic()
 
-    def tearDown(self) -> None:
+    def stop_everything(self) -> None:
+        """Every member and server this test started, by its PID."""
         for m in self.members:
             m.kill9()
         for s in self.servers:
