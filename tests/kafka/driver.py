@@ -217,28 +217,69 @@ def find_coordinator(port: int, group: str, timeout: float) -> tuple[int, int, s
     return error, node, host, coord_port
 
 
+class _TopicPartition(ctypes.Structure):
+    """rd_kafka_topic_partition_t."""
+    _fields_ = [("topic", ctypes.c_char_p), ("partition", ctypes.c_int32), ("offset", ctypes.c_int64),
+                ("metadata", ctypes.c_void_p), ("metadata_size", ctypes.c_size_t), ("opaque", ctypes.c_void_p),
+                ("err", ctypes.c_int), ("private", ctypes.c_void_p)]
+
+
+class _TopicPartitionList(ctypes.Structure):
+    """rd_kafka_topic_partition_list_t."""
+    _fields_ = [("cnt", ctypes.c_int), ("size", ctypes.c_int), ("elems", ctypes.POINTER(_TopicPartition))]
+
+
 class Rdkafka:
-    """librdkafka's DeleteGroups Admin API through ctypes: confluent-kafka's Python binding as
-    Debian ships it (1.7.0) has no delete_consumer_groups, while its librdkafka (2.0.2) has."""
+    """librdkafka's consumer group Admin API (ListConsumerGroups, DescribeConsumerGroups,
+    DeleteGroups) through ctypes: confluent-kafka's Python binding as Debian ships it (1.7.0) has
+    none of them, while the librdkafka under it (2.0.2) has all three."""
 
     EVENT_DELETEGROUPS_RESULT = 106
+    EVENT_LISTCONSUMERGROUPS_RESULT = 0x2000
+    EVENT_DESCRIBECONSUMERGROUPS_RESULT = 0x4000
 
     def __init__(self, bootstrap: str) -> None:
         lib = ctypes.CDLL("librdkafka.so.1")
-        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+        vp, cp, sz, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
+        psz, pvp = ctypes.POINTER(sz), ctypes.POINTER(vp)
         for name, res, args in (
-                ("rd_kafka_conf_new", vp, []), ("rd_kafka_conf_set", ctypes.c_int, [vp, cp, cp, cp, sz]),
-                ("rd_kafka_new", vp, [ctypes.c_int, vp, cp, sz]), ("rd_kafka_destroy", None, [vp]),
+                ("rd_kafka_conf_new", vp, []), ("rd_kafka_conf_set", i, [vp, cp, cp, cp, sz]),
+                ("rd_kafka_new", vp, [i, vp, cp, sz]), ("rd_kafka_destroy", None, [vp]),
                 ("rd_kafka_queue_new", vp, [vp]), ("rd_kafka_queue_destroy", None, [vp]),
-                ("rd_kafka_queue_poll", vp, [vp, ctypes.c_int]),
-                ("rd_kafka_DeleteGroup_new", vp, [cp]), ("rd_kafka_DeleteGroup_destroy", None, [vp]),
-                ("rd_kafka_DeleteGroups", None, [vp, ctypes.POINTER(vp), sz, vp, vp]),
-                ("rd_kafka_event_type", ctypes.c_int, [vp]), ("rd_kafka_event_error", ctypes.c_int, [vp]),
+                ("rd_kafka_queue_poll", vp, [vp, i]),
+                ("rd_kafka_AdminOptions_new", vp, [vp, i]), ("rd_kafka_AdminOptions_destroy", None, [vp]),
+                ("rd_kafka_AdminOptions_set_request_timeout", i, [vp, i, cp, sz]),
+                ("rd_kafka_event_type", i, [vp]), ("rd_kafka_event_error", i, [vp]),
                 ("rd_kafka_event_error_string", cp, [vp]), ("rd_kafka_event_destroy", None, [vp]),
+                ("rd_kafka_error_code", i, [vp]), ("rd_kafka_error_string", cp, [vp]),
+                ("rd_kafka_consumer_group_state_name", cp, [i]),
+                ("rd_kafka_DeleteGroup_new", vp, [cp]), ("rd_kafka_DeleteGroup_destroy", None, [vp]),
+                ("rd_kafka_DeleteGroups", None, [vp, pvp, sz, vp, vp]),
                 ("rd_kafka_event_DeleteGroups_result", vp, [vp]),
-                ("rd_kafka_DeleteGroups_result_groups", ctypes.POINTER(vp), [vp, ctypes.POINTER(sz)]),
+                ("rd_kafka_DeleteGroups_result_groups", pvp, [vp, psz]),
                 ("rd_kafka_group_result_name", cp, [vp]), ("rd_kafka_group_result_error", vp, [vp]),
-                ("rd_kafka_error_code", ctypes.c_int, [vp]), ("rd_kafka_error_string", cp, [vp])):
+                ("rd_kafka_ListConsumerGroups", None, [vp, vp, vp]),
+                ("rd_kafka_event_ListConsumerGroups_result", vp, [vp]),
+                ("rd_kafka_ListConsumerGroups_result_valid", pvp, [vp, psz]),
+                ("rd_kafka_ListConsumerGroups_result_errors", pvp, [vp, psz]),
+                ("rd_kafka_ConsumerGroupListing_group_id", cp, [vp]),
+                ("rd_kafka_ConsumerGroupListing_state", i, [vp]),
+                ("rd_kafka_DescribeConsumerGroups", None, [vp, ctypes.POINTER(cp), sz, vp, vp]),
+                ("rd_kafka_event_DescribeConsumerGroups_result", vp, [vp]),
+                ("rd_kafka_DescribeConsumerGroups_result_groups", pvp, [vp, psz]),
+                ("rd_kafka_ConsumerGroupDescription_group_id", cp, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_error", vp, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_partition_assignor", cp, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_state", i, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_coordinator", vp, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_member_count", sz, [vp]),
+                ("rd_kafka_ConsumerGroupDescription_member", vp, [vp, sz]),
+                ("rd_kafka_MemberDescription_client_id", cp, [vp]),
+                ("rd_kafka_MemberDescription_consumer_id", cp, [vp]),
+                ("rd_kafka_MemberDescription_host", cp, [vp]),
+                ("rd_kafka_MemberDescription_assignment", vp, [vp]),
+                ("rd_kafka_MemberAssignment_partitions", ctypes.POINTER(_TopicPartitionList), [vp]),
+                ("rd_kafka_Node_id", i, [vp]), ("rd_kafka_Node_host", cp, [vp]), ("rd_kafka_Node_port", ctypes.c_uint16, [vp])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         self.lib = lib
@@ -250,37 +291,113 @@ class Rdkafka:
         if not self.rk:
             raise AssertionError(f"rd_kafka_new: {errstr.value.decode()}")
 
-    def delete_group(self, group: str, timeout: float) -> tuple[int, str]:
-        """(error code, error text) of DeleteGroups for one group; 0 on success."""
+    def _call(self, what: str, start: Callable[[Any, Any], None], event_type: int, timeout: float,
+              read: Callable[[Any], Any]) -> Any:
+        """Starts one Admin call with a request timeout of ``timeout`` and reads its result event."""
         lib = self.lib
         q = lib.rd_kafka_queue_new(self.rk)
-        g = lib.rd_kafka_DeleteGroup_new(group.encode())
-        arr = (ctypes.c_void_p * 1)(g)
-        lib.rd_kafka_DeleteGroups(self.rk, arr, 1, None, q)
+        options = lib.rd_kafka_AdminOptions_new(self.rk, 0)  # RD_KAFKA_ADMIN_OP_ANY
+        errstr = ctypes.create_string_buffer(512)
+        lib.rd_kafka_AdminOptions_set_request_timeout(options, int(timeout * 1000), errstr, 512)
         try:
-            ev = lib.rd_kafka_queue_poll(q, int(timeout * 1000))
+            start(options, q)
+            ev = lib.rd_kafka_queue_poll(q, int((timeout + 5) * 1000))
             if not ev:
-                raise AssertionError(f"DeleteGroups({group}) had no answer within {timeout:.1f} s")
+                raise AssertionError(f"{what}: no answer within {timeout + 5:.1f} s")
             try:
-                if lib.rd_kafka_event_type(ev) != self.EVENT_DELETEGROUPS_RESULT:
-                    raise AssertionError(f"unexpected event type {lib.rd_kafka_event_type(ev)}")
                 if lib.rd_kafka_event_error(ev) != 0:
-                    text = lib.rd_kafka_event_error_string(ev)
-                    return lib.rd_kafka_event_error(ev), (text or b"").decode()
-                res = lib.rd_kafka_event_DeleteGroups_result(ev)
-                n = ctypes.c_size_t(0)
-                groups = lib.rd_kafka_DeleteGroups_result_groups(res, ctypes.byref(n))
-                if n.value != 1 or lib.rd_kafka_group_result_name(groups[0]).decode() != group:
-                    raise AssertionError(f"DeleteGroups({group}) answered {n.value} groups")
-                err = lib.rd_kafka_group_result_error(groups[0])
-                if not err:
-                    return 0, ""
-                return lib.rd_kafka_error_code(err), (lib.rd_kafka_error_string(err) or b"").decode()
+                    raise AssertionError(f"{what}: error {lib.rd_kafka_event_error(ev)} "
+                                         f"{(lib.rd_kafka_event_error_string(ev) or b'').decode()}")
+                if lib.rd_kafka_event_type(ev) != event_type:
+                    raise AssertionError(f"{what}: unexpected event type {lib.rd_kafka_event_type(ev)}")
+                return read(ev)
             finally:
                 lib.rd_kafka_event_destroy(ev)
         finally:
-            lib.rd_kafka_DeleteGroup_destroy(g)
+            lib.rd_kafka_AdminOptions_destroy(options)
             lib.rd_kafka_queue_destroy(q)
+
+    def _error(self, err: Any) -> tuple[int, str]:
+        if not err:
+            return 0, ""
+        return self.lib.rd_kafka_error_code(err), (self.lib.rd_kafka_error_string(err) or b"").decode()
+
+    def list_groups(self, timeout: float) -> dict[str, str]:
+        """ListConsumerGroups: group id -> state name; fails on any broker's error."""
+        lib = self.lib
+
+        def read(ev: Any) -> dict[str, str]:
+            res = lib.rd_kafka_event_ListConsumerGroups_result(ev)
+            n = ctypes.c_size_t(0)
+            errors = lib.rd_kafka_ListConsumerGroups_result_errors(res, ctypes.byref(n))
+            if n.value:
+                raise AssertionError(f"ListConsumerGroups: {[self._error(errors[k]) for k in range(n.value)]}")
+            valid = lib.rd_kafka_ListConsumerGroups_result_valid(res, ctypes.byref(n))
+            return {lib.rd_kafka_ConsumerGroupListing_group_id(valid[k]).decode():
+                    lib.rd_kafka_consumer_group_state_name(lib.rd_kafka_ConsumerGroupListing_state(valid[k])).decode()
+                    for k in range(n.value)}
+
+        return self._call("ListConsumerGroups", lambda o, q: lib.rd_kafka_ListConsumerGroups(self.rk, o, q),
+                          self.EVENT_LISTCONSUMERGROUPS_RESULT, timeout, read)
+
+    def describe_group(self, group: str, timeout: float) -> dict:
+        """DescribeConsumerGroups of one group: error, state, assignor, coordinator, members."""
+        lib = self.lib
+        names = (ctypes.c_char_p * 1)(group.encode())
+
+        def read(ev: Any) -> dict:
+            res = lib.rd_kafka_event_DescribeConsumerGroups_result(ev)
+            n = ctypes.c_size_t(0)
+            groups = lib.rd_kafka_DescribeConsumerGroups_result_groups(res, ctypes.byref(n))
+            if n.value != 1:
+                raise AssertionError(f"DescribeConsumerGroups({group}) answered {n.value} groups")
+            d = groups[0]
+            node = lib.rd_kafka_ConsumerGroupDescription_coordinator(d)
+            members = []
+            for k in range(lib.rd_kafka_ConsumerGroupDescription_member_count(d)):
+                m = lib.rd_kafka_ConsumerGroupDescription_member(d, k)
+                plist = lib.rd_kafka_MemberAssignment_partitions(lib.rd_kafka_MemberDescription_assignment(m))
+                partitions = []
+                if plist:
+                    partitions = [(plist.contents.elems[x].topic.decode(), plist.contents.elems[x].partition)
+                                  for x in range(plist.contents.cnt)]
+                members.append({"client_id": lib.rd_kafka_MemberDescription_client_id(m).decode(),
+                                "consumer_id": lib.rd_kafka_MemberDescription_consumer_id(m).decode(),
+                                "host": lib.rd_kafka_MemberDescription_host(m).decode(),
+                                "partitions": partitions})
+            return {
+                "group": lib.rd_kafka_ConsumerGroupDescription_group_id(d).decode(),
+                "error": self._error(lib.rd_kafka_ConsumerGroupDescription_error(d)),
+                "state": lib.rd_kafka_consumer_group_state_name(lib.rd_kafka_ConsumerGroupDescription_state(d)).decode(),
+                "assignor": (lib.rd_kafka_ConsumerGroupDescription_partition_assignor(d) or b"").decode(),
+                "coordinator": ((lib.rd_kafka_Node_id(node), (lib.rd_kafka_Node_host(node) or b"").decode(),
+                                 lib.rd_kafka_Node_port(node)) if node else None),
+                "members": members,
+            }
+
+        return self._call(f"DescribeConsumerGroups({group})",
+                          lambda o, q: lib.rd_kafka_DescribeConsumerGroups(self.rk, names, 1, o, q),
+                          self.EVENT_DESCRIBECONSUMERGROUPS_RESULT, timeout, read)
+
+    def delete_group(self, group: str, timeout: float) -> tuple[int, str]:
+        """(error code, error text) of DeleteGroups for one group; 0 on success."""
+        lib = self.lib
+        g = lib.rd_kafka_DeleteGroup_new(group.encode())
+        arr = (ctypes.c_void_p * 1)(g)
+
+        def read(ev: Any) -> tuple[int, str]:
+            res = lib.rd_kafka_event_DeleteGroups_result(ev)
+            n = ctypes.c_size_t(0)
+            groups = lib.rd_kafka_DeleteGroups_result_groups(res, ctypes.byref(n))
+            if n.value != 1 or lib.rd_kafka_group_result_name(groups[0]).decode() != group:
+                raise AssertionError(f"DeleteGroups({group}) answered {n.value} groups")
+            return self._error(lib.rd_kafka_group_result_error(groups[0]))
+
+        try:
+            return self._call(f"DeleteGroups({group})", lambda o, q: lib.rd_kafka_DeleteGroups(self.rk, arr, 1, o, q),
+                              self.EVENT_DELETEGROUPS_RESULT, timeout, read)
+        finally:
+            lib.rd_kafka_DeleteGroup_destroy(g)
 
     def close(self) -> None:
         if self.rk:
@@ -719,6 +836,8 @@ class AdminTest(KafkaPortTest):
             admin.close()
 
     def test_confluent_admin(self) -> None:
+        """The binding's list_groups (librdkafka's ListGroups then DescribeGroups), and librdkafka
+        2.0.2's ListConsumerGroups, DescribeConsumerGroups and DeleteGroups."""
         from confluent_kafka.admin import AdminClient
         group = unique("G")
         ms = self.two_members("confluent", group)
@@ -726,21 +845,31 @@ class AdminTest(KafkaPortTest):
         rd = Rdkafka(self.bootstrap())
         timeout = design_bound(ZK_SESSION_TIMEOUT)
         try:
-            listed = {g.id: g for g in admin.list_groups(timeout=timeout)}
-            self.assertIn(group, listed)
-            (g,) = admin.list_groups(group=group, timeout=timeout)  # ListGroups, then DescribeGroups
+            self.assertIn(group, [g.id for g in admin.list_groups(timeout=timeout)])
+            (g,) = admin.list_groups(group=group, timeout=timeout)
             self.assertEqual((g.id, g.error, g.state, g.protocol_type, g.protocol),
                              (group, None, "Stable", "consumer", "range"))
             self.assertEqual(sorted(m.client_id for m in g.members), ["confluent-admin-0", "confluent-admin-1"])
+
+            self.assertEqual(rd.list_groups(timeout).get(group), "Stable")
+            d = rd.describe_group(group, timeout)
+            self.assertEqual((d["group"], d["error"], d["state"], d["assignor"]), (group, (0, ""), "Stable", "range"))
+            controller = self.controller_of(group)
+            self.assertEqual(d["coordinator"], (controller.id, "127.0.0.1", controller.kafka_port))
+            self.assertEqual(sorted(m["client_id"] for m in d["members"]), ["confluent-admin-0", "confluent-admin-1"])
+            assigned = sorted(p for m in d["members"] for t, p in m["partitions"] if t == self.topic)
+            self.assertEqual(assigned, sorted(ALL_PARTITIONS), f"the described assignments: {d}")
+
             code, text = rd.delete_group(group, timeout)
             self.assertEqual(code, 68, f"deleting a group with members: {code} {text}")
             for m in ms:
                 self.assert_clean_exit(m, design_bound(REBALANCE_TIMEOUT))
             self.wait_for("the group to be Empty after its members left",
-                          lambda: admin.list_groups(group=group, timeout=timeout)[0].state == "Empty",
-                          settle_bound())
+                          lambda: rd.describe_group(group, timeout)["state"] == "Empty", settle_bound())
+            self.assertEqual(admin.list_groups(group=group, timeout=timeout)[0].state, "Empty")
             code, text = rd.delete_group(group, timeout)
             self.assertEqual(code, 0, f"deleting the empty group: {code} {text}")
+            self.assertNotIn(group, rd.list_groups(timeout))
             self.assertNotIn(group, [x.id for x in admin.list_groups(timeout=timeout)])
         finally:
             rd.close()
