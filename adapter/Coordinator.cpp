@@ -69,7 +69,36 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
       handovers_(servers_, placement_, groups_, time_,
                  HandoverConfig{config_.handoverMaxInFlight, Millis(1000), config_.placementInterval}) {
   servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
-                                      config_.internalHost, config_.internalPort});
+                                      config_.internalHost, config_.internalPort, config_.kafkaPort});
+  KafkaHooks hooks;
+  hooks.selfId = config_.serverId;
+  hooks.controlsHere = [this](const std::string& g) { return groups_.find(g) != nullptr; };
+  hooks.controllerOf = [this](const std::string& g) { return claims_.controllerOf(g); };
+  hooks.ensure = [this](const std::string& g, std::function<void(int32_t, std::string)> done) {
+    ensureKafkaGroup(g, std::move(done));
+  };
+  hooks.controlled = [this] { return controlledGroups(); };
+  hooks.deleteGroup = [this](const std::string& g, std::function<void(bool, bool, std::string)> done) {
+    auto group = groups_.find(g);
+    if (!group) return done(false, false, "not controlled here");
+    group->deleteGroup(protocol::DeleteGroupRequest{g}, [done = std::move(done)](protocol::Response r) {
+      const ErrorCode e = std::visit(
+          [](const auto& x) {
+            if constexpr (requires { x.error; }) {
+              return x.error;
+            } else {
+              return ErrorCode::NONE;
+            }
+          },
+          r);
+      done(e == ErrorCode::NONE, e == ErrorCode::GROUP_NOT_EMPTY, std::string(protocol::errorName(e)));
+    });
+  };
+  hooks.answersFromMemory = [this](TimePoint now) { return answersFromMemory(now); };
+  hooks.brokers = [this] { return servers_.kafkaBrokers(); };
+  hooks.brokerOf = [this](int32_t id) { return servers_.kafkaBrokerOf(id); };
+  kafka_ = std::make_unique<KafkaGroups>(zk_, layout_, offsets_, time_,
+                                         KafkaGroupsConfig{config_.kafkaRules, config_.topicsPath}, std::move(hooks));
   zk_.setListener(this);
 }
 
@@ -85,17 +114,20 @@ void Coordinator::detach() {
 // ---------------------------------------------------------------------------
 // Start, stop, ticker
 
-void Coordinator::setAdvertised(std::string host, uint16_t port, std::string internalHost, uint16_t internalPort) {
+void Coordinator::setAdvertised(std::string host, uint16_t port, std::string internalHost, uint16_t internalPort,
+                                uint16_t kafkaPort) {
+  config_.kafkaPort = kafkaPort;
   config_.advertisedHost = std::move(host);
   config_.advertisedPort = port;
   config_.internalHost = std::move(internalHost);
   config_.internalPort = internalPort;
   servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
-                                      config_.internalHost, config_.internalPort});
+                                      config_.internalHost, config_.internalPort, config_.kafkaPort});
 }
 
 zk::Error Coordinator::start(Millis wait) {
-  for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath(), layout_.loadsPath()}) {
+  for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath(), layout_.loadsPath(),
+                        layout_.root() + "/kafka"}) {
     zk::Error e = zk_.ensurePathSync(p, wait);
     if (e != zk::Error::Ok) {
       spdlog::error("cannot create {} in ZooKeeper: {}", p, e);
@@ -137,6 +169,7 @@ void Coordinator::stop() {
   if (ticker_.joinable()) ticker_.join();
   stall_.stop();
   lease_.stop();
+  kafka_->stop();
   auto all = groups_.snapshot();
   for (auto& g : all) g->answerAllWaiting(ErrorCode::CONTROLLER_NOT_AVAILABLE);
   {
@@ -165,6 +198,7 @@ void Coordinator::tick() {
     brokers_.rewatch();
   }
   groups_.forEach([now](GroupController& g) { g.tick(now); });
+  kafka_->tick(now);
   if (connected_ && servers_.registered() && answersFromMemory(now)) handovers_.tick(now);
 }
 
@@ -474,6 +508,34 @@ void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol:
       }
       claims_.awaitController(group, std::move(done));  // the same settings: creating it again succeeds
     });
+  });
+}
+
+void Coordinator::ensureKafkaGroup(const std::string& group, std::function<void(int32_t, std::string)> done) {
+  if (!connected_) return done(-1, "this server is not connected to ZooKeeper");
+  GroupSettings s;
+  // A Kafka member brings its own session timeout; the group's only
+  // bounds how long an empty group waits, as a native one's does.
+  s.sessionTimeoutMs = std::clamp<int64_t>(10000, config_.minSessionTimeoutMs, config_.maxSessionTimeoutMs);
+  s.mode = protocol::AssignmentMode::CLIENT;
+  s.kafka = true;
+  std::vector<zk::Op> ops{zk::makeCreate(layout_.groupPath(group), layout::encodeSettings(s)),
+                          zk::makeCreate(layout_.membersPath(group), ""),
+                          zk::makeCreate(layout_.offsetsPath(group), "")};
+  auto waited = [done](protocol::Response r) {
+    const auto* c = std::get_if<protocol::CreateGroupResponse>(&r);
+    if (c != nullptr && c->error == ErrorCode::NONE && !c->controller.isNone()) return done(c->controller.brokerId, "");
+    const ErrorCode e = c != nullptr ? c->error : ErrorCode::UNKNOWN_SERVER_ERROR;
+    done(-1, fmt::format("the group has no controller yet ({}); ask again", protocol::errorName(e)));
+  };
+  zk_.multi(std::move(ops), [this, group, waited = std::move(waited), done](zk::MultiResult res) mutable {
+    if (res.error == zk::Error::Ok) {
+      spdlog::info("group {}: created by the Kafka port", group);
+    } else if (res.error != zk::Error::NodeExists || res.failedOp != 0) {
+      spdlog::warn("group {}: creating it for the Kafka port failed: {}", group, res.error);
+      return done(-1, fmt::format("creating the group failed: {}", zk::errorName(res.error)));
+    }
+    claims_.awaitController(group, std::move(waited));
   });
 }
 

@@ -24,6 +24,8 @@
 //                     loads over the candidate servers, cached
 //   Handovers         groups handed over to the server that should
 //                     control them, a few at a time
+//   KafkaGroups       the Kafka port's requests: Kafka groups' state on
+//                     their controller, their offsets, Metadata
 //
 // The coordinator itself routes requests (one overload per request type),
 // follows the ZooKeeper session, runs the ticker and creates groups.
@@ -54,6 +56,7 @@
 #include "adapter/GroupTable.h"
 #include "adapter/FleetPlacement.h"
 #include "adapter/Handovers.h"
+#include "adapter/KafkaGroups.h"
 #include "adapter/LoadBoard.h"
 #include "adapter/MemberIds.h"
 #include "adapter/OffsetStore.h"
@@ -79,6 +82,8 @@ struct CoordinatorConfig {
   // empty / 0 without one.
   std::string internalHost;
   uint16_t internalPort = 0;
+  // The Kafka port's advertised port (at advertisedHost); 0 without one.
+  uint16_t kafkaPort = 0;
   std::string root{options::defaultText("zk.root")};
   std::string topicsPath{options::defaultText("zk.topics.path")};
   // Kafka's broker registrations, whose "rack" fields rack-aware assignment
@@ -122,6 +127,8 @@ struct CoordinatorConfig {
   // session (docs/design.md, "The session lease"); 0: a fifth of the
   // session timeout, at least 200 ms.
   Millis leaseMargin{0};
+  // Kafka groups (docs/kafka.md): their rules.
+  kafka::GroupRules kafkaRules;
 };
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {
@@ -141,7 +148,8 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // Where clients reach this server (and, with an internal listener, where
   // peers and clients inside its network do), when known only after the
   // ports are bound. Before start() only.
-  void setAdvertised(std::string host, uint16_t port, std::string internalHost = "", uint16_t internalPort = 0);
+  void setAdvertised(std::string host, uint16_t port, std::string internalHost = "", uint16_t internalPort = 0,
+                     uint16_t kafkaPort = 0);
 
   // Runs tick() every config.tickInterval on a thread of its own, until stop().
   void startTicker();
@@ -167,6 +175,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   bool heartbeatNow(const protocol::Caller& caller, protocol::ConnectionSlot& slot,
                     const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
                     std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override;
+
+  // What answers the Kafka port (docs/kafka.md).
+  KafkaGroups& kafka() { return *kafka_; }
 
   // ---- Introspection (tests, health, metrics) ----
   bool registered() const { return servers_.registered(); }
@@ -220,6 +231,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   TimePoint nextWeightsCheck_;
   void dropGroup(const std::string& group, protocol::ErrorCode answer, const char* why);
   bool mayClaim() const;
+  // The Kafka port's FindCoordinator for a group not known yet: creates it
+  // as a Kafka group (or finds it) and waits for its controller.
+  void ensureKafkaGroup(const std::string& group, std::function<void(int32_t controller, std::string why)> done);
   void serversChanged();
 
   // Every controller address in an answer, as reached inside the servers'
@@ -283,6 +297,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   GroupContext groupContext_;
   GroupTable groups_;
   Handovers handovers_;
+
+  // Built last: its hooks reach the parts above.
+  std::unique_ptr<KafkaGroups> kafka_;
 
   Mutex tickerMu_;
   std::condition_variable_any tickerCv_;

@@ -30,7 +30,7 @@ void ServerRegistry::registerSelf() {
   }
   std::string path = layout_.serverPath(self_.id);
   zk_.create(
-      path, layout::encodeServer(self_.host, self_.port, self_.internalHost, self_.internalPort), zk::CreateMode::Ephemeral,
+      path, layout::encodeServer(self_.host, self_.port, self_.internalHost, self_.internalPort, self_.kafkaPort), zk::CreateMode::Ephemeral,
       epoch_.bind([this, path](zk::CreateResult r) {
         if (r.error == zk::Error::Ok) {
           registered_ = true;
@@ -183,6 +183,7 @@ void ServerRegistry::onListed(std::vector<std::string> children) {
       if (auto it = servers_.find(id); it != servers_.end()) {
         it->second.broker = *b;
         it->second.internal = internal.value_or(protocol::Broker{});
+        it->second.kafka = layout::decodeServerKafka(id, g.data).value_or(protocol::Broker{});
       }
     }));
   }
@@ -301,6 +302,34 @@ protocol::Broker ServerRegistry::brokerOf(int32_t serverId, Reach reach) const {
   if (it == servers_.end() || it->second.broker.host.empty()) return protocol::Broker{};
   if (reach == Reach::Internal && !it->second.internal.isNone()) return it->second.internal;
   return it->second.broker;
+}
+
+std::vector<protocol::Broker> ServerRegistry::kafkaBrokers() const {
+  std::vector<protocol::Broker> out;
+  MutexLock lock(mu_);
+  bool self = false;
+  for (auto& [id, k] : servers_) {
+    if (id == self_.id) {
+      self = true;
+      if (self_.kafkaPort != 0) out.push_back(protocol::Broker{id, self_.host, self_.kafkaPort});
+    } else if (!k.kafka.isNone()) {
+      out.push_back(k.kafka);
+    }
+  }
+  if (!self && registered_ && self_.kafkaPort != 0) {
+    out.push_back(protocol::Broker{self_.id, self_.host, self_.kafkaPort});
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.brokerId < b.brokerId; });
+  }
+  return out;
+}
+
+protocol::Broker ServerRegistry::kafkaBrokerOf(int32_t serverId) const {
+  if (serverId == self_.id) {
+    return self_.kafkaPort != 0 ? protocol::Broker{serverId, self_.host, self_.kafkaPort} : protocol::Broker{};
+  }
+  MutexLock lock(mu_);
+  auto it = servers_.find(serverId);
+  return it == servers_.end() ? protocol::Broker{} : it->second.kafka;
 }
 
 std::vector<int32_t> ServerRegistry::liveServers() const {

@@ -39,6 +39,8 @@ struct ServerIdentity {
   // The internal listener's address; empty / 0 without one.
   std::string internalHost;
   uint16_t internalPort = 0;
+  // The Kafka port's advertised port (at `host`); 0 without one.
+  uint16_t kafkaPort = 0;
 };
 
 // Which of a server's addresses: the one clients are told (advertised), or
@@ -99,6 +101,11 @@ class ServerRegistry {
   // Where clients (or, with Reach::Internal, peers and clients inside the
   // server's network) reach a server; an empty Broker when not known.
   protocol::Broker brokerOf(int32_t serverId, Reach reach = Reach::Client) const EXCLUDES(mu_);
+  // Every live server with a Kafka port (this one included once
+  // registered), by id: the brokers of the Kafka port's Metadata.
+  std::vector<protocol::Broker> kafkaBrokers() const EXCLUDES(mu_);
+  // A server's Kafka address; an empty Broker when it has none or is not known.
+  protocol::Broker kafkaBrokerOf(int32_t serverId) const EXCLUDES(mu_);
   std::vector<int32_t> liveServers() const EXCLUDES(mu_);
 
   // Marks a server drained (or not) in ZooKeeper: the persistent marker
@@ -132,6 +139,7 @@ class ServerRegistry {
     protocol::Broker broker;
     TimePoint since;            // first seen live
     protocol::Broker internal;  // none without an internal listener
+    protocol::Broker kafka;     // none without a Kafka port
   };
   mutable Mutex mu_;
   std::map<int32_t, Known> servers_ GUARDED_BY(mu_);

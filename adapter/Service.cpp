@@ -32,8 +32,8 @@ Service::~Service() {
 }
 
 bool Service::start(const std::string& advertisedHost, uint16_t advertisedPort, const std::string& internalHost,
-                    uint16_t internalPort, std::string* error) {
-  coordinator_->setAdvertised(advertisedHost, advertisedPort, internalHost, internalPort);
+                    uint16_t internalPort, std::string* error, uint16_t kafkaPort) {
+  coordinator_->setAdvertised(advertisedHost, advertisedPort, internalHost, internalPort, kafkaPort);
   return start(error);
 }
 

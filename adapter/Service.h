@@ -37,9 +37,10 @@ class Service {
   // be reached within connectWait or refused the root paths.
   bool start(std::string* error);
   // The same, once the advertised endpoints are known (the bound ports).
-  // internalHost / internalPort: the internal listener's, empty / 0 without.
+  // internalHost / internalPort: the internal listener's, empty / 0 without;
+  // kafkaPort: the Kafka port's advertised port, 0 without one.
   bool start(const std::string& advertisedHost, uint16_t advertisedPort, const std::string& internalHost,
-             uint16_t internalPort, std::string* error);
+             uint16_t internalPort, std::string* error, uint16_t kafkaPort = 0);
 
   // Polled while start() waits for ZooKeeper: true ends the wait (start()
   // then fails saying so). Before start() only.

@@ -15,6 +15,7 @@ std::string encodeSettings(const GroupSettings& s) {
   j["topics"] = s.topics;
   j["ephemeral"] = s.ephemeral;
   if (s.mode == protocol::AssignmentMode::CLIENT) j["assignment"] = "client";
+  if (s.kafka) j["protocol"] = "kafka";
   return j.dump();
 }
 
@@ -46,6 +47,11 @@ std::optional<GroupSettings> decodeSettings(std::string_view data) {
     } else if (*mode != "server") {
       return std::nullopt;
     }
+  }
+  if (auto proto = j.find("protocol"); proto != j.end()) {
+    // A protocol this version does not know: not a group it can serve.
+    if (!proto->is_string() || *proto != "kafka") return std::nullopt;
+    s.kafka = true;
   }
   return s;
 }
@@ -174,7 +180,7 @@ std::optional<HistoryRecord> decodeHistory(std::string_view data) {
 }
 
 std::string encodeServer(const std::string& host, uint16_t port, const std::string& internalHost,
-                         uint16_t internalPort) {
+                         uint16_t internalPort, uint16_t kafkaPort) {
   json j;
   j["host"] = host;
   j["port"] = port;
@@ -182,6 +188,7 @@ std::string encodeServer(const std::string& host, uint16_t port, const std::stri
     j["internal_host"] = internalHost;
     j["internal_port"] = internalPort;
   }
+  if (kafkaPort != 0) j["kafka_port"] = kafkaPort;
   return j.dump();
 }
 
@@ -205,6 +212,12 @@ std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data) 
 
 std::optional<protocol::Broker> decodeServerInternal(int32_t id, std::string_view data) {
   auto b = decodeAddress(id, data, "internal_host", "internal_port");
+  if (b && (b->host.empty() || b->port == 0)) return std::nullopt;
+  return b;
+}
+
+std::optional<protocol::Broker> decodeServerKafka(int32_t id, std::string_view data) {
+  auto b = decodeAddress(id, data, "host", "kafka_port");
   if (b && (b->host.empty() || b->port == 0)) return std::nullopt;
   return b;
 }

@@ -61,6 +61,9 @@ struct GroupSettings {
   // Written only for client mode ("assignment":"client"), so a server-mode
   // group's data is what it always was.
   protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER;
+  // A Kafka group (docs/kafka.md), created by the Kafka port: written only
+  // when set ("protocol":"kafka").
+  bool kafka = false;
   bool operator==(const GroupSettings&) const = default;
 };
 
@@ -73,11 +76,14 @@ std::optional<GroupSettings> decodeSettings(std::string_view data);
 // own network reach it (internal_host/internal_port; docs/design.md, "Two
 // addresses"). An older server reads the first two and ignores the rest.
 std::string encodeServer(const std::string& host, uint16_t port, const std::string& internalHost = "",
-                         uint16_t internalPort = 0);
+                         uint16_t internalPort = 0, uint16_t kafkaPort = 0);
 std::optional<protocol::Broker> decodeServer(int32_t id, std::string_view data);
 // The internal address of a registration; nullopt when it has none (or it
 // is unreadable).
 std::optional<protocol::Broker> decodeServerInternal(int32_t id, std::string_view data);
+// Where Kafka clients reach a server's Kafka port (docs/kafka.md): its
+// advertised host and "kafka_port"; nullopt when it has none.
+std::optional<protocol::Broker> decodeServerKafka(int32_t id, std::string_view data);
 
 std::string encodeMember(std::string_view clientId);
 

@@ -100,6 +100,7 @@ constexpr std::string_view kIdentity = "Identity";
 constexpr std::string_view kZooKeeper = "ZooKeeper";
 constexpr std::string_view kGroups = "Groups";
 constexpr std::string_view kPlacement = "Placement of groups across servers";
+constexpr std::string_view kKafka = "Kafka port: Kafka clients join groupcoord groups (docs/kafka.md)";
 constexpr std::string_view kLimits = "Limits";
 constexpr std::string_view kLogging = "Logging";
 }  // namespace detail
@@ -133,6 +134,27 @@ inline constexpr Option kOptions[] = {
                     "Port the internal port is reached at; 0: the bound internal port."),
     detail::text(detail::kNetwork, "port.file", "PATH", "",
                  "Once listening, write the bound port to this file. Empty: none."),
+
+    // Kafka port.
+    detail::allowing("-1 (no Kafka port), 0 (any free port) or a port up to 65535",
+    detail::integer(detail::kKafka, "kafka.listen.port", "PORT", -1, -1, detail::kPortMax,
+                    "A port on listen.address speaking Kafka's group protocol, so that Kafka consumers (librdkafka, "
+                    "kafka-python, KafkaJS, the Java client) join groupcoord groups and commit offsets there. TLS "
+                    "and the client options as on listen.port. -1: none; 0: any free port (see kafka.port.file).")),
+    detail::integer(detail::kKafka, "kafka.advertised.port", "PORT", 0, 0, detail::kPortMax,
+                    "Port Kafka clients are told to reach this server's Kafka port at (Metadata, FindCoordinator), "
+                    "at advertised.host; 0: the bound Kafka port."),
+    detail::text(detail::kKafka, "kafka.port.file", "PATH", "",
+                 "Once listening, write the bound Kafka port to this file. Empty: none."),
+    detail::integer(detail::kKafka, "kafka.group.initial.rebalance.delay.ms", "MS", 3000, 0, 300'000,
+                    "A Kafka group with no member waits this long after its first join for more, extended by each "
+                    "join up to the rebalance timeout, so that consumers starting together form one generation, in "
+                    "milliseconds; 0: no wait."),
+    detail::integer(detail::kKafka, "kafka.group.min.session.timeout.ms", "MS", 6000, 1, detail::kNoMax,
+                    "Smallest session timeout a Kafka consumer may ask for, in milliseconds."),
+    detail::integer(detail::kKafka, "kafka.group.max.session.timeout.ms", "MS", 1800000, 1, detail::kNoMax,
+                    "Largest session timeout a Kafka consumer may ask for, in milliseconds; at least "
+                    "kafka.group.min.session.timeout.ms."),
 
     // HTTP.
     detail::text(detail::kHttp, "http.address", "ADDRESS", "",

@@ -12,7 +12,7 @@
 #       ctest, e.g. `-L unit`, `-L integration`, `-R Codec`. Without
 #       ctest options it also builds everything with Clang's thread-safety
 #       analysis (scripts/thread-safety.sh, in build-tsa; before the
-#       ensemble starts) and fuzzes the codec for 60 s (scripts/fuzz.sh);
+#       ensemble starts) and fuzzes both codecs for 60 s in all (scripts/fuzz.sh);
 #       either failing fails the run. GROUPCOORD_THREAD_SAFETY_BUILD=0
 #       skips the thread-safety build (1: run it even with ctest options);
 #       GROUPCOORD_FUZZ_SECONDS sets the fuzzing time (0: no fuzzing).

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Fuzzes the wire codec (the frame reader, every request and response
-# decoder) with libFuzzer under AddressSanitizer and UndefinedBehaviorSanitizer
-# for a bounded time; exits non-zero if the fuzzer finds a crash, a leak, a
-# timeout, undefined behaviour or a round trip that does not hold.
+# Fuzzes the wire codecs with libFuzzer under AddressSanitizer and
+# UndefinedBehaviorSanitizer for a bounded time: groupcoord's protocol (the
+# frame reader, every request and response decoder) and the Kafka port's
+# (the request decoder, every response decoder); exits non-zero if either
+# fuzzer finds a crash, a leak, a timeout, undefined behaviour, an
+# allocation beyond its limit or a round trip that does not hold.
 #
-#   scripts/fuzz.sh [SECONDS]      default 60
+#   scripts/fuzz.sh [SECONDS]      default 60, split between the two targets
 #
-# It configures a clang build with only what the fuzzer needs in
-# FUZZ_BUILD_DIR (default build-fuzz), builds groupcoord_fuzz_request and
-# the seed writer, and runs the fuzzer on the committed corpus
-# (protocol/fuzz/corpus/) plus seeds made from the codec tests' samples.
+# The first target gets the larger half (SECONDS+1)/2, the Kafka target the
+# rest; a share of 0 s skips that target (libFuzzer reads 0 as "no limit").
+# It configures a clang build with only what the fuzzers need in
+# FUZZ_BUILD_DIR (default build-fuzz), builds groupcoord_fuzz_request,
+# groupcoord_fuzz_kafka_request and their seed writers, and runs each fuzzer
+# on its committed corpus (protocol/fuzz/corpus/, protocol/fuzz/kafka-corpus/)
+# plus seeds made from the codec tests' samples.
 # New inputs go to a scratch directory, never into the source tree. A
 # crashing input is kept in FUZZ_BUILD_DIR/fuzz-artifacts/ and printed in
 # hex: add it to protocol/fuzz/corpus/ as regression-<what> and to a unit
@@ -42,34 +47,58 @@ if ! CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Re
   cat "$build_dir/configure.log" >&2
   exit 1
 fi
-log "building the fuzz target"
-cmake --build "$build_dir" -j "$jobs" --target groupcoord_fuzz_request groupcoord_fuzz_seeds
+log "building the fuzz targets"
+cmake --build "$build_dir" -j "$jobs" --target groupcoord_fuzz_request groupcoord_fuzz_seeds \
+  groupcoord_fuzz_kafka_request groupcoord_fuzz_kafka_seeds
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/groupcoord-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/new" "$work/seeds" "$work/artifacts"
-"$build_dir/protocol/groupcoord_fuzz_seeds" "$work/seeds" >/dev/null
 
-log "fuzzing for $seconds s (rss limit $rss_limit MB)"
-rc=0
-"$build_dir/protocol/groupcoord_fuzz_request" \
-  -max_total_time="$seconds" -rss_limit_mb="$rss_limit" -timeout=10 -print_final_stats=1 \
-  -artifact_prefix="$work/artifacts/" \
-  "$work/new" "$root/protocol/fuzz/corpus" "$work/seeds" > "$work/fuzz.log" 2>&1 || rc=$?
+# run NAME TARGET SEED_WRITER CORPUS SECONDS [libFuzzer options...]: one
+# fuzzer for its share of the time; returns non-zero on any finding.
+run() {
+  local name=$1 target=$2 seeder=$3 corpus=$4 share=$5
+  shift 5
+  local dir="$work/$name"
+  mkdir -p "$dir/new" "$dir/seeds" "$dir/artifacts"
+  "$build_dir/protocol/$seeder" "$dir/seeds" >/dev/null
 
-grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added)' \
-  "$work/fuzz.log" >&2 || true
-shopt -s nullglob
-artifacts=("$work"/artifacts/*)
-if [ $rc -ne 0 ] || [ ${#artifacts[@]} -gt 0 ]; then
-  tail -n 60 "$work/fuzz.log" >&2
-  mkdir -p "$build_dir/fuzz-artifacts"
-  for a in "${artifacts[@]}"; do
-    cp "$a" "$build_dir/fuzz-artifacts/"
-    log "input that failed: $build_dir/fuzz-artifacts/$(basename "$a")"
-    od -A d -t x1 "$a" | head -n 20 >&2
-  done
-  log "FAILED (fuzzer exit code $rc)"
-  exit 1
+  log "$name: fuzzing for $share s (rss limit $rss_limit MB)"
+  local rc=0
+  "$build_dir/protocol/$target" \
+    -max_total_time="$share" -rss_limit_mb="$rss_limit" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$dir/artifacts/" "$@" \
+    "$dir/new" "$root/protocol/fuzz/$corpus" "$dir/seeds" > "$dir/fuzz.log" 2>&1 || rc=$?
+
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added)' \
+    "$dir/fuzz.log" >&2 || true
+  shopt -s nullglob
+  local artifacts=("$dir"/artifacts/*)
+  if [ $rc -ne 0 ] || [ ${#artifacts[@]} -gt 0 ]; then
+    tail -n 60 "$dir/fuzz.log" >&2
+    mkdir -p "$build_dir/fuzz-artifacts"
+    for a in "${artifacts[@]}"; do
+      cp "$a" "$build_dir/fuzz-artifacts/$name-$(basename "$a")"
+      log "input that failed: $build_dir/fuzz-artifacts/$name-$(basename "$a")"
+      od -A d -t x1 "$a" | head -n 20 >&2
+    done
+    log "$name: FAILED (fuzzer exit code $rc)"
+    return 1
+  fi
+  log "$name: no crash in $share s"
+}
+
+first=$(( (seconds + 1) / 2 ))
+second=$(( seconds - first ))
+failed=0
+if [ "$first" -gt 0 ]; then
+  run groupcoord groupcoord_fuzz_request groupcoord_fuzz_seeds corpus "$first" || failed=1
 fi
+# A Kafka request of at most -max_len bytes holds no count that needs more
+# than a few hundred KiB: a larger single allocation was sized by the sender.
+if [ "$second" -gt 0 ]; then
+  run kafka groupcoord_fuzz_kafka_request groupcoord_fuzz_kafka_seeds kafka-corpus "$second" \
+    -malloc_limit_mb=16 || failed=1
+fi
+[ $failed -eq 0 ] || exit 1
 log "no crash in $seconds s"

@@ -16,6 +16,7 @@
 
 #include "metrics/Registry.h"
 #include "protocol/Handler.h"
+#include "protocol/kafka/Handler.h"
 #include "server/Config.h"
 #include "server/StatusSource.h"
 #include "server/UnservedHandler.h"
@@ -31,6 +32,7 @@ struct AdvertisedEndpoint {
   uint16_t port = 0;
   std::string internalHost;
   uint16_t internalPort = 0;
+  uint16_t kafkaPort = 0;  // the Kafka port's advertised port (at `host`); 0 without one
 };
 
 class Backend {
@@ -39,6 +41,9 @@ class Backend {
   // The handler the TCP server calls (on its I/O threads); lives as long as
   // the Backend.
   virtual protocol::Handler& handler() = 0;
+  // What the Kafka port calls (docs/kafka.md); null: this backend serves
+  // no Kafka port.
+  virtual protocol::kafka::Handler* kafkaHandler() { return nullptr; }
   // Once the port is bound, before requests are served. false with *error
   // set: groupcoordd exits non-zero.
   // `stopRequested` is polled while it waits (for ZooKeeper): true ends the

@@ -146,7 +146,7 @@ bool BinaryProtocol::answerNow(net::ProtocolSession& session, std::span<const ui
   return true;
 }
 
-bool BinaryProtocol::dispatch(net::ProtocolSession& session, std::span<const uint8_t> body, net::Reply reply) {
+net::Dispatched BinaryProtocol::dispatch(net::ProtocolSession& session, std::span<const uint8_t> body, net::Reply reply) {
   auto& s = static_cast<BinarySession&>(session);
   protocol::DecodedRequest decoded = protocol::decodeRequest(body);
   const auto& header = decoded.header;
@@ -154,7 +154,7 @@ bool BinaryProtocol::dispatch(net::ProtocolSession& session, std::span<const uin
     spdlog::debug("{} from {} (api {}, version {}, correlation id {}): {}", protocol::errorName(code), s.peer,
                   static_cast<int16_t>(header.apiKey), header.version, header.correlationId, decoded.detail);
     send(reply, header.version, header.correlationId, protocol::ErrorOnlyResponse{code});
-    return false;
+    return net::Dispatched::Answered;
   };
   switch (decoded.status) {
     case protocol::DecodeStatus::UnknownApi: return errorOnly(protocol::ErrorCode::UNKNOWN_API);
@@ -167,7 +167,7 @@ bool BinaryProtocol::dispatch(net::ProtocolSession& session, std::span<const uin
     spdlog::debug("{} from {} for {} (correlation id {})", protocol::errorName(nameError), s.peer,
                   protocol::apiName(header.apiKey), header.correlationId);
     send(reply, header.version, header.correlationId, protocol::errorResponse(decoded.request, nameError));
-    return false;
+    return net::Dispatched::Answered;
   }
   auto pending = std::make_shared<PendingResponse>(std::move(reply), header);
   protocol::ResponseCallback done = [pending](protocol::Response response) { pending->answer(std::move(response)); };
@@ -188,7 +188,7 @@ bool BinaryProtocol::dispatch(net::ProtocolSession& session, std::span<const uin
                     header.correlationId);
     }
   }
-  return true;
+  return net::Dispatched::Handler;
 }
 
 }  // namespace groupcoord::server

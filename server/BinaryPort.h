@@ -27,7 +27,7 @@ class BinaryProtocol final : public net::FrameProtocol {
   bool answerNow(net::ProtocolSession& session, std::span<const uint8_t> body, std::vector<uint8_t>& out,
                  net::InlineSample* sample) override;
   bool urgent(std::span<const uint8_t> body) const override;
-  bool dispatch(net::ProtocolSession& session, std::span<const uint8_t> body, net::Reply reply) override;
+  net::Dispatched dispatch(net::ProtocolSession& session, std::span<const uint8_t> body, net::Reply reply) override;
   bool recordsStages() const override { return recordsStages_; }
   void stages(const HeartbeatStages& stages) override { head_.heartbeatStages(stages); }
 

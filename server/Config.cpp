@@ -72,6 +72,12 @@ std::vector<OptionSpec> bindings() {
       bindText("internal.advertised.host", &C::internalAdvertisedHost),
       bindNumber("internal.advertised.port", &C::internalAdvertisedPort),
       bindText("port.file", &C::portFile),
+      bindNumber("kafka.listen.port", &C::kafkaListenPort),
+      bindNumber("kafka.advertised.port", &C::kafkaAdvertisedPort),
+      bindText("kafka.port.file", &C::kafkaPortFile),
+      bindNumber("kafka.group.initial.rebalance.delay.ms", &C::kafkaInitialRebalanceDelayMs),
+      bindNumber("kafka.group.min.session.timeout.ms", &C::kafkaMinSessionTimeoutMs),
+      bindNumber("kafka.group.max.session.timeout.ms", &C::kafkaMaxSessionTimeoutMs),
       bindText("http.address", &C::httpAddress),
       bindNumber("http.port", &C::httpPort),
       bindText("http.port.file", &C::httpPortFile),
@@ -254,6 +260,17 @@ TcpServerOptions ServerConfig::tcpOptions() const {
   return o;
 }
 
+TcpServerOptions ServerConfig::kafkaTcpOptions() const {
+  TcpServerOptions o = tcpOptions();
+  o.port = static_cast<uint16_t>(kafkaListenPort < 0 ? 0 : kafkaListenPort);
+  o.internalPort.reset();
+  return o;
+}
+
+uint16_t ServerConfig::effectiveKafkaAdvertisedPort(uint16_t boundPort) const {
+  return kafkaAdvertisedPort != 0 ? static_cast<uint16_t>(kafkaAdvertisedPort) : boundPort;
+}
+
 HttpOptions ServerConfig::httpOptions() const {
   HttpOptions o;
   o.address = effectiveHttpAddress();
@@ -319,6 +336,13 @@ std::string validateConfig(const ServerConfig& c) {
   if (c.listenAddress.empty()) return badValue("listen.address", c.listenAddress, "must not be empty");
   if (c.internalListenPort > 0 && c.internalListenPort == c.listenPort) {
     return badValue("internal.listen.port", num(c.internalListenPort), "must differ from listen.port");
+  }
+  if (c.kafkaListenPort > 0 && (c.kafkaListenPort == c.listenPort || c.kafkaListenPort == c.internalListenPort)) {
+    return badValue("kafka.listen.port", num(c.kafkaListenPort), "must differ from listen.port and internal.listen.port");
+  }
+  if (c.kafkaMaxSessionTimeoutMs < c.kafkaMinSessionTimeoutMs) {
+    return badValue("kafka.group.max.session.timeout.ms", num(c.kafkaMaxSessionTimeoutMs),
+                    "must be at least kafka.group.min.session.timeout.ms (" + num(c.kafkaMinSessionTimeoutMs) + ")");
   }
   if (c.httpMaxConnectionsPerSource > c.httpMaxConnections) {
     return badValue("http.max.connections.per.source", num(c.httpMaxConnectionsPerSource),

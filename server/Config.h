@@ -39,6 +39,14 @@ struct ServerConfig {
   std::string internalAdvertisedHost{options::defaultText("internal.advertised.host")};
   int internalAdvertisedPort = options::defaultInt("internal.advertised.port");
 
+  // The Kafka port (docs/kafka.md).
+  int kafkaListenPort = options::defaultInt("kafka.listen.port");
+  int kafkaAdvertisedPort = options::defaultInt("kafka.advertised.port");
+  std::string kafkaPortFile{options::defaultText("kafka.port.file")};
+  int64_t kafkaInitialRebalanceDelayMs = options::defaultInt("kafka.group.initial.rebalance.delay.ms");
+  int64_t kafkaMinSessionTimeoutMs = options::defaultInt("kafka.group.min.session.timeout.ms");
+  int64_t kafkaMaxSessionTimeoutMs = options::defaultInt("kafka.group.max.session.timeout.ms");
+
   // Metrics and health over HTTP (server/HttpServer.h).
   std::string httpAddress{options::defaultText("http.address")};
   int httpPort = options::defaultInt("http.port");
@@ -111,6 +119,9 @@ struct ServerConfig {
 
   // The TCP server's part of this configuration.
   TcpServerOptions tcpOptions() const;
+  // The Kafka port's: the binary port's limits, its own port, no internal
+  // listener (docs/kafka.md).
+  TcpServerOptions kafkaTcpOptions() const;
   // The HTTP server's limits (its other fields are set by the caller).
   HttpOptions httpOptions() const;
   // httpAddress, or the listen address when it is empty.
@@ -126,6 +137,7 @@ struct ServerConfig {
   std::string effectiveInternalAdvertisedHost() const;
   // internalAdvertisedPort, or the bound internal port when it is 0.
   uint16_t effectiveInternalAdvertisedPort(uint16_t boundPort) const;
+  uint16_t effectiveKafkaAdvertisedPort(uint16_t boundPort) const;
 };
 
 // One option: its row of common/Options.h and the field it sets.

@@ -80,6 +80,8 @@ struct InlineSample {
   std::optional<protocol::Handler::GroupMotion> groupMotion;
 };
 
+enum class Dispatched : uint8_t { Handler, Answered, Refused };
+
 class FrameProtocol {
  public:
   virtual ~FrameProtocol() = default;
@@ -98,9 +100,12 @@ class FrameProtocol {
   // loop turn's budget (docs/design.md, "Heartbeats").
   virtual bool urgent(std::span<const uint8_t> body) const = 0;
   // Loop thread: reads the request in `body` and answers it through
-  // `reply`, now or later. True when it reached the handler (counted as a
-  // handler call), false when the protocol answered it itself (an error).
-  virtual bool dispatch(ProtocolSession& session, std::span<const uint8_t> body, Reply reply) = 0;
+  // `reply`, now or later (Handler: it reached the handler, counted as a
+  // handler call; Answered: the protocol answered it itself, an error), or
+  // refuses it: no answer is sent, and the loop answers what came before
+  // and closes the connection (a protocol whose errors cannot be framed
+  // for every request, as Kafka's for an unknown API).
+  virtual Dispatched dispatch(ProtocolSession& session, std::span<const uint8_t> body, Reply reply) = 0;
   // Whether the sampled stages of inline answers are recorded (the loop
   // times them only then), and where they go.
   virtual bool recordsStages() const = 0;

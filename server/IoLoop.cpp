@@ -705,8 +705,17 @@ void IoLoop::dispatch(Connection& c, std::span<const uint8_t> body) {
     MutexLock lock(c.completions->mutex);
     c.completions->slots.pushBack();
   }
-  if (protocol_.dispatch(*c.session, body, net::Reply(c.completions, seq))) {
-    LoopCounters::add(counters_.handlerCalls, 1);
+  switch (protocol_.dispatch(*c.session, body, net::Reply(c.completions, seq))) {
+    case net::Dispatched::Handler: LoopCounters::add(counters_.handlerCalls, 1); break;
+    case net::Dispatched::Answered: break;
+    case net::Dispatched::Refused:
+      // Nothing is sent for it: its slot completes empty, what came before
+      // is answered, and the connection closes (maybeFinish).
+      net::Reply(c.completions, seq).send([](std::vector<uint8_t>&) {});
+      c.untrusted = true;
+      c.untrustedReason = CloseReason::Refused;
+      c.untrustedAt = now_;
+      break;
   }
 }
 

@@ -205,11 +205,12 @@ class AdapterBackend final : public Backend {
         status_(std::make_shared<AdapterStatus>(coordinator_, std::move(peer))) {}
 
   protocol::Handler& handler() override { return service_.handler(); }
+  protocol::kafka::Handler* kafkaHandler() override { return &coordinator_.kafka(); }
 
   bool start(const AdvertisedEndpoint& self, const std::function<bool()>& stopRequested,
              std::string* error) override {
     service_.setStopCheck(stopRequested);
-    return service_.start(self.host, self.port, self.internalHost, self.internalPort, error);
+    return service_.start(self.host, self.port, self.internalHost, self.internalPort, error, self.kafkaPort);
   }
 
   void shutdown() override { service_.stop(); }
@@ -246,6 +247,9 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.topicsPath = config.topicsPath;
   s.coordinator.brokersPath = config.brokersPath;
   s.coordinator.minSessionTimeoutMs = config.minSessionTimeoutMs;
+  s.coordinator.kafkaRules.minSessionTimeout = adapter::Millis(config.kafkaMinSessionTimeoutMs);
+  s.coordinator.kafkaRules.maxSessionTimeout = adapter::Millis(config.kafkaMaxSessionTimeoutMs);
+  s.coordinator.kafkaRules.initialRebalanceDelay = adapter::Millis(config.kafkaInitialRebalanceDelayMs);
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.joinWindow = std::chrono::milliseconds(config.joinWindowMs);
   s.coordinator.joinWindowMax = std::chrono::milliseconds(config.joinWindowMaxMs);

@@ -11,6 +11,7 @@ std::string_view closeReasonName(CloseReason reason) {
     case CloseReason::OutputOverflow: return "output overflow";
     case CloseReason::IoError: return "I/O error";
     case CloseReason::Shutdown: return "shutdown";
+    case CloseReason::Refused: return "request refused";
   }
   return "unknown";
 }

@@ -86,8 +86,9 @@ enum class CloseReason : uint8_t {
   OutputOverflow,  // unsent responses passed maxOutputBytes
   IoError,         // a socket error other than a reset
   Shutdown,        // stop()
+  Refused,         // the port's protocol refused a request it cannot answer (FrameProtocol::dispatch)
 };
-inline constexpr size_t kCloseReasonCount = 7;
+inline constexpr size_t kCloseReasonCount = 8;
 std::string_view closeReasonName(CloseReason reason);
 
 // A snapshot; each counter is read on its own (not one atomic picture).

@@ -167,6 +167,11 @@ TcpServer::TcpServer(TcpServerOptions options, protocol::Handler& handler)
       protocol_(std::make_unique<BinaryProtocol>(chain_->head())),
       counters_(std::make_shared<detail::SharedCounters>()) {}
 
+TcpServer::TcpServer(TcpServerOptions options, std::unique_ptr<net::FrameProtocol> protocol)
+    : options_(std::move(options)),
+      protocol_(std::move(protocol)),
+      counters_(std::make_shared<detail::SharedCounters>()) {}
+
 TcpServer::~TcpServer() {
   stop();
   listenFd_.reset();
@@ -253,7 +258,7 @@ void TcpServer::stop() {
   for (auto& loop : loops_) loop->join();
   // The gate hands requests that waited behind an Authenticate to this
   // server's chain, which goes with the server: its worker ends here.
-  if (options_.auth) options_.auth->stop();
+  if (chain_ && options_.auth) options_.auth->stop();
   spdlog::info("every connection closed");
 }
 

@@ -25,8 +25,10 @@
 
 namespace groupcoord::server {
 
-class BinaryProtocol;
 class Chain;
+namespace net {
+class FrameProtocol;
+}
 
 namespace detail {
 class Acceptor;
@@ -38,6 +40,9 @@ class TcpServer {
  public:
   // `handler` must outlive the server's I/O threads (i.e. until stop() returns).
   TcpServer(TcpServerOptions options, protocol::Handler& handler);
+  // A port of another protocol on the same loops (the Kafka port,
+  // server/KafkaPort.h): options.auth is not consulted.
+  TcpServer(TcpServerOptions options, std::unique_ptr<net::FrameProtocol> protocol);
   ~TcpServer();  // stop()
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -70,11 +75,12 @@ class TcpServer {
  private:
   TcpServerOptions options_;
   // The binary port's handler chain (server/Chain.h), built from options_
-  // around the handler; outlives the loops, which call it.
+  // around the handler; outlives the loops, which call it. Null on a port
+  // of another protocol.
   std::unique_ptr<Chain> chain_;
   // What the loops run on their connections: the binary protocol
-  // (server/BinaryPort.h) in front of the chain.
-  std::unique_ptr<BinaryProtocol> protocol_;
+  // (server/BinaryPort.h) in front of the chain, or the port's own.
+  std::unique_ptr<net::FrameProtocol> protocol_;
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<std::unique_ptr<detail::IoLoop>> loops_;
   UniqueFd listenFd_;

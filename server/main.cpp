@@ -27,6 +27,7 @@
 #include "server/Backend.h"
 #include "server/Config.h"
 #include "server/HttpServer.h"
+#include "server/KafkaPort.h"
 #include "server/Logging.h"
 #include "server/Metrics.h"
 #include "server/OptionDocs.h"
@@ -331,6 +332,28 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       spdlog::critical("{}", error);
       return EXIT_UNAVAILABLE;
     }
+    // The Kafka port (docs/kafka.md), bound now so that its port is in this
+    // server's registration; it serves once the coordinator does.
+    std::unique_ptr<TcpServer> kafkaServer;
+    if (config.kafkaListenPort >= 0) {
+      if (tcpOptions.auth) {
+        spdlog::critical("kafka.listen.port is set with auth.credentials.file: the Kafka port has no SASL yet, so "
+                         "it would let every Kafka client in; unset one of them (docs/kafka.md, \"Security\")");
+        return EXIT_CONFIG;
+      }
+      protocol::kafka::Handler* kafkaHandler = backend->kafkaHandler();
+      if (kafkaHandler == nullptr) {
+        spdlog::critical("kafka.listen.port is set but this server's backend answers no Kafka request");
+        return EXIT_CONFIG;
+      }
+      TcpServerOptions kafkaOptions = config.kafkaTcpOptions();
+      kafkaOptions.tls = tcpOptions.tls;
+      kafkaServer = std::make_unique<TcpServer>(kafkaOptions, std::make_unique<KafkaProtocol>(*kafkaHandler));
+      if (!kafkaServer->bind(&error)) {
+        spdlog::critical("{} (kafka.listen.port)", error);
+        return EXIT_UNAVAILABLE;
+      }
+    }
     // Up before ZooKeeper is reached: /health/live answers and /health/ready
     // says why it is not ready yet.
     std::unique_ptr<HttpServer> http;
@@ -344,6 +367,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       self.internalHost = config.effectiveInternalAdvertisedHost();
       self.internalPort = config.effectiveInternalAdvertisedPort(server.internalPort());
     }
+    if (kafkaServer) self.kafkaPort = config.effectiveKafkaAdvertisedPort(kafkaServer->port());
     // SIGTERM and SIGINT are blocked (above) and wait, pending, for
     // waitForStopSignal(); while the backend waits for ZooKeeper
     // they end that wait instead.
@@ -370,6 +394,20 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       backend->shutdown();
       return EXIT_UNAVAILABLE;
     }
+    if (kafkaServer && !kafkaServer->start(&error)) {
+      spdlog::critical("{} (kafka.listen.port)", error);
+      server.stop();
+      backend->shutdown();
+      return EXIT_UNAVAILABLE;
+    }
+    if (kafkaServer && !config.kafkaPortFile.empty() &&
+        !writePortFile(config.kafkaPortFile, kafkaServer->port(), &error)) {
+      spdlog::critical("{}", error);
+      kafkaServer->stop();
+      server.stop();
+      backend->shutdown();
+      return EXIT_CANTCREAT;
+    }
     if (!config.portFile.empty() && !writePortFile(config.portFile, server.port(), &error)) {
       spdlog::critical("{}", error);
       server.stop();
@@ -378,6 +416,10 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     }
     spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{}; {} I/O thread(s))",
                  config.listenAddress, server.port(), self.serverId, self.host, self.port, server.ioThreads());
+    if (kafkaServer) {
+      spdlog::info("Kafka port on {}:{} (advertised to Kafka clients as {}:{}; docs/kafka.md)", config.listenAddress,
+                   kafkaServer->port(), self.host, self.kafkaPort);
+    }
     if (server.internalPort() != 0) {
       spdlog::info("internal listener on {}:{} (advertised inside the network as {}:{})", config.listenAddress,
                    server.internalPort(), self.internalHost, self.internalPort);
@@ -389,6 +431,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     spdlog::info("termination requested: shutting down");
     stopping = true;  // /health/ready answers 503 from now on
     const auto stopStarted = std::chrono::steady_clock::now();
+    if (kafkaServer) kafkaServer->stop();
     server.stop();
     if (tcpOptions.auth) tcpOptions.auth->stop();
     const auto connectionsClosed = std::chrono::steady_clock::now();

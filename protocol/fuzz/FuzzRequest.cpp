@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "protocol/Codec.h"
+#include "protocol/fuzz/RoundTrip.h"
 
 using namespace groupcoord::protocol;
 
@@ -81,18 +82,12 @@ void requestRoundTrip(std::span<const uint8_t> body) {
   if (decoded.status != DecodeStatus::Ok) return;
   (void)responseError(errorResponse(decoded.request, ErrorCode::INVALID_REQUEST));
 
-  std::vector<uint8_t> frame;
-  encodeRequest(decoded.header, decoded.request, frame);
-  int32_t again = 0;
-  if (peekFrame(frame, INT32_MAX, kMinRequestBody, &again) != FrameStatus::Ready ||
-      static_cast<size_t>(again) + 4 != frame.size()) {
-    std::abort();
-  }
-  const DecodedRequest redecoded = decodeRequest(std::span<const uint8_t>(frame).subspan(4));
-  if (redecoded.status != DecodeStatus::Ok || !(redecoded.header == decoded.header) ||
-      !(redecoded.request == decoded.request)) {
-    std::abort();
-  }
+  fuzz::expectRoundTrip(
+      decoded, kMinRequestBody, [](const DecodedRequest& d, auto& out) { encodeRequest(d.header, d.request, out); },
+      [](std::span<const uint8_t> b) { return decodeRequest(b); },
+      [](const DecodedRequest& d, const DecodedRequest& again) {
+        return again.status == DecodeStatus::Ok && again.header == d.header && again.request == d.request;
+      });
 }
 
 // body as the answer to a request of `api` (a client's side).
@@ -103,16 +98,12 @@ void responseRoundTrip(ApiKey api, std::span<const uint8_t> body) {
     return;
   }
   (void)responseError(decoded.response);
-  std::vector<uint8_t> frame;
-  encodeResponse(decoded.header, decoded.response, frame);
-  int32_t again = 0;
-  if (peekFrame(frame, INT32_MAX, 10, &again) != FrameStatus::Ready || static_cast<size_t>(again) + 4 != frame.size()) {
-    std::abort();
-  }
-  const DecodedResponse redecoded = decodeResponse(api, std::span<const uint8_t>(frame).subspan(4));
-  if (!redecoded.ok || !(redecoded.header == decoded.header) || !(redecoded.response == decoded.response)) {
-    std::abort();
-  }
+  fuzz::expectRoundTrip(
+      decoded, 10, [](const DecodedResponse& d, auto& out) { encodeResponse(d.header, d.response, out); },
+      [api](std::span<const uint8_t> b) { return decodeResponse(api, b); },
+      [](const DecodedResponse& d, const DecodedResponse& again) {
+        return again.ok && again.header == d.header && again.response == d.response;
+      });
 }
 
 }  // namespace

@@ -4,6 +4,10 @@ namespace groupcoord::protocol::kafka {
 
 std::string_view apiName(int16_t key) {
   switch (static_cast<ApiKey>(key)) {
+    case ApiKey::Fetch:
+      return "Fetch";
+    case ApiKey::ListOffsets:
+      return "ListOffsets";
     case ApiKey::Metadata:
       return "Metadata";
     case ApiKey::OffsetCommit:

@@ -31,6 +31,8 @@
 namespace groupcoord::protocol::kafka {
 
 enum class ApiKey : int16_t {
+  Fetch = 1,
+  ListOffsets = 2,
   Metadata = 3,
   OffsetCommit = 8,
   OffsetFetch = 9,
@@ -86,6 +88,26 @@ std::string_view errorName(ErrorCode e);
 
 // DescribeGroups' AuthorizedOperations when they were not asked for.
 inline constexpr int32_t kNoAuthorizedOperations = std::numeric_limits<int32_t>::min();
+
+// A topic's name and its partitions, as many Kafka messages nest them. P,
+// the partition, names the structure (P::kTopicName); the topic's name
+// travels as "Name" unless P gives kTopicField (and kTopicFieldPython).
+template <typename P>
+struct TopicOf {
+  static constexpr std::string_view kName = P::kTopicName;
+  std::string name;
+  std::vector<P> partitions;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    if constexpr (requires { P::kTopicField; }) {
+      v(m.name, P::kTopicField, P::kTopicFieldPython);
+    } else {
+      v(m.name, "Name", "name");
+    }
+    v(m.partitions, "Partitions", "partitions");
+  }
+  bool operator==(const TopicOf&) const = default;
+};
 
 // ---- 18 ApiVersions ----------------------------------------------------------
 
@@ -465,6 +487,7 @@ struct LeaveGroupResponse {
 struct OffsetCommitRequest {
   struct Partition {
     static constexpr std::string_view kName = "OffsetCommitRequestPartition";
+    static constexpr std::string_view kTopicName = "OffsetCommitRequestTopic";
     int32_t partitionIndex = 0;
     int64_t committedOffset = -1;
     int32_t committedLeaderEpoch = -1;
@@ -480,17 +503,7 @@ struct OffsetCommitRequest {
     }
     bool operator==(const Partition&) const = default;
   };
-  struct Topic {
-    static constexpr std::string_view kName = "OffsetCommitRequestTopic";
-    std::string name;
-    std::vector<Partition> partitions;
-    template <typename V, typename Self>
-    static constexpr void fields(V& v, Self& m) {
-      v(m.name, "Name", "name");
-      v(m.partitions, "Partitions", "partitions");
-    }
-    bool operator==(const Topic&) const = default;
-  };
+  using Topic = TopicOf<Partition>;
   static constexpr std::string_view kName = "OffsetCommitRequest";
   static constexpr ApiKey kApiKey = ApiKey::OffsetCommit;
   static constexpr int16_t kMinVersion = 0;
@@ -516,6 +529,7 @@ struct OffsetCommitRequest {
 struct OffsetCommitResponse {
   struct Partition {
     static constexpr std::string_view kName = "OffsetCommitResponsePartition";
+    static constexpr std::string_view kTopicName = "OffsetCommitResponseTopic";
     int32_t partitionIndex = 0;
     ErrorCode error = ErrorCode::NONE;
     template <typename V, typename Self>
@@ -525,17 +539,7 @@ struct OffsetCommitResponse {
     }
     bool operator==(const Partition&) const = default;
   };
-  struct Topic {
-    static constexpr std::string_view kName = "OffsetCommitResponseTopic";
-    std::string name;
-    std::vector<Partition> partitions;
-    template <typename V, typename Self>
-    static constexpr void fields(V& v, Self& m) {
-      v(m.name, "Name", "name");
-      v(m.partitions, "Partitions", "partitions");
-    }
-    bool operator==(const Topic&) const = default;
-  };
+  using Topic = TopicOf<Partition>;
   static constexpr std::string_view kName = "OffsetCommitResponse";
   static constexpr ApiKey kApiKey = ApiKey::OffsetCommit;
   static constexpr int16_t kMinVersion = 0;
@@ -581,6 +585,7 @@ struct OffsetFetchRequest {
 struct OffsetFetchResponse {
   struct Partition {
     static constexpr std::string_view kName = "OffsetFetchResponsePartition";
+    static constexpr std::string_view kTopicName = "OffsetFetchResponseTopic";
     int32_t partitionIndex = 0;
     int64_t committedOffset = -1;
     int32_t committedLeaderEpoch = -1;
@@ -596,17 +601,7 @@ struct OffsetFetchResponse {
     }
     bool operator==(const Partition&) const = default;
   };
-  struct Topic {
-    static constexpr std::string_view kName = "OffsetFetchResponseTopic";
-    std::string name;
-    std::vector<Partition> partitions;
-    template <typename V, typename Self>
-    static constexpr void fields(V& v, Self& m) {
-      v(m.name, "Name", "name");
-      v(m.partitions, "Partitions", "partitions");
-    }
-    bool operator==(const Topic&) const = default;
-  };
+  using Topic = TopicOf<Partition>;
   static constexpr std::string_view kName = "OffsetFetchResponse";
   static constexpr ApiKey kApiKey = ApiKey::OffsetFetch;
   static constexpr int16_t kMinVersion = 0;
@@ -841,17 +836,185 @@ struct SaslAuthenticateResponse {
   bool operator==(const SaslAuthenticateResponse&) const = default;
 };
 
+// ---- 1 Fetch -----------------------------------------------------------------
+// Versions 0 to 6: version 7 brings fetch sessions, and a client that reads
+// the broker's release from the ApiVersions list takes Fetch 7 for a newer
+// release than the other APIs served (docs/protocol.md, "The Kafka port").
+
+struct FetchRequest {
+  struct Partition {
+    static constexpr std::string_view kName = "FetchPartition";
+    static constexpr std::string_view kTopicName = "FetchTopic";
+    int32_t partitionIndex = 0;
+    int64_t fetchOffset = 0;
+    int64_t logStartOffset = -1;  // a follower's; -1 from a consumer
+    int32_t partitionMaxBytes = 0;
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.partitionIndex, "PartitionIndex", "partition_index");
+      v(m.fetchOffset, "FetchOffset", "fetch_offset");
+      v(m.logStartOffset, "LogStartOffset", "log_start_offset", schema::since(5));
+      v(m.partitionMaxBytes, "PartitionMaxBytes", "partition_max_bytes");
+    }
+    bool operator==(const Partition&) const = default;
+  };
+  using Topic = TopicOf<Partition>;
+  static constexpr std::string_view kName = "FetchRequest";
+  static constexpr ApiKey kApiKey = ApiKey::Fetch;
+  static constexpr int16_t kMinVersion = 0;
+  static constexpr int16_t kMaxVersion = 6;
+  int32_t replicaId = -1;  // -1: a consumer
+  int32_t maxWaitMs = 0;
+  int32_t minBytes = 0;
+  int32_t maxBytes = 0x7fffffff;
+  int8_t isolationLevel = 0;  // 0 read uncommitted, 1 read committed
+  std::vector<Topic> topics;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.replicaId, "ReplicaId", "replica_id");
+    v(m.maxWaitMs, "MaxWaitMs", "max_wait_ms");
+    v(m.minBytes, "MinBytes", "min_bytes");
+    v(m.maxBytes, "MaxBytes", "max_bytes", schema::since(3));
+    v(m.isolationLevel, "IsolationLevel", "isolation_level", schema::since(4));
+    v(m.topics, "Topics", "topics");
+  }
+  bool operator==(const FetchRequest&) const = default;
+};
+
+struct FetchResponse {
+  struct AbortedTransaction {
+    static constexpr std::string_view kName = "AbortedTransaction";
+    int64_t producerId = 0;
+    int64_t firstOffset = 0;
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.producerId, "ProducerId", "producer_id");
+      v(m.firstOffset, "FirstOffset", "first_offset");
+    }
+    bool operator==(const AbortedTransaction&) const = default;
+  };
+  struct Partition {
+    static constexpr std::string_view kName = "FetchPartitionResponse";
+    static constexpr std::string_view kTopicName = "FetchTopicResponse";
+    static constexpr const char* kTopicField = "Topic";
+    static constexpr const char* kTopicFieldPython = "topic";
+    int32_t partitionIndex = 0;
+    ErrorCode error = ErrorCode::NONE;
+    int64_t highWatermark = 0;
+    int64_t lastStableOffset = 0;
+    int64_t logStartOffset = 0;
+    std::optional<std::vector<AbortedTransaction>> abortedTransactions = std::vector<AbortedTransaction>{};
+    // Empty (length 0) rather than null: some clients read a record set of
+    // length -1 as an error (docs/protocol.md, "The Kafka port").
+    std::optional<std::string> records = std::string();
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.partitionIndex, "PartitionIndex", "partition_index");
+      v(m.error, "ErrorCode", "error_code");
+      v(m.highWatermark, "HighWatermark", "high_watermark");
+      v(m.lastStableOffset, "LastStableOffset", "last_stable_offset", schema::since(4));
+      v(m.logStartOffset, "LogStartOffset", "log_start_offset", schema::since(5));
+      v(m.abortedTransactions, "AbortedTransactions", "aborted_transactions", schema::since(4),
+        schema::nullableSince(4));
+      v(m.records, "Records", "records", schema::bytes);
+    }
+    bool operator==(const Partition&) const = default;
+  };
+  using Topic = TopicOf<Partition>;
+  static constexpr std::string_view kName = "FetchResponse";
+  static constexpr ApiKey kApiKey = ApiKey::Fetch;
+  static constexpr int16_t kMinVersion = 0;
+  static constexpr int16_t kMaxVersion = 6;
+  int32_t throttleTimeMs = 0;
+  std::vector<Topic> topics;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.throttleTimeMs, "ThrottleTimeMs", "throttle_time_ms", schema::since(1));
+    v(m.topics, "Responses", "responses");
+  }
+  bool operator==(const FetchResponse&) const = default;
+};
+
+// ---- 2 ListOffsets -----------------------------------------------------------
+// Versions 0 to 3: version 4 adds leader epochs, which no partition here has.
+
+struct ListOffsetsRequest {
+  struct Partition {
+    static constexpr std::string_view kName = "ListOffsetsPartition";
+    static constexpr std::string_view kTopicName = "ListOffsetsTopic";
+    int32_t partitionIndex = 0;
+    int64_t timestamp = -1;  // -1 the latest offset, -2 the earliest, else a time in ms
+    int32_t maxNumOffsets = 1;
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.partitionIndex, "PartitionIndex", "partition_index");
+      v(m.timestamp, "Timestamp", "timestamp");
+      v(m.maxNumOffsets, "MaxNumOffsets", "max_num_offsets", schema::until(0));
+    }
+    bool operator==(const Partition&) const = default;
+  };
+  using Topic = TopicOf<Partition>;
+  static constexpr std::string_view kName = "ListOffsetsRequest";
+  static constexpr ApiKey kApiKey = ApiKey::ListOffsets;
+  static constexpr int16_t kMinVersion = 0;
+  static constexpr int16_t kMaxVersion = 3;
+  int32_t replicaId = -1;
+  int8_t isolationLevel = 0;
+  std::vector<Topic> topics;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.replicaId, "ReplicaId", "replica_id");
+    v(m.isolationLevel, "IsolationLevel", "isolation_level", schema::since(2));
+    v(m.topics, "Topics", "topics");
+  }
+  bool operator==(const ListOffsetsRequest&) const = default;
+};
+
+struct ListOffsetsResponse {
+  struct Partition {
+    static constexpr std::string_view kName = "ListOffsetsPartitionResponse";
+    static constexpr std::string_view kTopicName = "ListOffsetsTopicResponse";
+    int32_t partitionIndex = 0;
+    ErrorCode error = ErrorCode::NONE;
+    std::vector<int64_t> oldStyleOffsets;  // version 0 only
+    int64_t timestamp = -1;
+    int64_t offset = -1;
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.partitionIndex, "PartitionIndex", "partition_index");
+      v(m.error, "ErrorCode", "error_code");
+      v(m.oldStyleOffsets, "OldStyleOffsets", "old_style_offsets", schema::until(0));
+      v(m.timestamp, "Timestamp", "timestamp", schema::since(1));
+      v(m.offset, "Offset", "offset", schema::since(1));
+    }
+    bool operator==(const Partition&) const = default;
+  };
+  using Topic = TopicOf<Partition>;
+  static constexpr std::string_view kName = "ListOffsetsResponse";
+  static constexpr ApiKey kApiKey = ApiKey::ListOffsets;
+  static constexpr int16_t kMinVersion = 0;
+  static constexpr int16_t kMaxVersion = 3;
+  int32_t throttleTimeMs = 0;
+  std::vector<Topic> topics;
+  template <typename V, typename Self>
+  static constexpr void fields(V& v, Self& m) {
+    v(m.throttleTimeMs, "ThrottleTimeMs", "throttle_time_ms", schema::since(2));
+    v(m.topics, "Topics", "topics");
+  }
+  bool operator==(const ListOffsetsResponse&) const = default;
+};
+
 // ---- Every API served --------------------------------------------------------
 
 // One alternative per served API, in the same order in both.
 using Request = std::variant<ApiVersionsRequest, MetadataRequest, FindCoordinatorRequest, JoinGroupRequest,
                              SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest,
                              OffsetFetchRequest, ListGroupsRequest, DescribeGroupsRequest, DeleteGroupsRequest,
-                             SaslHandshakeRequest, SaslAuthenticateRequest>;
+                             SaslHandshakeRequest, SaslAuthenticateRequest, FetchRequest, ListOffsetsRequest>;
 using Response = std::variant<ApiVersionsResponse, MetadataResponse, FindCoordinatorResponse, JoinGroupResponse,
                               SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse,
                               OffsetFetchResponse, ListGroupsResponse, DescribeGroupsResponse, DeleteGroupsResponse,
-                              SaslHandshakeResponse, SaslAuthenticateResponse>;
+                              SaslHandshakeResponse, SaslAuthenticateResponse, FetchResponse, ListOffsetsResponse>;
 
 namespace detail {
 template <size_t I = 0>

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "AllocationProbe.h"
+#include "KafkaSamples.h"
 #include "TestBytes.h"
 #include "protocol/kafka/Codec.h"
 
@@ -441,13 +443,98 @@ TEST(KafkaCodec, SaslAuthenticate) {
   }
 }
 
+TEST(KafkaCodec, Fetch) {
+  for (const int16_t v : versionsOf<FetchRequest>()) {
+    Bytes body;
+    body.int32(-1).int32(500).int32(1);  // ReplicaId, MaxWaitMs, MinBytes
+    if (v >= 3) body.int32(52428800);    // MaxBytes
+    if (v >= 4) body.int8(1);            // IsolationLevel read committed
+    body.count(1).str("orders");         // Topics: 1, Name
+    body.count(1);                       //   Partitions: 1
+    body.int32(0).int64(42);             //     PartitionIndex, FetchOffset
+    if (v >= 5) body.int64(-1);          //     LogStartOffset
+    body.int32(1048576);                 //     PartitionMaxBytes
+    FetchRequest q;
+    q.maxWaitMs = 500;
+    q.minBytes = 1;
+    if (v >= 3) q.maxBytes = 52428800;
+    if (v >= 4) q.isolationLevel = 1;
+    q.topics = {{"orders", {{0, 42, -1, 1048576}}}};
+    expectRequest(v, body, q);
+
+    // groupcoord's answer: no records, every offset 0.
+    Bytes rb;
+    if (v >= 1) rb.int32(0);           // ThrottleTimeMs
+    rb.count(1).str("orders");         // Responses: 1, Topic
+    rb.count(1);                       //   Partitions: 1
+    rb.int32(0).int16(0).int64(0);     //     PartitionIndex, ErrorCode NONE, HighWatermark 0
+    if (v >= 4) rb.int64(0);           //     LastStableOffset 0
+    if (v >= 5) rb.int64(0);           //     LogStartOffset 0
+    if (v >= 4) rb.count(0);           //     AbortedTransactions: none
+    rb.int32(0);                       //     Records: empty, length 0
+    FetchResponse r;
+    r.topics = {{"orders", {FetchResponse::Partition{}}}};
+    expectResponse(v, rb, r);
+  }
+}
+
+TEST(KafkaCodec, FetchNullRecordsAndAbortedTransactionsReadBack) {
+  for (const int16_t v : versionsOf<FetchResponse>()) {
+    Bytes rb;
+    if (v >= 1) rb.int32(0);
+    rb.count(1).str("t").count(1).int32(3).int16(0).int64(0);
+    if (v >= 4) rb.int64(0);
+    if (v >= 5) rb.int64(0);
+    if (v >= 4) rb.count(-1);  // AbortedTransactions null
+    rb.int32(-1);              // Records null
+    FetchResponse r;
+    FetchResponse::Partition p;
+    p.partitionIndex = 3;
+    if (v >= 4) p.abortedTransactions = std::nullopt;
+    p.records = std::nullopt;
+    r.topics = {{"t", {p}}};
+    expectResponse(v, rb, r);
+  }
+}
+
+TEST(KafkaCodec, ListOffsets) {
+  for (const int16_t v : versionsOf<ListOffsetsRequest>()) {
+    Bytes body;
+    body.int32(-1);                       // ReplicaId
+    if (v >= 2) body.int8(0);             // IsolationLevel
+    body.count(1).str("orders");          // Topics: 1, Name
+    body.count(2);                        //   Partitions: 2
+    body.int32(0).int64(-2);              //     PartitionIndex, Timestamp earliest
+    if (v == 0) body.int32(1);            //     MaxNumOffsets
+    body.int32(1).int64(-1);              //     PartitionIndex, Timestamp latest
+    if (v == 0) body.int32(1);            //     MaxNumOffsets
+    ListOffsetsRequest q;
+    q.topics = {{"orders", {{0, -2, 1}, {1, -1, 1}}}};
+    expectRequest(v, body, q);
+
+    // groupcoord's answer: offset 0, earliest and latest alike.
+    Bytes rb;
+    if (v >= 2) rb.int32(0);           // ThrottleTimeMs
+    rb.count(1).str("orders");         // Topics: 1, Name
+    rb.count(1).int32(0).int16(0);     //   Partitions: 1, PartitionIndex, ErrorCode NONE
+    if (v == 0) rb.count(1).int64(0);  //     OldStyleOffsets [0]
+    if (v >= 1) rb.int64(-1).int64(0);  //     Timestamp -1, Offset 0
+    ListOffsetsResponse r;
+    ListOffsetsResponse::Partition p;
+    if (v == 0) p.oldStyleOffsets = {0};
+    if (v >= 1) p.offset = 0;
+    r.topics = {{"orders", {p}}};
+    expectResponse(v, rb, r);
+  }
+}
+
 // ---- ApiVersions: the list and the answer above the served maximum ------------
 
 TEST(KafkaCodec, ApiVersionsListsEveryServedApiInKeyOrder) {
   const ApiVersionsResponse r = apiVersionsResponse();
   const std::vector<ApiVersionsResponse::ApiVersion> expected{
-      {3, 0, 4},  {8, 0, 7},  {9, 0, 5},  {10, 0, 2}, {11, 0, 5}, {12, 0, 3}, {13, 0, 1},
-      {14, 0, 3}, {15, 0, 4}, {16, 0, 2}, {17, 0, 1}, {18, 0, 2}, {36, 0, 1}, {42, 0, 1},
+      {1, 0, 6},  {2, 0, 3},  {3, 0, 4},  {8, 0, 7},  {9, 0, 5},  {10, 0, 2}, {11, 0, 5}, {12, 0, 3},
+      {13, 0, 1}, {14, 0, 3}, {15, 0, 4}, {16, 0, 2}, {17, 0, 1}, {18, 0, 2}, {36, 0, 1}, {42, 0, 1},
   };
   EXPECT_EQ(r.error, ErrorCode::NONE);
   EXPECT_EQ(r.apiKeys, expected);
@@ -478,7 +565,9 @@ TEST(KafkaCodec, ApiVersionsAboveTheMaximumIsAnsweredWithVersionZeroAndTheList) 
   Bytes expected;
   expected.int32(7);                        // CorrelationId (response header version 0)
   expected.int16(35);                       // ErrorCode UNSUPPORTED_VERSION
-  expected.count(14);                       // ApiKeys: 14, as ApiKey, MinVersion, MaxVersion
+  expected.count(16);                       // ApiKeys: 16, as ApiKey, MinVersion, MaxVersion
+  expected.int16(1).int16(0).int16(6);      //   Fetch
+  expected.int16(2).int16(0).int16(3);      //   ListOffsets
   expected.int16(3).int16(0).int16(4);      //   Metadata
   expected.int16(8).int16(0).int16(7);      //   OffsetCommit
   expected.int16(9).int16(0).int16(5);      //   OffsetFetch
@@ -495,6 +584,30 @@ TEST(KafkaCodec, ApiVersionsAboveTheMaximumIsAnsweredWithVersionZeroAndTheList) 
   expected.int16(42).int16(0).int16(1);     //   DeleteGroups
   // No ThrottleTimeMs: a version-0 body.
   EXPECT_EQ(toHex(answer), toHex(expected.frame()));
+}
+
+// docs/protocol.md, "The Kafka port": the table of served APIs between its
+// markers is the ApiVersions list, row for row.
+TEST(KafkaCodec, TheDocsTableOfServedApisIsTheApiVersionsList) {
+  std::ifstream doc(std::string(GROUPCOORD_SOURCE_DIR) + "/docs/protocol.md");
+  ASSERT_TRUE(doc) << "docs/protocol.md";
+  std::vector<std::string> rows;
+  bool inTable = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.starts_with("<!-- Kafka APIs served:")) {
+      inTable = true;
+    } else if (line.starts_with("<!-- end of the Kafka APIs served")) {
+      inTable = false;
+    } else if (inTable && line.starts_with("| ") && line.find("ApiKey") == std::string::npos) {
+      rows.push_back(line);
+    }
+  }
+  std::vector<std::string> expected;
+  for (const auto& api : apiVersionsResponse().apiKeys) {
+    expected.push_back("| " + std::to_string(api.apiKey) + " | " + std::string(apiName(api.apiKey)) + " | " +
+                       std::to_string(api.minVersion) + "-" + std::to_string(api.maxVersion) + " |");
+  }
+  EXPECT_EQ(rows, expected);
 }
 
 // ---- Frames captured from Kafka clients -------------------------------------------
@@ -517,6 +630,15 @@ constexpr std::string_view kKafkaPythonFindCoordinatorThenMetadata =
     "00026731"
     "00000018000300010000000200026b70"
     "0000000100066f7264657273";
+
+// A client's frame decodes and encodes back to the same bytes.
+void expectReencodes(const std::vector<uint8_t>& frame) {
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  std::vector<uint8_t> encoded;
+  encodeRequest(d.header, d.request, encoded);
+  EXPECT_EQ(toHex(encoded), toHex(frame));
+}
 
 TEST(KafkaCodecCaptured, KcatApiVersionsV3IsAnsweredWithTheFallback) {
   const auto frame = testing::fromHex(kKcatApiVersionsV3);
@@ -544,12 +666,43 @@ TEST(KafkaCodecCaptured, KafkaPythonFindCoordinatorAndMetadata) {
   q.topics = std::vector<MetadataRequest::Topic>{{"orders"}};
   EXPECT_EQ(std::get<MetadataRequest>(metadata.request), q);
 
-  for (const auto* frame : {&first, &second}) {
-    const DecodedRequest d = decodeRequest(bodyOf(*frame));
-    std::vector<uint8_t> encoded;
-    encodeRequest(d.header, d.request, encoded);
-    EXPECT_EQ(toHex(encoded), toHex(*frame));
-  }
+  expectReencodes(first);
+  expectReencodes(second);
+}
+
+// kafka-python 2.0.2 (Debian 12): what its consumer sends against groupcoord's
+// list (it takes the broker for 0.11 and fixes Fetch at version 4 and
+// ListOffsets at version 1), written by its own request classes, client_id
+// "kp": Fetch of "orders" partition 0 from offset 0, then ListOffsets for
+// the latest offset of the same partition.
+constexpr std::string_view kKafkaPythonFetchV4 =
+    "0000003d000100040000000500026b70"
+    "ffffffff000001f40000000103200000"
+    "000000000100066f7264657273000000"
+    "01000000000000000000000000001000"
+    "00";
+constexpr std::string_view kKafkaPythonListOffsetsV1 =
+    "0000002c000200010000000600026b70"
+    "ffffffff0000000100066f7264657273"
+    "0000000100000000ffffffffffffffff";
+
+// A client's frame, given in hex, decodes to `expected` and encodes back.
+template <typename T>
+void expectClientFrame(std::string_view hex, const RequestHeader& header, const T& expected) {
+  const auto frame = testing::fromHex(hex);
+  ASSERT_TRUE(frame);
+  const DecodedRequest d = decodeRequest(bodyOf(*frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(d.header, header);
+  EXPECT_EQ(std::get<T>(d.request), expected);
+  expectReencodes(*frame);
+}
+
+TEST(KafkaCodecCaptured, KafkaPythonFetchAndListOffsets) {
+  expectClientFrame(kKafkaPythonFetchV4, RequestHeader{1, 4, 5, "kp"},
+                    FetchRequest{-1, 500, 1, 52428800, 0, {{"orders", {{0, 0, -1, 1048576}}}}});
+  expectClientFrame(kKafkaPythonListOffsetsV1, RequestHeader{2, 1, 6, "kp"},
+                    ListOffsetsRequest{-1, 0, {{"orders", {{0, -1, 1}}}}});
 }
 
 // ---- Malformed input -------------------------------------------------------------
@@ -557,35 +710,14 @@ TEST(KafkaCodecCaptured, KafkaPythonFindCoordinatorAndMetadata) {
 // One well-formed request frame per API at its newest and oldest versions.
 std::vector<std::vector<uint8_t>> sampleFrames() {
   std::vector<std::vector<uint8_t>> out;
-  const auto add = [&out](const Request& q, int16_t version) {
-    std::vector<uint8_t> frame;
-    encodeRequest(RequestHeader{0, version, kCorrelationId, std::string(kClientId)}, q, frame);
-    out.push_back(std::move(frame));
-  };
-  const auto both = [&add](const auto& q) {
-    using T = std::decay_t<decltype(q)>;
-    add(q, T::kMinVersion);
-    add(q, T::kMaxVersion);
-  };
-  both(ApiVersionsRequest{});
-  MetadataRequest metadata;
-  metadata.topics = std::vector<MetadataRequest::Topic>{{"orders"}, {"payments"}};
-  both(metadata);
-  both(FindCoordinatorRequest{"g1", 0});
-  both(JoinGroupRequest{"g1", 10000, 300000, "m-1", "i-1", "consumer", {{"range", "md"}, {"roundrobin", "md"}}});
-  both(SyncGroupRequest{"g1", 3, "m-1", "i-1", {{"m-1", "as"}, {"m-2", "as"}}});
-  both(HeartbeatRequest{"g1", 3, "m-1", "i-1"});
-  both(LeaveGroupRequest{"g1", "m-1"});
-  both(OffsetCommitRequest{"g1", 3, "m-1", "i-1", 1000, {{"orders", {{0, 42, 5, 7, "x"}, {1, 43, 5, 7, {}}}}}});
-  OffsetFetchRequest fetch;
-  fetch.groupId = "g1";
-  fetch.topics = std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}};
-  both(fetch);
-  both(ListGroupsRequest{});
-  both(DescribeGroupsRequest{{"g1", "g2"}, true});
-  both(DeleteGroupsRequest{{"g1", "g2"}});
-  both(SaslHandshakeRequest{"SCRAM-SHA-256"});
-  both(SaslAuthenticateRequest{"n,,n=alice,r=abc"});
+  for (const Request& q : samples::requestSamples()) {
+    const auto [oldest, newest] = samples::versionRange(q);
+    for (const int16_t version : {oldest, newest}) {
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{0, version, kCorrelationId, std::string(kClientId)}, q, frame);
+      out.push_back(std::move(frame));
+    }
+  }
   return out;
 }
 
@@ -626,6 +758,9 @@ TEST(KafkaCodecMalformed, HugeCountsAreRefusedBeforeAnythingIsAllocated) {
       {ApiKey::OffsetCommit, 7,
        Bytes().str("g1").int32(1).str("m").nullStr().count(1).str("t").count(0x40000000), "Partitions"},
       {ApiKey::Metadata, 4, Bytes().count(0x7fffffff).boolean(true), "Topics"},
+      {ApiKey::Fetch, 6, Bytes().int32(-1).int32(0).int32(1).int32(1).int8(0).count(1).str("t").count(0x7fffffff),
+       "Partitions"},
+      {ApiKey::ListOffsets, 3, Bytes().int32(-1).int8(0).count(0x7fffffff), "Topics"},
   };
   for (const auto& c : cases) {
     const auto frame = requestFrame(c.key, c.version, c.body);
@@ -669,7 +804,7 @@ TEST(KafkaCodecMalformed, NegativeAndNullLengthsWhereNotAllowed) {
 }
 
 TEST(KafkaCodecMalformed, UnknownApiKeepsTheHeader) {
-  for (const int16_t key : {0, 1, 2, 19, 37, 43, 1000, -1}) {
+  for (const int16_t key : {0, 4, 7, 19, 37, 43, 1000, -1}) {
     const auto frame = Bytes().int16(key).int16(0).int32(99).str("c").int32(0).frame();
     const DecodedRequest d = decodeRequest(bodyOf(frame));
     EXPECT_EQ(d.status, DecodeStatus::UnknownApi) << key;
@@ -684,6 +819,7 @@ TEST(KafkaCodecMalformed, VersionsOutsideTheServedRange) {
       {ApiKey::OffsetFetch, 6},  {ApiKey::Metadata, 5},    {ApiKey::LeaveGroup, 2},     {ApiKey::SaslAuthenticate, 2},
       {ApiKey::ApiVersions, 4},  {ApiKey::ListGroups, 3},  {ApiKey::DescribeGroups, 5}, {ApiKey::DeleteGroups, 2},
       {ApiKey::SyncGroup, 4},    {ApiKey::FindCoordinator, 3}, {ApiKey::SaslHandshake, 2}, {ApiKey::Heartbeat, 0x7fff},
+      {ApiKey::Fetch, 7},        {ApiKey::Fetch, 11},      {ApiKey::ListOffsets, 4},    {ApiKey::ListOffsets, 5},
   };
   for (const auto& [key, version] : cases) {
     const auto frame = requestFrame(key, version, Bytes().str("anything"));

@@ -1,0 +1,780 @@
+#include "adapter/KafkaGroups.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "protocol/Codec.h"
+
+namespace groupcoord::adapter {
+
+namespace k = protocol::kafka;
+using k::ErrorCode;
+
+namespace {
+
+// Whole answers for a request refused before its group was asked.
+template <class Response>
+Response failed(ErrorCode e) {
+  Response r;
+  r.error = e;
+  return r;
+}
+
+k::OffsetCommitResponse commitAnswer(const k::OffsetCommitRequest& r, ErrorCode e) {
+  k::OffsetCommitResponse out;
+  for (const auto& t : r.topics) {
+    k::OffsetCommitResponse::Topic topic{t.name, {}};
+    for (const auto& p : t.partitions) topic.partitions.push_back({p.partitionIndex, e});
+    out.topics.push_back(std::move(topic));
+  }
+  return out;
+}
+
+}  // namespace
+
+struct KafkaGroups::Entry {
+  struct Parked {
+    k::ResponseCallback done;
+  };
+  uint64_t serial = 0;
+  bool loading = true;
+  std::optional<kafka::ClassicGroup> model;
+  std::map<kafka::Ticket, Parked> parked;
+  CommittedOffsets offsets;
+};
+
+KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
+                         KafkaGroupsConfig config, KafkaHooks hooks)
+    : zk_(zk), layout_(layout), offsets_(offsets), time_(time), config_(std::move(config)), hooks_(std::move(hooks)) {}
+
+KafkaGroups::~KafkaGroups() { stop(); }
+
+std::string KafkaGroups::snapshotPath(const std::string& group) const { return layout_.root() + "/kafka/" + group; }
+
+// Unique within the fleet (the server's id and a count) and not guessable
+// from another member's (a random part), as Kafka's member ids are.
+std::string KafkaGroups::newMemberId(const std::string& clientId) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t serial = ++memberSerial_;
+  std::string prefix = clientId.substr(0, 64);
+  if (prefix.empty()) prefix = "member";
+  return fmt::format("{}-{}-{}-{:016x}", prefix, hooks_.selfId, serial, rng());
+}
+
+void KafkaGroups::run(Answers& out) {
+  for (auto& a : out) a();
+  out.clear();
+}
+
+void KafkaGroups::handle(const protocol::Caller& caller, const k::RequestHeader& header, k::Request request,
+                         k::ResponseCallback done) {
+  std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
+}
+
+KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* error) {
+  if (stopped_ || !hooks_.controlsHere(group)) {
+    *error = ErrorCode::NOT_COORDINATOR;
+    return nullptr;
+  }
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    auto e = std::make_unique<Entry>();
+    e->serial = nextSerial_++;
+    const uint64_t serial = e->serial;
+    groups_.emplace(group, std::move(e));
+    // The generation a previous controller made stable, if any: resumed
+    // as it was, so its members go on without a rebalance.
+    zk_.get(snapshotPath(group), [this, group, serial](zk::GetResult r) { loaded(group, serial, std::move(r)); });
+    *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+    return nullptr;
+  }
+  if (it->second->loading) {
+    *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+    return nullptr;
+  }
+  return it->second.get();
+}
+
+void KafkaGroups::loaded(const std::string& group, uint64_t serial, zk::GetResult r) {
+  MutexLock lock(mu_);
+  auto it = groups_.find(group);
+  if (it == groups_.end() || it->second->serial != serial) return;
+  Entry& e = *it->second;
+  if (r.error == zk::Error::Ok) {
+    if (auto s = kafka::decodeSnapshot(r.data)) {
+      e.model.emplace(kafka::ClassicGroup::resume(group, config_.rules, *s, time_.now()));
+      spdlog::info("kafka group {}: resumed generation {} with {} member(s) (protocol {}, leader {})", group,
+                   s->generation, s->members.size(), s->protocolName, s->leader);
+    } else {
+      spdlog::warn("kafka group {}: the saved generation at {} is unreadable; the group starts empty", group,
+                   snapshotPath(group));
+      e.model.emplace(group, config_.rules);
+    }
+  } else if (r.error == zk::Error::NoNode) {
+    e.model.emplace(group, config_.rules);
+  } else {
+    // Read again on the next request.
+    spdlog::warn("kafka group {}: reading its saved generation failed: {}", group, r.error);
+    groups_.erase(it);
+    return;
+  }
+  e.loading = false;
+}
+
+void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) {
+  for (auto& [member, why] : fx.removed) {
+    spdlog::info("kafka group {}: member {} left ({}); generation {}", group, member, why, e.model->generation());
+  }
+  auto take = [&](kafka::Ticket t) -> k::ResponseCallback {
+    auto it = e.parked.find(t);
+    if (it == e.parked.end()) return {};
+    k::ResponseCallback done = std::move(it->second.done);
+    e.parked.erase(it);
+    return done;
+  };
+  for (auto& [t, resp] : fx.joins) {
+    if (auto done = take(t)) out.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
+  }
+  Answers syncs;
+  for (auto& [t, resp] : fx.syncs) {
+    if (auto done = take(t)) syncs.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
+  }
+  if (!fx.becameStable) {
+    for (auto& a : syncs) out.push_back(std::move(a));
+    return;
+  }
+  // The stable generation is in ZooKeeper before any member hears it is
+  // stable: a new controller then resumes what the members were told.
+  const kafka::Snapshot snap = e.model->snapshot();
+  spdlog::info("kafka group {}: generation {} stable with {} member(s) (protocol {}, leader {})", group,
+               snap.generation, snap.members.size(), snap.protocolName, snap.leader);
+  std::string data = kafka::encodeSnapshot(snap);
+  auto pending = std::make_shared<Answers>(std::move(syncs));
+  const std::string path = snapshotPath(group);
+  zk_.set(path, data, -1, [this, path, data, pending, group](zk::SetResult r) {
+    if (r.error == zk::Error::NoNode) {
+      zk_.create(path, data, zk::CreateMode::Persistent, [pending, group](zk::CreateResult c) {
+        if (c.error != zk::Error::Ok) {
+          spdlog::warn("kafka group {}: saving the stable generation failed: {}; a new controller would rebalance",
+                       group, c.error);
+        }
+        run(*pending);
+      });
+      return;
+    }
+    if (r.error != zk::Error::Ok) {
+      spdlog::warn("kafka group {}: saving the stable generation failed: {}; a new controller would rebalance", group,
+                   r.error);
+    }
+    run(*pending);
+  });
+}
+
+void KafkaGroups::tick(TimePoint now) {
+  Answers out;
+  {
+    MutexLock lock(fetchMu_);
+    while (!fetches_.empty() && fetches_.begin()->first <= now) {
+      out.push_back(std::move(fetches_.begin()->second));
+      fetches_.erase(fetches_.begin());
+    }
+  }
+  {
+    MutexLock lock(mu_);
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      Entry& e = *it->second;
+      kafka::Effects fx;
+      if (!hooks_.controlsHere(it->first)) {
+        if (e.model) {
+          e.model->abandon(ErrorCode::NOT_COORDINATOR, false, fx);
+          deliver(it->first, e, fx, out);
+          spdlog::info("kafka group {}: no longer controlled here", it->first);
+        }
+        it = groups_.erase(it);
+        continue;
+      }
+      if (e.model) {
+        const auto due = e.model->nextDeadline();
+        if (due && *due <= now) {
+          e.model->tick(now, fx);
+          deliver(it->first, e, fx, out);
+        }
+      }
+      ++it;
+    }
+  }
+  run(out);
+}
+
+void KafkaGroups::stop() {
+  Answers out;
+  {
+    MutexLock lock(fetchMu_);
+    for (auto& [due, answer] : fetches_) out.push_back(std::move(answer));
+    fetches_.clear();
+  }
+  {
+    MutexLock lock(mu_);
+    stopped_ = true;
+    for (auto& [name, e] : groups_) {
+      if (!e->model) continue;
+      kafka::Effects fx;
+      e->model->abandon(ErrorCode::NOT_COORDINATOR, false, fx);
+      deliver(name, *e, fx, out);
+    }
+    groups_.clear();
+  }
+  run(out);
+}
+
+std::optional<kafka::Snapshot> KafkaGroups::snapshotOf(const std::string& group) const {
+  MutexLock lock(mu_);
+  auto it = groups_.find(group);
+  if (it == groups_.end() || !it->second->model) return std::nullopt;
+  return it->second->model->snapshot();
+}
+
+std::optional<k::DescribeGroupsResponse::Group> KafkaGroups::describeLocal(const std::string& group) const {
+  MutexLock lock(mu_);
+  auto it = groups_.find(group);
+  if (it == groups_.end() || !it->second->model) return std::nullopt;
+  auto d = it->second->model->describe();
+  d.groupId = group;
+  return d;
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ApiVersionsRequest,
+                        k::ResponseCallback& done) {
+  done(k::apiVersionsResponse());
+}
+
+// Every live server with a Kafka port is a broker; every partition of the
+// topics under the topics path is led by one of them (spread by index), so
+// a client finds every subscribed topic whole. Partitions carry no records
+// here (docs/kafka.md, "Fetching").
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::MetadataRequest r,
+                        k::ResponseCallback& done) {
+  struct Gather {
+    std::mutex mu;
+    k::MetadataResponse out;
+    std::map<std::string, k::MetadataResponse::Topic> topics;
+    size_t waiting = 0;
+    k::ResponseCallback done;
+  };
+  auto g = std::make_shared<Gather>();
+  g->done = std::move(done);
+  for (const auto& b : hooks_.brokers()) {
+    g->out.brokers.push_back(k::MetadataResponse::Broker{b.brokerId, b.host, b.port, std::nullopt});
+  }
+  g->out.controllerId = g->out.brokers.empty() ? -1 : g->out.brokers.front().nodeId;
+  g->out.clusterId = "groupcoord";
+  std::vector<int32_t> nodes;
+  for (const auto& b : g->out.brokers) nodes.push_back(b.nodeId);
+  const std::string base = config_.topicsPath;
+
+  auto finish = [g] {
+    for (auto& [name, t] : g->topics) g->out.topics.push_back(std::move(t));
+    g->done(std::move(g->out));
+  };
+  auto readTopics = [this, g, nodes, base, finish](std::vector<std::string> names) {
+    if (names.empty()) return finish();
+    {
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->waiting = names.size();
+    }
+    for (const auto& name : names) {
+      zk_.get(base + "/" + name, [g, name, nodes, finish](zk::GetResult res) {
+        k::MetadataResponse::Topic t;
+        t.name = name;
+        std::optional<int32_t> count;
+        if (res.error == zk::Error::Ok) count = layout::decodeTopicPartitions(res.data);
+        if (!count || nodes.empty()) {
+          t.error = nodes.empty() ? ErrorCode::COORDINATOR_NOT_AVAILABLE : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+        } else {
+          for (int32_t p = 0; p < *count; ++p) {
+            const int32_t leader = nodes[static_cast<size_t>(p) % nodes.size()];
+            t.partitions.push_back(k::MetadataResponse::Partition{ErrorCode::NONE, p, leader, {leader}, {leader}});
+          }
+        }
+        bool last = false;
+        {
+          std::lock_guard<std::mutex> lock(g->mu);
+          g->topics[name] = std::move(t);
+          last = --g->waiting == 0;
+        }
+        if (last) finish();
+      });
+    }
+  };
+  // Version 0: an empty list asks for every topic; later, null does.
+  const bool all = !r.topics.has_value() || (h.apiVersion == 0 && r.topics->empty());
+  if (!all) {
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const auto& t : *r.topics) {
+      if (seen.insert(t.name).second) names.push_back(t.name);
+    }
+    return readTopics(std::move(names));
+  }
+  zk_.getChildren(base, [readTopics, finish](zk::ChildrenResult c) {
+    if (c.error != zk::Error::Ok) return finish();
+    readTopics(std::move(c.children));
+  });
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::FindCoordinatorRequest r,
+                        k::ResponseCallback& done) {
+  auto answer = [](ErrorCode e, std::string message) {
+    k::FindCoordinatorResponse out;
+    out.error = e;
+    out.errorMessage = std::move(message);
+    return out;
+  };
+  if (r.keyType != 0) {
+    return done(answer(ErrorCode::COORDINATOR_NOT_AVAILABLE, "groupcoord coordinates groups, not transactions"));
+  }
+  if (!protocol::isValidName(r.key)) {
+    return done(answer(ErrorCode::INVALID_GROUP_ID,
+                       "a group id of groupcoord is 1 to 255 letters, digits, '.', '_' or '-' (docs/kafka.md)"));
+  }
+  auto at = [this](int32_t controller) {
+    const protocol::Broker b = hooks_.brokerOf(controller);
+    k::FindCoordinatorResponse out;
+    if (b.isNone()) {
+      out.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+      out.errorMessage = fmt::format("the group's controller, server {}, has no Kafka port", controller);
+      return out;
+    }
+    out.nodeId = b.brokerId;
+    out.host = b.host;
+    out.port = b.port;
+    return out;
+  };
+  const int32_t controller = hooks_.controllerOf(r.key);
+  if (controller >= 0) return done(at(controller));
+  hooks_.ensure(r.key, [done = std::move(done), at, answer](int32_t c, std::string why) {
+    if (c < 0) return done(answer(ErrorCode::COORDINATOR_NOT_AVAILABLE, why));
+    done(at(c));
+  });
+}
+
+void KafkaGroups::route(const protocol::Caller& caller, const k::RequestHeader& h, k::JoinGroupRequest r,
+                        k::ResponseCallback& done) {
+  if (!protocol::isValidName(r.groupId)) return done(failed<k::JoinGroupResponse>(ErrorCode::INVALID_GROUP_ID));
+  Answers out;
+  {
+    MutexLock lock(mu_);
+    ErrorCode error = ErrorCode::NONE;
+    Entry* e = entryFor(r.groupId, &error);
+    if (e == nullptr) {
+      auto resp = failed<k::JoinGroupResponse>(error);
+      resp.memberId = r.memberId;
+      out.push_back([done = std::move(done), resp] { done(resp); });
+    } else {
+      const kafka::Ticket t = nextTicket_++;
+      e->parked[t] = Entry::Parked{std::move(done)};
+      kafka::JoinArgs a;
+      a.version = h.apiVersion;
+      a.clientId = h.clientId.value_or("");
+      a.clientHost = "/" + caller.host;
+      a.freshMemberId = newMemberId(a.clientId);
+      a.request = std::move(r);
+      kafka::Effects fx;
+      e->model->join(t, a, time_.now(), fx);
+      deliver(a.request.groupId, *e, fx, out);
+    }
+  }
+  run(out);
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::SyncGroupRequest r,
+                        k::ResponseCallback& done) {
+  Answers out;
+  {
+    MutexLock lock(mu_);
+    ErrorCode error = ErrorCode::NONE;
+    Entry* e = entryFor(r.groupId, &error);
+    if (e == nullptr) {
+      out.push_back([done = std::move(done), error] { done(failed<k::SyncGroupResponse>(error)); });
+    } else if (!hooks_.answersFromMemory(time_.now())) {
+      // The session lease may have lapsed: another server may control the
+      // group by now.
+      out.push_back([done = std::move(done)] { done(failed<k::SyncGroupResponse>(ErrorCode::NOT_COORDINATOR)); });
+    } else {
+      const kafka::Ticket t = nextTicket_++;
+      e->parked[t] = Entry::Parked{std::move(done)};
+      kafka::SyncArgs a;
+      a.version = h.apiVersion;
+      const std::string group = r.groupId;
+      a.request = std::move(r);
+      kafka::Effects fx;
+      e->model->sync(t, a, time_.now(), fx);
+      deliver(group, *e, fx, out);
+    }
+  }
+  run(out);
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::HeartbeatRequest r,
+                        k::ResponseCallback& done) {
+  Answers out;
+  ErrorCode error = ErrorCode::NONE;
+  {
+    MutexLock lock(mu_);
+    Entry* e = entryFor(r.groupId, &error);
+    const TimePoint now = time_.now();
+    if (e != nullptr) {
+      if (!hooks_.answersFromMemory(now)) {
+        // Not renewed while the session lease does not hold (docs/design.md,
+        // "The session lease"): the member finds the controller again.
+        error = ErrorCode::NOT_COORDINATOR;
+      } else {
+        kafka::Effects fx;
+        error = e->model->heartbeat(r, now, fx);
+        deliver(r.groupId, *e, fx, out);
+      }
+    }
+  }
+  run(out);
+  done(failed<k::HeartbeatResponse>(error));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::LeaveGroupRequest r,
+                        k::ResponseCallback& done) {
+  Answers out;
+  ErrorCode error = ErrorCode::NONE;
+  {
+    MutexLock lock(mu_);
+    Entry* e = entryFor(r.groupId, &error);
+    if (e != nullptr) {
+      kafka::Effects fx;
+      error = e->model->leave(r.memberId, time_.now(), fx);
+      deliver(r.groupId, *e, fx, out);
+    }
+  }
+  run(out);
+  done(failed<k::LeaveGroupResponse>(error));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::OffsetCommitRequest r,
+                        k::ResponseCallback& done) {
+  ErrorCode error = ErrorCode::NONE;
+  {
+    MutexLock lock(mu_);
+    Entry* e = entryFor(r.groupId, &error);
+    if (e != nullptr) error = e->model->commitCheck(r.generationId, r.memberId, r.groupInstanceId, time_.now());
+  }
+  if (error != ErrorCode::NONE) return done(commitAnswer(r, error));
+  for (const auto& t : r.topics) {
+    // A topic name becomes a znode's name.
+    if (!protocol::isValidName(t.name)) return done(commitAnswer(r, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  }
+  const std::string group = r.groupId;
+  writeOffsets(group, std::move(r), std::move(done), false);
+}
+
+void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest r, k::ResponseCallback done,
+                               bool retried) {
+  std::vector<protocol::PartitionOffset> written;
+  for (const auto& t : r.topics) {
+    for (const auto& p : t.partitions) written.push_back(protocol::PartitionOffset{t.name, p.partitionIndex, p.committedOffset});
+  }
+  std::vector<zk::Op> ops;
+  bool needRead = false;
+  bool gone = false;
+  {
+    MutexLock lock(mu_);
+    auto it = groups_.find(group);
+    if (it == groups_.end() || it->second->loading) {
+      gone = true;
+    } else if (!it->second->offsets.loaded) {
+      needRead = true;
+    } else {
+      offsets_.writeOps(group, it->second->offsets, written, ops);
+    }
+  }
+  if (gone) return done(commitAnswer(r, ErrorCode::NOT_COORDINATOR));
+  auto shared = std::make_shared<k::OffsetCommitRequest>(std::move(r));
+  if (needRead) {
+    offsets_.read(group, {}, [this, group, shared, done = std::move(done), retried](OffsetsRead read) mutable {
+      if (read.error != zk::Error::Ok) {
+        spdlog::warn("kafka group {}: reading its committed offsets failed: {}", group, read.error);
+        return done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+      }
+      {
+        MutexLock lock(mu_);
+        auto it = groups_.find(group);
+        if (it != groups_.end()) {
+          it->second->offsets.offsets = std::move(read.offsets);
+          it->second->offsets.topics = std::move(read.topics);
+          it->second->offsets.loaded = true;
+        }
+      }
+      writeOffsets(group, std::move(*shared), std::move(done), retried);
+    });
+    return;
+  }
+  if (ops.empty()) return done(commitAnswer(*shared, ErrorCode::NONE));
+  zk_.multi(std::move(ops), [this, group, shared, written, done = std::move(done), retried](zk::MultiResult res) mutable {
+    if (res.error == zk::Error::Ok) {
+      {
+        MutexLock lock(mu_);
+        if (auto it = groups_.find(group); it != groups_.end()) it->second->offsets.apply(written);
+      }
+      return done(commitAnswer(*shared, ErrorCode::NONE));
+    }
+    if ((res.error == zk::Error::NodeExists || res.error == zk::Error::NoNode) && !retried) {
+      // Another writer (a rewind, a native commit) changed the offsets
+      // znodes: read them again and write once more.
+      {
+        MutexLock lock(mu_);
+        if (auto it = groups_.find(group); it != groups_.end()) it->second->offsets.loaded = false;
+      }
+      return writeOffsets(group, std::move(*shared), std::move(done), true);
+    }
+    spdlog::warn("kafka group {}: writing committed offsets failed: {}", group, res.error);
+    done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  });
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::OffsetFetchRequest r,
+                        k::ResponseCallback& done) {
+  auto refuse = [&](ErrorCode e) {
+    k::OffsetFetchResponse out;
+    out.error = e;
+    if (r.topics) {
+      for (const auto& t : *r.topics) {
+        k::OffsetFetchResponse::Topic topic{t.name, {}};
+        for (int32_t p : t.partitionIndexes) topic.partitions.push_back({p, -1, -1, std::string(), e});
+        out.topics.push_back(std::move(topic));
+      }
+    }
+    done(std::move(out));
+  };
+  if (!protocol::isValidName(r.groupId)) return refuse(ErrorCode::INVALID_GROUP_ID);
+  if (!hooks_.controlsHere(r.groupId)) return refuse(ErrorCode::NOT_COORDINATOR);
+  std::vector<std::string> names;
+  if (r.topics) {
+    for (const auto& t : *r.topics) {
+      if (protocol::isValidName(t.name)) names.push_back(t.name);
+    }
+    // Only topics that cannot be znode names were asked for: none has an
+    // offset.
+    if (names.empty() && !r.topics->empty()) names.push_back(".");
+  }
+  const std::string group = r.groupId;
+  offsets_.read(group, names,
+                [request = std::move(r), done = std::move(done)](OffsetsRead read) {
+                  k::OffsetFetchResponse out;
+                  if (read.error != zk::Error::Ok && read.error != zk::Error::NoNode) {
+                    spdlog::warn("kafka group {}: reading its committed offsets failed: {}", request.groupId,
+                                 read.error);
+                    out.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+                  }
+                  auto offsetOf = [&](const std::string& topic, int32_t p) -> int64_t {
+                    auto it = read.offsets.find(protocol::TopicPartition{topic, p});
+                    return it == read.offsets.end() ? -1 : it->second;
+                  };
+                  if (request.topics) {
+                    for (const auto& t : *request.topics) {
+                      k::OffsetFetchResponse::Topic topic{t.name, {}};
+                      for (int32_t p : t.partitionIndexes) {
+                        topic.partitions.push_back({p, offsetOf(t.name, p), -1, std::string(), out.error});
+                      }
+                      out.topics.push_back(std::move(topic));
+                    }
+                  } else {
+                    std::map<std::string, k::OffsetFetchResponse::Topic> byTopic;
+                    for (const auto& [tp, offset] : read.offsets) {
+                      auto& topic = byTopic[tp.topic];
+                      topic.name = tp.topic;
+                      topic.partitions.push_back({tp.partition, offset, -1, std::string(), ErrorCode::NONE});
+                    }
+                    for (auto& [name, t] : byTopic) out.topics.push_back(std::move(t));
+                  }
+                  done(std::move(out));
+                });
+}
+
+// Kafka's ListGroups names the groups this broker coordinates; an admin
+// client asks every broker and merges.
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ListGroupsRequest,
+                        k::ResponseCallback& done) {
+  k::ListGroupsResponse out;
+  const std::vector<std::string> names = hooks_.controlled();
+  {
+    MutexLock lock(mu_);
+    for (const auto& name : names) {
+      std::string type;
+      if (auto it = groups_.find(name); it != groups_.end() && it->second->model) {
+        type = it->second->model->protocolType();
+      }
+      out.groups.push_back(k::ListGroupsResponse::Group{name, type});
+    }
+  }
+  done(std::move(out));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::DescribeGroupsRequest r,
+                        k::ResponseCallback& done) {
+  k::DescribeGroupsResponse out;
+  for (const auto& name : r.groups) {
+    k::DescribeGroupsResponse::Group g;
+    g.groupId = name;
+    if (!protocol::isValidName(name)) {
+      g.error = ErrorCode::INVALID_GROUP_ID;
+    } else if (hooks_.controlsHere(name)) {
+      if (auto d = describeLocal(name)) {
+        g = std::move(*d);
+      } else {
+        g.groupState = "Empty";
+      }
+    } else if (hooks_.controllerOf(name) >= 0) {
+      g.error = ErrorCode::NOT_COORDINATOR;
+    } else {
+      g.groupState = "Dead";
+    }
+    if (r.includeAuthorizedOperations) g.authorizedOperations = 0;
+    out.groups.push_back(std::move(g));
+  }
+  done(std::move(out));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::DeleteGroupsRequest r,
+                        k::ResponseCallback& done) {
+  struct Gather {
+    std::mutex mu;
+    k::DeleteGroupsResponse out;
+    size_t waiting = 0;
+    k::ResponseCallback done;
+  };
+  auto g = std::make_shared<Gather>();
+  g->done = std::move(done);
+  std::vector<std::pair<size_t, std::string>> toDelete;
+  for (const auto& name : r.groupsNames) {
+    g->out.results.push_back(k::DeleteGroupsResponse::Result{name, ErrorCode::NONE});
+    const size_t i = g->out.results.size() - 1;
+    ErrorCode& e = g->out.results[i].error;
+    if (!protocol::isValidName(name)) {
+      e = ErrorCode::INVALID_GROUP_ID;
+    } else if (!hooks_.controlsHere(name)) {
+      e = hooks_.controllerOf(name) >= 0 ? ErrorCode::NOT_COORDINATOR : ErrorCode::GROUP_ID_NOT_FOUND;
+    } else {
+      MutexLock lock(mu_);
+      auto it = groups_.find(name);
+      if (it != groups_.end() && it->second->model && !it->second->model->empty()) {
+        e = ErrorCode::NON_EMPTY_GROUP;
+      } else {
+        toDelete.emplace_back(i, name);
+      }
+    }
+  }
+  if (toDelete.empty()) return g->done(std::move(g->out));
+  g->waiting = toDelete.size();
+  for (auto& [i, name] : toDelete) {
+    hooks_.deleteGroup(name, [this, g, i = i, name = name](bool ok, bool notEmpty, std::string why) {
+      ErrorCode e = ErrorCode::NONE;
+      if (ok) {
+        Answers out;
+        {
+          MutexLock lock(mu_);
+          if (auto it = groups_.find(name); it != groups_.end()) {
+            if (it->second->model) {
+              kafka::Effects fx;
+              it->second->model->abandon(ErrorCode::NOT_COORDINATOR, true, fx);
+              deliver(name, *it->second, fx, out);
+            }
+            groups_.erase(it);
+          }
+        }
+        run(out);
+        zk_.remove(snapshotPath(name), -1, [](zk::Error) {});
+        spdlog::info("kafka group {}: deleted", name);
+      } else {
+        e = notEmpty ? ErrorCode::NON_EMPTY_GROUP : ErrorCode::COORDINATOR_NOT_AVAILABLE;
+        if (!notEmpty) spdlog::warn("kafka group {}: deleting it failed: {}", name, why);
+      }
+      bool last = false;
+      {
+        std::lock_guard<std::mutex> lock(g->mu);
+        g->out.results[i].error = e;
+        last = --g->waiting == 0;
+      }
+      if (last) g->done(std::move(g->out));
+    });
+  }
+}
+
+// Partitions carry no records here: a consumer's fetch is answered empty
+// once its MaxWaitMs has passed (as a broker answers a fetch that found
+// nothing), so the consumer neither spins nor fails, and keeps its
+// membership (docs/kafka.md, "Fetching").
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::FetchRequest r,
+                        k::ResponseCallback& done) {
+  k::FetchResponse out;
+  for (const auto& t : r.topics) {
+    k::FetchResponse::Topic topic{t.name, {}};
+    for (const auto& p : t.partitions) {
+      k::FetchResponse::Partition part;
+      part.partitionIndex = p.partitionIndex;
+      topic.partitions.push_back(std::move(part));
+    }
+    out.topics.push_back(std::move(topic));
+  }
+  // Bounded: a client asking for a longer wait is answered after 30 s.
+  const Millis wait{std::clamp<int32_t>(r.maxWaitMs, 0, 30000)};
+  auto answer = [done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); };
+  if (wait.count() == 0) return answer();
+  MutexLock lock(fetchMu_);
+  fetches_.emplace(time_.now() + wait, std::move(answer));
+}
+
+// Every partition starts and ends at offset 0.
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::ListOffsetsRequest r,
+                        k::ResponseCallback& done) {
+  k::ListOffsetsResponse out;
+  for (const auto& t : r.topics) {
+    k::ListOffsetsResponse::Topic topic{t.name, {}};
+    for (const auto& p : t.partitions) {
+      k::ListOffsetsResponse::Partition part;
+      part.partitionIndex = p.partitionIndex;
+      if (h.apiVersion == 0) {
+        part.oldStyleOffsets = {0};
+      } else {
+        part.timestamp = -1;
+        part.offset = 0;
+      }
+      topic.partitions.push_back(std::move(part));
+    }
+    out.topics.push_back(std::move(topic));
+  }
+  done(std::move(out));
+}
+
+// SASL on the Kafka port is not served yet: a client that asks is told no
+// mechanism is enabled (docs/kafka.md, "Security").
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::SaslHandshakeRequest,
+                        k::ResponseCallback& done) {
+  k::SaslHandshakeResponse out;
+  out.error = ErrorCode::UNSUPPORTED_SASL_MECHANISM;
+  done(std::move(out));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::SaslAuthenticateRequest,
+                        k::ResponseCallback& done) {
+  k::SaslAuthenticateResponse out;
+  out.error = ErrorCode::ILLEGAL_SASL_STATE;
+  out.errorMessage = "SASL is not enabled on this Kafka port";
+  done(std::move(out));
+}
+
+}  // namespace groupcoord::adapter

@@ -1,0 +1,162 @@
+#pragma once
+
+// Kafka groups as groupcoord groups (docs/kafka.md): what answers the Kafka
+// port's requests (protocol/kafka/Handler.h). One per server, owned by the
+// Coordinator, which gives it the parts it asks (the hooks below).
+//
+// A Kafka group is a groupcoord group in ZooKeeper, created by the first
+// FindCoordinator that names it, with one controller chosen by the claims
+// and placement like every group. Its controller keeps the group's Kafka
+// state (adapter/kafka/ClassicGroup.h: members, join barrier, leader,
+// generation, assignments) in memory; every other server answers
+// NOT_COORDINATOR. A generation that becomes stable is written to
+// <root>/kafka/<group> before the SyncGroup answers go out, so that a new
+// controller resumes it without a rebalance. Committed offsets live in the
+// group's offsets znodes, where `groupctl offsets` and native clients see
+// them.
+//
+// Threads: handle() on server I/O threads, ZooKeeper completions on the
+// completion thread, tick() on the coordinator's ticker. mu_ guards the
+// table and every group's state; answers run after it is released.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapter/Clock.h"
+#include "adapter/OffsetStore.h"
+#include "adapter/kafka/ClassicGroup.h"
+#include "common/Layout.h"
+#include "common/Sync.h"
+#include "protocol/kafka/Handler.h"
+#include "zk/Client.h"
+
+namespace groupcoord::adapter {
+
+// What KafkaGroups asks of the coordinator.
+struct KafkaHooks {
+  int32_t selfId = 0;
+  // Whether this server controls the group now (it is loaded and served).
+  std::function<bool(const std::string& group)> controlsHere;
+  // The group's controller as the claims know it; -1 when none is known.
+  std::function<int32_t(const std::string& group)> controllerOf;
+  // Creates the group as a Kafka group when it does not exist, and waits
+  // (bounded) for its controller: the controller's id, or -1 with `error`
+  // saying why not.
+  std::function<void(const std::string& group, std::function<void(int32_t controller, std::string error)>)> ensure;
+  // The groups controlled here.
+  std::function<std::vector<std::string>()> controlled;
+  // Deletes a group controlled here (its members must have left): "" or
+  // why not; `notEmpty` when native members remain.
+  std::function<void(const std::string& group, std::function<void(bool ok, bool notEmpty, std::string why)>)>
+      deleteGroup;
+  // The session lease holds: heartbeats may be answered from memory.
+  std::function<bool(TimePoint now)> answersFromMemory;
+  // Every live server with a Kafka port, and one server's Kafka address.
+  std::function<std::vector<protocol::Broker>()> brokers;
+  std::function<protocol::Broker(int32_t id)> brokerOf;
+};
+
+struct KafkaGroupsConfig {
+  kafka::GroupRules rules;
+  std::string topicsPath{"/brokers/topics"};
+};
+
+class KafkaGroups final : public protocol::kafka::Handler {
+ public:
+  KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
+              KafkaGroupsConfig config, KafkaHooks hooks);
+  ~KafkaGroups() override;
+
+  void handle(const protocol::Caller& caller, const protocol::kafka::RequestHeader& header,
+              protocol::kafka::Request request, protocol::kafka::ResponseCallback done) override;
+
+  // Deadlines of every group (sessions, barriers), and the groups no
+  // longer controlled here forgotten (their waiting requests answered
+  // NOT_COORDINATOR). The coordinator's ticker.
+  void tick(TimePoint now) EXCLUDES(mu_);
+  // Every waiting request answered NOT_COORDINATOR; the table emptied.
+  void stop() EXCLUDES(mu_);
+
+  // For describe, the status page and tests: the group's Kafka state when
+  // it is controlled here.
+  std::optional<kafka::Snapshot> snapshotOf(const std::string& group) const EXCLUDES(mu_);
+  std::optional<protocol::kafka::DescribeGroupsResponse::Group> describeLocal(const std::string& group) const
+      EXCLUDES(mu_);
+
+ private:
+  struct Entry;
+  using Answers = std::vector<std::function<void()>>;
+
+  // The entry of a group controlled here, made (and its saved generation
+  // read) on first use; null with `*error` set when it cannot serve yet.
+  Entry* entryFor(const std::string& group, protocol::kafka::ErrorCode* error) REQUIRES(mu_);
+  void loaded(const std::string& group, uint64_t serial, zk::GetResult r) EXCLUDES(mu_);
+  // Turns a model call's effects into answers (run after mu_ is released);
+  // a generation that became stable is written first.
+  void deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) REQUIRES(mu_);
+  static void run(Answers& out);
+
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::ApiVersionsRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::MetadataRequest r,
+             protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::FindCoordinatorRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::JoinGroupRequest r,
+             protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::SyncGroupRequest r,
+             protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::HeartbeatRequest r,
+             protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::LeaveGroupRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::OffsetCommitRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::OffsetFetchRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::ListGroupsRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::DescribeGroupsRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::DeleteGroupsRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::SaslHandshakeRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::FetchRequest r,
+             protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::ListOffsetsRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::SaslAuthenticateRequest r, protocol::kafka::ResponseCallback& done);
+
+  // Writes offsets the group's fence let through; answers `done`.
+  void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,
+                    protocol::kafka::ResponseCallback done, bool retried) EXCLUDES(mu_);
+  std::string snapshotPath(const std::string& group) const;
+  std::string newMemberId(const std::string& clientId);
+
+  zk::Client& zk_;
+  const layout::Layout& layout_;
+  OffsetStore& offsets_;
+  const TimeSource& time_;
+  const KafkaGroupsConfig config_;
+  const KafkaHooks hooks_;
+
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>> groups_ GUARDED_BY(mu_);
+  uint64_t nextTicket_ GUARDED_BY(mu_) = 1;
+  uint64_t nextSerial_ GUARDED_BY(mu_) = 1;
+  uint64_t memberSerial_ GUARDED_BY(mu_) = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
+
+  // Fetches wait out their MaxWaitMs, then are answered empty (docs/kafka.md,
+  // "Fetching"): by deadline.
+  mutable Mutex fetchMu_;
+  std::multimap<TimePoint, std::function<void()>> fetches_ GUARDED_BY(fetchMu_);
+};
+
+}  // namespace groupcoord::adapter
