@@ -92,6 +92,7 @@ ZK_SESSION_TIMEOUT = 4.0   # --zk-session-timeout-ms: a dead server's groups mov
 ZK_CONNECT_WAIT = 30.0     # --zk-connect-wait-ms: a server waits this long for a first session
 CLAIM_FALLBACK = 3.0       # a group without a controller is claimed by any server after this
 JOIN_WINDOW_MAX = 3.0      # group.join.window.max.ms: the longest a join waits in the batch
+INITIAL_REBALANCE_DELAY = 1.0  # --kafka-group-initial-rebalance-delay-ms: a new Kafka group waits for more joins
 # The members' timeouts, configured by every member this driver starts.
 SESSION_TIMEOUT = 6.0      # session.timeout.ms / sessionTimeout
 HEARTBEAT_INTERVAL = 1.0   # heartbeat.interval.ms / heartbeatInterval
@@ -103,10 +104,10 @@ COMMAND_TIMEOUT = 20.0
 
 def settle_bound() -> float:
     """A group settles after a change of its members within: the claim fallback (a new group
-    without a controller), the join window's cap, one heartbeat interval for every member to
-    learn of the rebalance, the rebalance timeout within which every member rejoins, and one
-    more heartbeat interval for the sync."""
-    return CLAIM_FALLBACK + JOIN_WINDOW_MAX + REBALANCE_TIMEOUT + 2 * HEARTBEAT_INTERVAL
+    without a controller), the join window's cap, the initial rebalance delay of a group with no
+    member, one heartbeat interval for every member to learn of the rebalance, the rebalance
+    timeout within which every member rejoins, and one more heartbeat interval for the sync."""
+    return CLAIM_FALLBACK + JOIN_WINDOW_MAX + INITIAL_REBALANCE_DELAY + REBALANCE_TIMEOUT + 2 * HEARTBEAT_INTERVAL
 
 
 def eviction_bound() -> float:
@@ -418,6 +419,7 @@ class Server:
         self.kafka_port_file = os.path.join(self.dir, "kafka-port")
         self.args = [GROUPCOORDD, "--listen-address=127.0.0.1", "--listen-port=0", f"--port-file={self.port_file}",
                      "--kafka-listen-port=0", f"--kafka-port-file={self.kafka_port_file}",
+                     f"--kafka-group-initial-rebalance-delay-ms={round(INITIAL_REBALANCE_DELAY * 1000)}",
                      f"--zk-connect={zk_connect()}", f"--zk-root={root}", f"--zk-topics-path={topics_path}",
                      f"--server-id={server_id}", f"--zk-session-timeout-ms={round(ZK_SESSION_TIMEOUT * 1000)}",
                      f"--zk-connect-wait-ms={round(ZK_CONNECT_WAIT * 1000)}", "--io-threads=1", "--http-port=0"]
