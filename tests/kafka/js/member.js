@@ -140,7 +140,10 @@ async function main() {
     clientId: a.clientId,
     brokers: a.bootstrap.split(','),
     logLevel: process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.NOTHING,
-    retry: { initialRetryTime: 200, retries: 8 },
+    // A reader retries by itself (readCommitted): KafkaJS's own backoff, doubling up to
+    // maxRetryTime, would have it wait long after the group has a controller again.
+    retry: a.readCommitted ? { initialRetryTime: 100, maxRetryTime: 500, retries: 1 }
+      : { initialRetryTime: 200, retries: 8 },
   });
   if (a.readCommitted) process.exit(await readCommitted(kafka, a));
   await member(kafka, a);
