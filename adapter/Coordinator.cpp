@@ -74,6 +74,10 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
   hooks.selfId = config_.serverId;
   hooks.controlsHere = [this](const std::string& g) { return groups_.find(g) != nullptr; };
   hooks.controllerOf = [this](const std::string& g) { return claims_.controllerOf(g); };
+  hooks.isKafkaGroup = [this](const std::string& g) -> std::optional<bool> {
+    auto group = groups_.find(g);
+    return group ? group->kafkaGroup() : std::nullopt;
+  };
   hooks.ensure = [this](const std::string& g, std::function<void(int32_t, std::string)> done) {
     ensureKafkaGroup(g, std::move(done));
   };
@@ -448,7 +452,11 @@ void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, pr
 
 void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DescribeGroupRequest r,
                         ResponseCallback& done) {
-  toController(r, done, [&](GroupController& g) { done(g.describe(self())); });
+  toController(r, done, [&](GroupController& g) {
+    auto d = g.describe(self());
+    kafka_->describeInto(d);
+    done(std::move(d));
+  });
 }
 
 void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::ListGroupsRequest r, ResponseCallback& done) {
@@ -563,7 +571,9 @@ int64_t Coordinator::generationOf(const std::string& group) const {
 std::optional<protocol::DescribeGroupResponse> Coordinator::describeLocal(const std::string& group) const {
   auto g = groups_.find(group);
   if (!g) return std::nullopt;
-  return g->describe(self());
+  auto d = g->describe(self());
+  kafka_->describeInto(d);
+  return d;
 }
 
 std::vector<Coordinator::ServerView> Coordinator::fleetServers() const {

@@ -147,6 +147,15 @@ void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseC
   if (model_.rewind(r, writeRefusal(), caller.user, done, lk.out)) flush(lk.out);
 }
 
+std::optional<bool> GroupController::kafkaGroup() const {
+  MutexLock lock(mu_);
+  const GroupPhase phase = phase_.get();
+  if (phase == GroupPhase::Claimed || phase == GroupPhase::Loading || phase == GroupPhase::Dropped) {
+    return std::nullopt;
+  }
+  return model_.settings().kafka;
+}
+
 protocol::DescribeGroupResponse GroupController::describe(const protocol::Broker& self) const {
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();

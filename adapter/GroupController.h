@@ -116,6 +116,9 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void commit(const protocol::CommitOffsetsRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
   void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done,
               const protocol::Caller& caller = {}) EXCLUDES(mu_);
+  // Whether the group is a Kafka group (docs/kafka.md); nullopt until its
+  // settings have been read.
+  std::optional<bool> kafkaGroup() const EXCLUDES(mu_);
   // Everything known about the group, from memory; `self` is this server
   // as clients reach it.
   protocol::DescribeGroupResponse describe(const protocol::Broker& self) const EXCLUDES(mu_);

@@ -227,6 +227,14 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
     Rejoin{r.consumerId, Registrant{std::move(done), h.version}}.answer(e, name_, out);
     return Registration::Refused;
   };
+  if (settings_.kafka) {
+    // Its members are Kafka consumers, whose rules are not these
+    // (docs/kafka.md): a native member would share nothing with them.
+    spdlog::warn("group {}: refused a native registration from {}: the group belongs to Kafka consumers (its "
+                 "settings say \"protocol\":\"kafka\"); use another group name",
+                 name_, caller.address());
+    return refuse(ErrorCode::INVALID_REQUEST);
+  }
   // Sent on a connection older than the one the member last registered on:
   // a request its client gave up on, held up in the network until the
   // client had moved to a new connection. Nothing it says is current, and

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/LogRateLimiter.h"
 #include "protocol/Codec.h"
 
 namespace groupcoord::adapter {
@@ -47,6 +48,10 @@ struct KafkaGroups::Entry {
   std::optional<kafka::ClassicGroup> model;
   std::map<kafka::Ticket, Parked> parked;
   CommittedOffsets offsets;
+  // The saved generation (<root>/kafka/<group>) names members: it is
+  // removed when the last one leaves, so that a later controller does not
+  // wait out their sessions.
+  bool savedMembers = false;
 };
 
 KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
@@ -84,6 +89,23 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
   }
   auto it = groups_.find(group);
   if (it == groups_.end()) {
+    const std::optional<bool> kafkaGroup = hooks_.isKafkaGroup(group);
+    if (!kafkaGroup) {
+      *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+      return nullptr;
+    }
+    if (!*kafkaGroup) {
+      // A native group: its members follow groupcoord's own protocol.
+      static LogRateLimiter log{std::chrono::seconds(1)};
+      uint64_t suppressed = 0;
+      if (log.allow(&suppressed)) {
+        spdlog::warn("kafka: refused a Kafka consumer for group {}: it is a native groupcoord group, not a Kafka "
+                     "group (docs/kafka.md){}",
+                     group, suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+      }
+      *error = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
+      return nullptr;
+    }
     auto e = std::make_unique<Entry>();
     e->serial = nextSerial_++;
     const uint64_t serial = e->serial;
@@ -109,6 +131,7 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, zk::GetResul
   if (r.error == zk::Error::Ok) {
     if (auto s = kafka::decodeSnapshot(r.data)) {
       e.model.emplace(kafka::ClassicGroup::resume(group, config_.rules, *s, time_.now()));
+      e.savedMembers = !s->members.empty();
       spdlog::info("kafka group {}: resumed generation {} with {} member(s) (protocol {}, leader {})", group,
                    s->generation, s->members.size(), s->protocolName, s->leader);
     } else {
@@ -147,8 +170,17 @@ void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx
   }
   if (!fx.becameStable) {
     for (auto& a : syncs) out.push_back(std::move(a));
+    if (e.savedMembers && e.model->empty()) {
+      e.savedMembers = false;
+      zk_.remove(snapshotPath(group), -1, [group](zk::Error err) {
+        if (err != zk::Error::Ok && err != zk::Error::NoNode) {
+          spdlog::warn("kafka group {}: removing its saved generation failed: {}", group, err);
+        }
+      });
+    }
     return;
   }
+  e.savedMembers = true;
   // The stable generation is in ZooKeeper before any member hears it is
   // stable: a new controller then resumes what the members were told.
   const kafka::Snapshot snap = e.model->snapshot();
@@ -247,6 +279,60 @@ std::optional<k::DescribeGroupsResponse::Group> KafkaGroups::describeLocal(const
   auto d = it->second->model->describe();
   d.groupId = group;
   return d;
+}
+
+namespace {
+
+// The partitions a consumer-protocol assignment names (version int16, then
+// topics: name, partitions; then user data): what a Kafka leader hands each
+// member, opaque to the group's rules. Empty when it is not one.
+std::vector<protocol::TopicPartition> partitionsOf(std::string_view a) {
+  std::vector<protocol::TopicPartition> out;
+  size_t pos = 0;
+  auto take = [&](size_t n, uint64_t* v) {
+    if (a.size() - pos < n) return false;
+    *v = 0;
+    for (size_t i = 0; i < n; ++i) *v = (*v << 8) | static_cast<uint8_t>(a[pos + i]);
+    pos += n;
+    return true;
+  };
+  uint64_t version = 0, topics = 0;
+  if (!take(2, &version) || !take(4, &topics) || topics > a.size()) return {};
+  for (uint64_t t = 0; t < topics; ++t) {
+    uint64_t len = 0, count = 0;
+    if (!take(2, &len) || a.size() - pos < len) return {};
+    std::string topic(a.substr(pos, len));
+    pos += len;
+    if (!take(4, &count) || count > (a.size() - pos) / 4) return {};
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t p = 0;
+      take(4, &p);
+      out.push_back(protocol::TopicPartition{topic, static_cast<int32_t>(static_cast<uint32_t>(p))});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
+  MutexLock lock(mu_);
+  auto it = groups_.find(d.group);
+  if (it == groups_.end() || !it->second->model) return;
+  const kafka::ClassicGroup& g = *it->second->model;
+  d.generation = g.generation();
+  d.members.clear();
+  for (const auto& m : g.members()) {
+    protocol::MemberState s;
+    s.consumerId = m.memberId;
+    s.clientId = m.clientId;
+    s.host = m.clientHost.starts_with("/") ? m.clientHost.substr(1) : m.clientHost;
+    s.held = partitionsOf(m.assignment);
+    std::sort(s.held.begin(), s.held.end());
+    d.members.push_back(std::move(s));
+  }
+  std::sort(d.members.begin(), d.members.end(),
+            [](const auto& a, const auto& b) { return a.consumerId < b.consumerId; });
 }
 
 // ---------------------------------------------------------------------------

@@ -41,6 +41,9 @@ struct KafkaHooks {
   int32_t selfId = 0;
   // Whether this server controls the group now (it is loaded and served).
   std::function<bool(const std::string& group)> controlsHere;
+  // Whether a group controlled here is a Kafka group; nullopt while its
+  // settings are read.
+  std::function<std::optional<bool>(const std::string& group)> isKafkaGroup;
   // The group's controller as the claims know it; -1 when none is known.
   std::function<int32_t(const std::string& group)> controllerOf;
   // Creates the group as a Kafka group when it does not exist, and waits
@@ -86,6 +89,10 @@ class KafkaGroups final : public protocol::kafka::Handler {
   std::optional<kafka::Snapshot> snapshotOf(const std::string& group) const EXCLUDES(mu_);
   std::optional<protocol::kafka::DescribeGroupsResponse::Group> describeLocal(const std::string& group) const
       EXCLUDES(mu_);
+  // A Kafka group's members, generation and assignments, in groupcoord's
+  // DescribeGroup answer of the group (groupctl describe, the status page);
+  // left as it is for any other group.
+  void describeInto(protocol::DescribeGroupResponse& d) const EXCLUDES(mu_);
 
  private:
   struct Entry;

@@ -28,7 +28,7 @@
 #     groupcoordd-1`: about 10 minutes on 2 cores from cold);
 #   - runs docker-compose.yml under its own project name (so a deployment
 #     you run yourself is never touched) on the default ports, which must be
-#     free: 7400, 7401, 7410, 7411, 2181, 2182, 2183;
+#     free: 7400, 7401, 7410, 7411, 9092, 9093, 2181, 2182, 2183;
 #   - waits until all five services are healthy and runs the steps:
 #       a  a topic and groups, created from inside a container; both servers
 #          control some of them
@@ -160,7 +160,7 @@ else
 fi
 
 services=(zk1 zk2 zk3 groupcoordd-1 groupcoordd-2)
-ports=(7400 7401 7410 7411 2181 2182 2183)
+ports=(7400 7401 7410 7411 9092 9093 2181 2182 2183)
 zk_internal=zk1:2181,zk2:2181,zk3:2181
 host_bootstrap=127.0.0.1:7400,127.0.0.1:7410
 topic=demo
@@ -868,7 +868,7 @@ step_http_ready() {
 # i: every published port is on 127.0.0.1, and the expected ones are there.
 step_ports() {
   local s lines bad="" seen="" want line hostaddr
-  declare -A expect=([zk1]="2181" [zk2]="2182" [zk3]="2183" [groupcoordd-1]="7400 7401" [groupcoordd-2]="7410 7411")
+  declare -A expect=([zk1]="2181" [zk2]="2182" [zk3]="2183" [groupcoordd-1]="7400 7401 9092" [groupcoordd-2]="7410 7411 9093")
   for s in "${services[@]}"; do
     lines=$(docker port "${cids[$s]}" 2>/dev/null) || { bad+=" $s: docker port failed;"; continue; }
     while read -r line; do

@@ -200,8 +200,8 @@ case "$cmd" in
     trap '"$ensemble" stop; log "ensemble stopped"' EXIT
     server="$build_dir/server/groupcoordd"
     if [ -x "$server" ]; then
-      log "running groupcoordd against $connect (Ctrl-C stops it and the ensemble)"
-      "$server" --zk-connect="$connect" --listen-address=127.0.0.1 "$@"
+      log "running groupcoordd against $connect, Kafka clients on 127.0.0.1:9092 (Ctrl-C stops it and the ensemble)"
+      "$server" --zk-connect="$connect" --listen-address=127.0.0.1 --kafka-listen-port=9092 "$@"
     else
       log "groupcoordd is not built yet: the ensemble serves at $connect; Ctrl-C stops it"
       while true; do sleep 3600; done

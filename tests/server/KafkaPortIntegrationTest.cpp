@@ -1,0 +1,462 @@
+// The Kafka port (docs/kafka.md) of two groupcoordd processes against the
+// live ensemble, driven by a client speaking the Kafka codec over TCP: a
+// group forms through FindCoordinator, MEMBER_ID_REQUIRED, the join barrier
+// and the leader's SyncGroup; the other server answers NOT_COORDINATOR;
+// offsets are fenced by generation; after SIGKILL of the controller the
+// other server takes the group over and accepts the same generation's
+// heartbeats, syncs and commits, with no rebalance. Requests the port
+// cannot answer close the connection.
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/Layout.h"
+#include "protocol/kafka/Codec.h"
+#include "support/ServerProcess.h"
+#include "support/TestEnv.h"
+#include "support/TestSession.h"
+#include "support/Timing.h"
+#include "zk/Session.h"
+
+namespace groupcoord::testing {
+namespace {
+
+namespace k = protocol::kafka;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// One blocking connection to a Kafka port.
+class KafkaConnection {
+ public:
+  explicit KafkaConnection(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~KafkaConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return fd_ >= 0; }
+
+  bool sendRaw(const std::vector<uint8_t>& frame) {
+    size_t off = 0;
+    while (off < frame.size()) {
+      const ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // A whole response frame's body; nullopt when the server closed the
+  // connection (or nothing came within the receive timeout).
+  std::optional<std::vector<uint8_t>> readFrame() {
+    uint8_t size[4];
+    if (!readAll(size, 4)) return std::nullopt;
+    const uint32_t n = (uint32_t{size[0]} << 24) | (uint32_t{size[1]} << 16) | (uint32_t{size[2]} << 8) | size[3];
+    std::vector<uint8_t> body(n);
+    if (!readAll(body.data(), n)) return std::nullopt;
+    return body;
+  }
+
+  // Sends `request` at `version` and reads its answer.
+  template <class Response, class Request>
+  std::optional<Response> call(const Request& request, int16_t version) {
+    k::RequestHeader h;
+    h.apiKey = static_cast<int16_t>(Request::kApiKey);
+    h.apiVersion = version;
+    h.correlationId = ++correlation_;
+    h.clientId = "kafka-port-test";
+    std::vector<uint8_t> frame;
+    k::encodeRequest(h, k::Request(request), frame);
+    if (!sendRaw(frame)) return std::nullopt;
+    auto body = readFrame();
+    if (!body) return std::nullopt;
+    k::DecodedResponse d = k::decodeResponse(Request::kApiKey, version, *body);
+    if (!d.ok || d.correlationId != h.correlationId) {
+      ADD_FAILURE() << "undecodable answer to " << k::apiName(h.apiKey) << ": " << d.detail;
+      return std::nullopt;
+    }
+    return std::get<Response>(d.response);
+  }
+
+ private:
+  bool readAll(uint8_t* p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::recv(fd_, p + got, n - got, 0);
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  int fd_ = -1;
+  int32_t correlation_ = 0;
+};
+
+constexpr int32_t kSessionMs = 10000;
+constexpr int64_t kZkSessionMs = 4000;
+
+// The consumer protocol's assignment of one topic's partitions, as a
+// client's leader writes it (an opaque byte string to the server).
+std::string assignmentOf(const std::string& topic, std::vector<int32_t> partitions) {
+  std::string out;
+  auto i16 = [&](int16_t v) {
+    out.push_back(static_cast<char>(v >> 8));
+    out.push_back(static_cast<char>(v));
+  };
+  auto i32 = [&](int32_t v) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>(v >> s));
+  };
+  i16(0);
+  i32(1);
+  i16(static_cast<int16_t>(topic.size()));
+  out += topic;
+  i32(static_cast<int32_t>(partitions.size()));
+  for (int32_t p : partitions) i32(p);
+  i32(-1);
+  return out;
+}
+
+class KafkaPortTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireEnsemble();
+    root_ = "/" + uniqueName("kafkaport");
+    topicsPath_ = root_ + "-kafka/brokers/topics";
+    zk_ = openTestSession();
+    ASSERT_NE(zk_, nullptr);
+    ASSERT_EQ(zk_->ensurePathSync(topicsPath_), zk::Error::Ok);
+    ASSERT_EQ(zk_->createSync(topicsPath_ + "/work", layout::encodeTopic(4), zk::CreateMode::Persistent).error,
+              zk::Error::Ok);
+  }
+
+  // Starts server `id` with a Kafka port; its Kafka port is kafkaPort(i).
+  void startServer(int id) {
+    const std::string portFile = "/tmp/" + uniqueName("kafka-port") + ".port";
+    auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--server-id=" + std::to_string(id), "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
+        "--zk-session-timeout-ms=" + std::to_string(kZkSessionMs), "--kafka-listen-port=0",
+        "--kafka-port-file=" + portFile, "--kafka-group-initial-rebalance-delay-ms=0",
+        // Placed once, where it stays: no handover moves the group while
+        // the test watches it.
+        "--handover-settle-ms=0"});
+    ASSERT_TRUE(s->start());
+    std::ifstream in(portFile);
+    int port = 0;
+    in >> port;
+    ASSERT_GT(port, 0) << "no Kafka port in " << portFile;
+    servers_.push_back(std::move(s));
+    kafkaPorts_.push_back(static_cast<uint16_t>(port));
+  }
+
+  // FindCoordinator until it names a controller (a new group's controller
+  // claims it within the claims' waits); its Kafka port.
+  uint16_t coordinatorOf(const std::string& group, uint16_t askAt) {
+    const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(2 * kZkSessionMs + 3000));
+    while (Clock::now() < deadline) {
+      KafkaConnection c(askAt);
+      k::FindCoordinatorRequest r;
+      r.key = group;
+      auto a = c.call<k::FindCoordinatorResponse>(r, 2);
+      if (a && a->error == k::ErrorCode::NONE) return static_cast<uint16_t>(a->port);
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << "no coordinator for " << group;
+    return 0;
+  }
+
+  std::string root_, topicsPath_;
+  std::unique_ptr<zk::Session> zk_;
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+  std::vector<uint16_t> kafkaPorts_;
+};
+
+k::JoinGroupRequest joinRequest(const std::string& group, const std::string& memberId) {
+  k::JoinGroupRequest r;
+  r.groupId = group;
+  r.sessionTimeoutMs = kSessionMs;
+  r.rebalanceTimeoutMs = kSessionMs;
+  r.memberId = memberId;
+  r.protocolType = "consumer";
+  r.protocols.push_back({"range", std::string("\0\0\0\0\0\1\0\4work\xff\xff\xff\xff", 16)});
+  return r;
+}
+
+// Two members through MEMBER_ID_REQUIRED and the barrier; the leader
+// assigns partitions 0,1 to itself and 2,3 to the other.
+struct FormedGroup {
+  std::string leader, other;
+  int32_t generation = -1;
+};
+
+FormedGroup formGroup(KafkaConnection& a, KafkaConnection& b, const std::string& group) {
+  FormedGroup g;
+  // The controller reads the group's saved generation on the first request
+  // and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, which clients retry.
+  std::optional<k::JoinGroupResponse> first;
+  for (int i = 0; i < 50; ++i) {
+    first = a.call<k::JoinGroupResponse>(joinRequest(group, ""), 5);
+    if (!first || first->error != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  auto second = b.call<k::JoinGroupResponse>(joinRequest(group, ""), 5);
+  EXPECT_TRUE(first && second);
+  if (!first || !second) return g;
+  EXPECT_EQ(first->error, k::ErrorCode::MEMBER_ID_REQUIRED);
+  EXPECT_EQ(second->error, k::ErrorCode::MEMBER_ID_REQUIRED);
+  // Each join waits at the barrier for the other: one on its own thread.
+  std::optional<k::JoinGroupResponse> joinedB;
+  std::thread t([&] { joinedB = b.call<k::JoinGroupResponse>(joinRequest(group, second->memberId), 5); });
+  auto joinedA = a.call<k::JoinGroupResponse>(joinRequest(group, first->memberId), 5);
+  t.join();
+  EXPECT_TRUE(joinedA && joinedB);
+  if (!joinedA || !joinedB) return g;
+  EXPECT_EQ(joinedA->error, k::ErrorCode::NONE);
+  EXPECT_EQ(joinedB->error, k::ErrorCode::NONE);
+  EXPECT_EQ(joinedA->generationId, joinedB->generationId);
+  EXPECT_EQ(joinedA->leader, joinedB->leader);
+  EXPECT_EQ(joinedA->protocolName, "range");
+  const bool aLeads = joinedA->leader == joinedA->memberId;
+  KafkaConnection& leaderConn = aLeads ? a : b;
+  KafkaConnection& otherConn = aLeads ? b : a;
+  const auto& leaderJoin = aLeads ? *joinedA : *joinedB;
+  const auto& otherJoin = aLeads ? *joinedB : *joinedA;
+  EXPECT_EQ(leaderJoin.members.size(), 2u) << "the leader gets every member";
+  EXPECT_TRUE(otherJoin.members.empty()) << "only the leader gets the members";
+  g.leader = leaderJoin.memberId;
+  g.other = otherJoin.memberId;
+  g.generation = leaderJoin.generationId;
+
+  std::optional<k::SyncGroupResponse> otherSync;
+  std::thread s([&] {
+    k::SyncGroupRequest r;
+    r.groupId = group;
+    r.generationId = g.generation;
+    r.memberId = g.other;
+    otherSync = otherConn.call<k::SyncGroupResponse>(r, 3);
+  });
+  k::SyncGroupRequest r;
+  r.groupId = group;
+  r.generationId = g.generation;
+  r.memberId = g.leader;
+  r.assignments = {{g.leader, assignmentOf("work", {0, 1})}, {g.other, assignmentOf("work", {2, 3})}};
+  auto leaderSync = leaderConn.call<k::SyncGroupResponse>(r, 3);
+  s.join();
+  EXPECT_TRUE(leaderSync && otherSync);
+  if (leaderSync && otherSync) {
+    EXPECT_EQ(leaderSync->error, k::ErrorCode::NONE);
+    EXPECT_EQ(otherSync->error, k::ErrorCode::NONE);
+    EXPECT_EQ(leaderSync->assignment, assignmentOf("work", {0, 1}));
+    EXPECT_EQ(otherSync->assignment, assignmentOf("work", {2, 3})) << "the leader's assignment reaches the other";
+  }
+  return g;
+}
+
+k::ErrorCode heartbeat(KafkaConnection& c, const std::string& group, const std::string& member, int32_t generation) {
+  k::HeartbeatRequest r;
+  r.groupId = group;
+  r.memberId = member;
+  r.generationId = generation;
+  auto a = c.call<k::HeartbeatResponse>(r, 3);
+  return a ? a->error : k::ErrorCode::UNKNOWN_SERVER_ERROR;
+}
+
+k::ErrorCode commit(KafkaConnection& c, const std::string& group, const std::string& member, int32_t generation,
+                    int64_t offset) {
+  k::OffsetCommitRequest r;
+  r.groupId = group;
+  r.memberId = member;
+  r.generationId = generation;
+  r.topics.push_back({"work", {{0, offset, -1, -1, std::string("m")}}});
+  auto a = c.call<k::OffsetCommitResponse>(r, 7);
+  if (!a || a->topics.size() != 1 || a->topics[0].partitions.size() != 1) return k::ErrorCode::UNKNOWN_SERVER_ERROR;
+  return a->topics[0].partitions[0].error;
+}
+
+std::optional<int64_t> fetchOffset(KafkaConnection& c, const std::string& group) {
+  k::OffsetFetchRequest r;
+  r.groupId = group;
+  r.topics = std::vector<k::OffsetFetchRequest::Topic>{{"work", {0}}};
+  auto a = c.call<k::OffsetFetchResponse>(r, 5);
+  if (!a || a->error != k::ErrorCode::NONE || a->topics.size() != 1 || a->topics[0].partitions.size() != 1) {
+    return std::nullopt;
+  }
+  if (a->topics[0].partitions[0].error != k::ErrorCode::NONE) return std::nullopt;
+  return a->topics[0].partitions[0].committedOffset;
+}
+
+TEST_F(KafkaPortTest, MetadataListsEveryServerAndTheTopic) {
+  startServer(1);
+  startServer(2);
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  std::optional<k::MetadataResponse> m;
+  while (Clock::now() < deadline) {
+    KafkaConnection c(kafkaPorts_[0]);
+    k::MetadataRequest r;
+    r.topics = std::vector<k::MetadataRequest::Topic>{{"work"}, {"missing"}};
+    m = c.call<k::MetadataResponse>(r, 4);
+    if (m && m->brokers.size() == 2) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->brokers.size(), 2u) << "both servers with a Kafka port are brokers";
+  std::set<int32_t> ports;
+  for (const auto& b : m->brokers) ports.insert(b.port);
+  EXPECT_EQ(ports, (std::set<int32_t>{kafkaPorts_[0], kafkaPorts_[1]}));
+  ASSERT_EQ(m->topics.size(), 2u);
+  for (const auto& t : m->topics) {
+    if (t.name == "missing") {
+      EXPECT_EQ(t.error, k::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      continue;
+    }
+    EXPECT_EQ(t.error, k::ErrorCode::NONE);
+    ASSERT_EQ(t.partitions.size(), 4u);
+    for (const auto& p : t.partitions) EXPECT_TRUE(m->brokers[0].nodeId == p.leaderId || m->brokers[1].nodeId == p.leaderId);
+  }
+}
+
+TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
+  startServer(1);
+  startServer(2);
+  const std::string group = "orders-workers";
+  const uint16_t controllerPort = coordinatorOf(group, kafkaPorts_[0]);
+  ASSERT_NE(controllerPort, 0);
+  const size_t controllerIndex = controllerPort == kafkaPorts_[0] ? 0 : 1;
+  const uint16_t otherPort = kafkaPorts_[1 - controllerIndex];
+  ASSERT_EQ(controllerPort, kafkaPorts_[controllerIndex]);
+
+  // The other server is not the group's coordinator.
+  {
+    KafkaConnection c(otherPort);
+    auto a = c.call<k::JoinGroupResponse>(joinRequest(group, ""), 5);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->error, k::ErrorCode::NOT_COORDINATOR);
+  }
+
+  FormedGroup g;
+  {
+    KafkaConnection a(controllerPort), b(controllerPort);
+    ASSERT_TRUE(a.connected() && b.connected());
+    g = formGroup(a, b, group);
+    ASSERT_GE(g.generation, 1);
+    EXPECT_EQ(heartbeat(a, group, g.leader, g.generation), k::ErrorCode::NONE);
+    EXPECT_EQ(heartbeat(a, group, g.leader, g.generation + 1), k::ErrorCode::ILLEGAL_GENERATION);
+    EXPECT_EQ(heartbeat(a, group, "nobody", g.generation), k::ErrorCode::UNKNOWN_MEMBER_ID);
+    // Offsets fenced by generation.
+    EXPECT_EQ(commit(a, group, g.leader, g.generation, 42), k::ErrorCode::NONE);
+    EXPECT_EQ(commit(a, group, g.leader, g.generation - 1, 7), k::ErrorCode::ILLEGAL_GENERATION);
+    EXPECT_EQ(commit(a, group, "nobody", g.generation, 7), k::ErrorCode::UNKNOWN_MEMBER_ID);
+    EXPECT_EQ(commit(a, group, "", -1, 7), k::ErrorCode::ILLEGAL_GENERATION) << "a standalone commit to a live group";
+    EXPECT_EQ(fetchOffset(a, group), std::optional<int64_t>(42));
+  }
+
+  // The controller dies without a word; the other server takes the group
+  // over once the ensemble expires its session, and goes on with the same
+  // generation.
+  servers_[controllerIndex]->kill9();
+  KafkaConnection leader(otherPort), other(otherPort);
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(2 * kZkSessionMs + 3000));
+  k::ErrorCode last = k::ErrorCode::UNKNOWN_SERVER_ERROR;
+  while (Clock::now() < deadline) {
+    last = heartbeat(leader, group, g.leader, g.generation);
+    if (last == k::ErrorCode::NONE) break;
+    EXPECT_TRUE(last == k::ErrorCode::NOT_COORDINATOR || last == k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        << "while the group moves: " << k::errorName(last);
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(last, k::ErrorCode::NONE) << "the new controller accepts the generation's heartbeats";
+  EXPECT_EQ(heartbeat(other, group, g.other, g.generation), k::ErrorCode::NONE) << "no rebalance";
+  k::SyncGroupRequest sync;
+  sync.groupId = group;
+  sync.generationId = g.generation;
+  sync.memberId = g.other;
+  auto synced = other.call<k::SyncGroupResponse>(sync, 3);
+  ASSERT_TRUE(synced);
+  EXPECT_EQ(synced->error, k::ErrorCode::NONE);
+  EXPECT_EQ(synced->assignment, assignmentOf("work", {2, 3})) << "the same assignment, from the saved generation";
+  EXPECT_EQ(fetchOffset(other, group), std::optional<int64_t>(42)) << "the committed offset, from the other server";
+  EXPECT_EQ(commit(other, group, g.other, g.generation, 43), k::ErrorCode::NONE);
+
+  // A member leaves: the other's next heartbeat hears of the rebalance.
+  k::LeaveGroupRequest leave;
+  leave.groupId = group;
+  leave.memberId = g.leader;
+  auto left = leader.call<k::LeaveGroupResponse>(leave, 1);
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->error, k::ErrorCode::NONE);
+  EXPECT_EQ(heartbeat(other, group, g.other, g.generation), k::ErrorCode::REBALANCE_IN_PROGRESS);
+}
+
+TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
+  startServer(1);
+  // ApiVersions above the served maximum: the served list at version 0.
+  {
+    KafkaConnection c(kafkaPorts_[0]);
+    k::RequestHeader h;
+    h.apiKey = static_cast<int16_t>(k::ApiKey::ApiVersions);
+    h.apiVersion = 3;
+    h.correlationId = 9;
+    h.clientId = "x";
+    std::vector<uint8_t> frame;
+    k::encodeRequest(h, k::Request(k::ApiVersionsRequest{}), frame);
+    ASSERT_TRUE(c.sendRaw(frame));
+    auto body = c.readFrame();
+    ASSERT_TRUE(body);
+    auto d = k::decodeResponse(k::ApiKey::ApiVersions, 0, *body);
+    ASSERT_TRUE(d.ok) << d.detail;
+    const auto& v = std::get<k::ApiVersionsResponse>(d.response);
+    EXPECT_EQ(v.error, k::ErrorCode::UNSUPPORTED_VERSION);
+    EXPECT_FALSE(v.apiKeys.empty());
+  }
+  // An API the port does not serve (Produce, key 0): nothing is answered
+  // and the connection closes, after what came before it is answered.
+  {
+    KafkaConnection c(kafkaPorts_[0]);
+    auto before = c.call<k::ApiVersionsResponse>(k::ApiVersionsRequest{}, 2);
+    ASSERT_TRUE(before);
+    std::vector<uint8_t> produce = {0, 0, 0, 10, 0, 0, 0, 3, 0, 0, 0, 1, 0xff, 0xff};
+    std::vector<uint8_t> ahead;
+    k::RequestHeader h;
+    h.apiKey = static_cast<int16_t>(k::ApiKey::ApiVersions);
+    h.apiVersion = 0;
+    h.correlationId = 77;
+    k::encodeRequest(h, k::Request(k::ApiVersionsRequest{}), ahead);
+    ahead.insert(ahead.end(), produce.begin(), produce.end());
+    ASSERT_TRUE(c.sendRaw(ahead));
+    auto answered = c.readFrame();
+    ASSERT_TRUE(answered) << "the request before the refused one is answered";
+    EXPECT_FALSE(c.readFrame()) << "then the connection closes";
+  }
+  // A malformed body of a served API closes the connection too.
+  {
+    KafkaConnection c(kafkaPorts_[0]);
+    std::vector<uint8_t> bad = {0, 0, 0, 12, 0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 5};  // Heartbeat v3, truncated
+    ASSERT_TRUE(c.sendRaw(bad));
+    EXPECT_FALSE(c.readFrame());
+  }
+}
+
+}  // namespace
+}  // namespace groupcoord::testing
