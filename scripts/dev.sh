@@ -21,7 +21,8 @@
 #       other users' processes are), to show that a busy machine fails no
 #       test (tests/README.md, "Time in tests"). The "[figure]" lines the
 #       tests print are gathered into <build>/Testing/figures.txt.
-#   scripts/dev.sh setup     install the packages only
+#   scripts/dev.sh setup     install the packages only (and KafkaJS for
+#       tests/kafka: npm ci in tests/kafka/js, skipped when installed)
 #   scripts/dev.sh build     setup, then configure and build only
 #   scripts/dev.sh generate
 #       setup, configure, build groupcoord-options and groupcoord-messages and
@@ -58,6 +59,7 @@ packages=(
   clang libclang-rt-14-dev nftables iproute2
   chromium fonts-dejavu-core curl
   python3 python3-venv python3-setuptools python3-wheel
+  kcat python3-confluent-kafka python3-kafka nodejs
 )
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
@@ -71,13 +73,33 @@ setup() {
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # npm: Debian's package, unless the nodejs installed brings its own npm
+  # (a nodejs built elsewhere conflicts with Debian's npm package).
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
   if [ ${#missing[@]} -eq 0 ]; then
     log "all packages present"
+  else
+    log "installing: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  setup_kafkajs
+}
+
+# KafkaJS for the Kafka port's client tests (tests/kafka): exactly the
+# versions of tests/kafka/js/package-lock.json, by npm ci into
+# tests/kafka/js/node_modules (git-ignored). Skipped while node_modules was
+# installed from the lockfile as it is now (npm keeps its own copy of the
+# lockfile it installed, node_modules/.package-lock.json).
+setup_kafkajs() {
+  local js="$root/tests/kafka/js"
+  if [ -f "$js/node_modules/.package-lock.json" ] && [ "$js/node_modules/.package-lock.json" -nt "$js/package-lock.json" ] &&
+    [ -f "$js/node_modules/kafkajs/package.json" ]; then
+    log "kafkajs present (tests/kafka/js/node_modules)"
     return
   fi
-  log "installing: ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  log "installing kafkajs for tests/kafka (npm ci)"
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
 }
 
 build() {
