@@ -150,7 +150,8 @@ void GroupController::rewind(const protocol::RewindConsumerRequest& r, ResponseC
 std::optional<bool> GroupController::kafkaGroup() const {
   MutexLock lock(mu_);
   const GroupPhase phase = phase_.get();
-  if (phase == GroupPhase::Claimed || phase == GroupPhase::Loading || phase == GroupPhase::Dropped) {
+  if (phase == GroupPhase::Claimed || phase == GroupPhase::Loading || phase == GroupPhase::Dropped ||
+      phase == GroupPhase::Deleting) {
     return std::nullopt;
   }
   return model_.settings().kafka;

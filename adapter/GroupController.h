@@ -117,7 +117,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done,
               const protocol::Caller& caller = {}) EXCLUDES(mu_);
   // Whether the group is a Kafka group (docs/kafka.md); nullopt until its
-  // settings have been read.
+  // settings have been read, and once it is being deleted or dropped.
   std::optional<bool> kafkaGroup() const EXCLUDES(mu_);
   // Everything known about the group, from memory; `self` is this server
   // as clients reach it.

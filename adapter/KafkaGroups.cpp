@@ -700,6 +700,9 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Lis
   {
     MutexLock lock(mu_);
     for (const auto& name : names) {
+      // Being loaded, deleted or handed away: not listed, as a Kafka
+      // broker lists only the groups it serves.
+      if (!hooks_.isKafkaGroup(name).has_value()) continue;
       std::string type;
       if (auto it = groups_.find(name); it != groups_.end() && it->second->model) {
         type = it->second->model->protocolType();
