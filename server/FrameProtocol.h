@@ -55,10 +55,11 @@ class Reply {
   void send(const Encode& encode) {
     sendWith([](const void* f, std::vector<uint8_t>& out) { (*static_cast<const Encode*>(f))(out); }, &encode);
   }
-  // As send(), and the connection closes once the answer is written: nothing
-  // read after it is answered (CloseReason::Refused). `encode` may append
-  // nothing: the connection closes without an answer to this request. A
-  // Kafka broker closes so after a failed SASL authentication.
+  // As send(), and then the connection closes (CloseReason::Refused): once
+  // the answer is written the loop reads no more, answers what was already
+  // read, and closes. `encode` may append nothing: the connection closes
+  // without an answer to this request. A Kafka broker closes so after a
+  // failed SASL authentication.
   template <class Encode>
   void sendThenClose(const Encode& encode) {
     sendThenCloseWith([](const void* f, std::vector<uint8_t>& out) { (*static_cast<const Encode*>(f))(out); },
