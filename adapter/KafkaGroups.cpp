@@ -27,16 +27,6 @@ Response failed(ErrorCode e) {
   return r;
 }
 
-k::OffsetCommitResponse commitAnswer(const k::OffsetCommitRequest& r, ErrorCode e) {
-  k::OffsetCommitResponse out;
-  for (const auto& t : r.topics) {
-    k::OffsetCommitResponse::Topic topic{t.name, {}};
-    for (const auto& p : t.partitions) topic.partitions.push_back({p.partitionIndex, e});
-    out.topics.push_back(std::move(topic));
-  }
-  return out;
-}
-
 }  // namespace
 
 struct KafkaGroups::Entry {
@@ -559,10 +549,10 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Off
     Entry* e = entryFor(r.groupId, &error);
     if (e != nullptr) error = e->model->commitCheck(r.generationId, r.memberId, r.groupInstanceId, time_.now());
   }
-  if (error != ErrorCode::NONE) return done(commitAnswer(r, error));
+  if (error != ErrorCode::NONE) return done(k::offsetCommitAnswer(r, error));
   for (const auto& t : r.topics) {
     // A topic name becomes a znode's name.
-    if (!protocol::isValidName(t.name)) return done(commitAnswer(r, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+    if (!protocol::isValidName(t.name)) return done(k::offsetCommitAnswer(r, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
   }
   const std::string group = r.groupId;
   writeOffsets(group, std::move(r), std::move(done), false);
@@ -588,13 +578,13 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
       offsets_.writeOps(group, it->second->offsets, written, ops);
     }
   }
-  if (gone) return done(commitAnswer(r, ErrorCode::NOT_COORDINATOR));
+  if (gone) return done(k::offsetCommitAnswer(r, ErrorCode::NOT_COORDINATOR));
   auto shared = std::make_shared<k::OffsetCommitRequest>(std::move(r));
   if (needRead) {
     offsets_.read(group, {}, [this, group, shared, done = std::move(done), retried](OffsetsRead read) mutable {
       if (read.error != zk::Error::Ok) {
         spdlog::warn("kafka group {}: reading its committed offsets failed: {}", group, read.error);
-        return done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+        return done(k::offsetCommitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
       }
       {
         MutexLock lock(mu_);
@@ -609,14 +599,14 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
     });
     return;
   }
-  if (ops.empty()) return done(commitAnswer(*shared, ErrorCode::NONE));
+  if (ops.empty()) return done(k::offsetCommitAnswer(*shared, ErrorCode::NONE));
   zk_.multi(std::move(ops), [this, group, shared, written, done = std::move(done), retried](zk::MultiResult res) mutable {
     if (res.error == zk::Error::Ok) {
       {
         MutexLock lock(mu_);
         if (auto it = groups_.find(group); it != groups_.end()) it->second->offsets.apply(written);
       }
-      return done(commitAnswer(*shared, ErrorCode::NONE));
+      return done(k::offsetCommitAnswer(*shared, ErrorCode::NONE));
     }
     if ((res.error == zk::Error::NodeExists || res.error == zk::Error::NoNode) && !retried) {
       // Another writer (a rewind, a native commit) changed the offsets
@@ -628,7 +618,7 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
       return writeOffsets(group, std::move(*shared), std::move(done), true);
     }
     spdlog::warn("kafka group {}: writing committed offsets failed: {}", group, res.error);
-    done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+    done(k::offsetCommitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
   });
 }
 
@@ -849,8 +839,9 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::L
   done(std::move(out));
 }
 
-// SASL on the Kafka port is not served yet: a client that asks is told no
-// mechanism is enabled (docs/kafka.md, "Security").
+// With authentication on the port answers SASL itself (server/KafkaPort.h);
+// these come only with it off: a client that asks is told no mechanism is
+// enabled (docs/protocol.md, "Security on the Kafka port").
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::SaslHandshakeRequest,
                         k::ResponseCallback& done) {
   k::SaslHandshakeResponse out;

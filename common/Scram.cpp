@@ -315,7 +315,11 @@ bool ServerExchange::finish(std::string_view clientFinal, std::string* serverFin
     *error = "the SCRAM channel binding does not repeat the first message's header";
     return false;
   }
-  if (*nonce != nonce_) {
+  // librdkafka 2.0.2 sends the client's nonce once more in front of the
+  // exchange's (r=CLIENT CLIENT SERVER), and Kafka's brokers take it; so is
+  // it taken here. Either way the proof covers the message as sent, with the
+  // server's fresh nonce in it (docs/protocol.md, "Security on the Kafka port").
+  if (*nonce != nonce_ && *nonce != clientNonce_ + nonce_) {
     *error = "the SCRAM nonce is not this exchange's";
     return false;
   }

@@ -149,23 +149,7 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
                       const protocol::RequestHeader& header, protocol::Request request,
                       protocol::ResponseCallback done) {
   if (auto* auth = std::get_if<protocol::AuthenticateRequest>(&request)) {
-    Job job{session, caller, &next, header, std::move(*auth), std::move(done), {}};
-    {
-      MutexLock lock(session->mutex_);
-      job.throttleUser = throttleUserOf(*session, job.request);
-      if (session->checking_) {
-        // A second Authenticate pipelined behind the first: it waits its turn.
-        session->waiting_.push_back(
-            {caller, header, protocol::AuthenticateRequest(std::move(job.request)), std::move(job.done)});
-        return;
-      }
-      session->checking_ = true;
-    }
-    {
-      MutexLock lock(mutex_);
-      jobs_.push_back(std::move(job));
-    }
-    wake_.notify_one();
+    enqueue(Job{session, caller, &next, header, std::move(*auth), std::move(done), {}});
     return;
   }
   {
@@ -176,6 +160,40 @@ void AuthGate::handle(const std::shared_ptr<AuthSession>& session, const protoco
     }
   }
   admit(*session, caller, next, header, std::move(request), std::move(done));
+}
+
+void AuthGate::authenticate(const std::shared_ptr<AuthSession>& session, const protocol::Caller& caller,
+                            int16_t version, protocol::AuthenticateRequest request, protocol::ResponseCallback done) {
+  protocol::RequestHeader header;
+  header.apiKey = protocol::ApiKey::Authenticate;
+  header.version = version;
+  enqueue(Job{session, caller, nullptr, std::move(header), std::move(request), std::move(done), {}});
+}
+
+std::optional<std::string> AuthGate::authenticatedUser(AuthSession& session) {
+  MutexLock lock(session.mutex_);
+  if (!session.authenticated_) return std::nullopt;
+  return session.user_;
+}
+
+void AuthGate::enqueue(Job job) {
+  {
+    AuthSession& session = *job.session;
+    MutexLock lock(session.mutex_);
+    job.throttleUser = throttleUserOf(session, job.request);
+    if (session.checking_) {
+      // A second Authenticate pipelined behind the first: it waits its turn.
+      session.waiting_.push_back(
+          {job.caller, job.header, protocol::AuthenticateRequest(std::move(job.request)), std::move(job.done)});
+      return;
+    }
+    session.checking_ = true;
+  }
+  {
+    MutexLock lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_one();
 }
 
 bool AuthGate::admitsNow(AuthSession& session, protocol::ApiKey api, std::string_view group) {
@@ -274,6 +292,57 @@ protocol::ResponseCallback describableOnly(protocol::ResponseCallback done, bool
 
 }  // namespace
 
+AuthGate::Verdict AuthGate::judge(AuthSession& session, protocol::ApiKey api, std::string_view group) {
+  const auto operation = permissions::operationOf(api);
+  const bool listing = api == protocol::ApiKey::ListGroups;
+  // The rules in force: the session keeps the ones it decided under, and
+  // looks again only when their generation moved (no lock of the gate's,
+  // no reference count touched per call).
+  const uint64_t generation = policyGeneration_.load(std::memory_order_acquire);
+  Verdict v;
+  MutexLock lock(session.mutex_);
+  v.authenticated = session.authenticated_;
+  v.role = session.role_;
+  if (!v.authenticated) return v;
+  v.user = session.user_;
+  if (session.policyGeneration_ != generation) {
+    MutexLock policyLock(policyMutex_);
+    session.policy_ = policy_;
+    session.policyGeneration_ = policyGeneration_.load(std::memory_order_relaxed);
+    forgetDecisions(session);
+  }
+  const permissions::Policy* rules = session.policy_.get();
+  v.ruled = rules != nullptr && operation && !listing;
+  if (v.ruled) {
+    v.allowed = (decide(session, *rules, v.user, v.role, group) & permissions::bit(*operation)) != 0;
+  } else {
+    v.allowed = rules != nullptr && listing ? true : roleAllows(v.role, api);
+  }
+  if (v.allowed && rules != nullptr && (listing || api == protocol::ApiKey::DescribeServers)) {
+    v.listing = session.policy_;
+  }
+  return v;
+}
+
+void AuthGate::logRefusal(const Verdict& verdict, std::string_view api, std::string_view group,
+                          std::optional<permissions::Operation> operation, const std::string& peer,
+                          std::string_view answer) {
+  uint64_t suppressed = 0;
+  if (!gRefusedLog.allow(&suppressed)) return;
+  if (!verdict.authenticated) {
+    spdlog::warn("refused {} from {} (not authenticated): authenticate first; answered {}{}", api, peer, answer,
+                 suppressedNote(suppressed));
+  } else if (verdict.ruled && operation) {
+    spdlog::warn("refused {} of group '{}' from {} (user '{}'): no rule of the permissions file allows '{}' on "
+                 "it, or one denies it; answered {}{}",
+                 api, printableForLog(group), peer, verdict.user, permissions::operationName(*operation), answer,
+                 suppressedNote(suppressed));
+  } else {
+    spdlog::warn("refused {} from {} (user '{}', role {}): only an admin may call it; answered {}{}", api, peer,
+                 verdict.user, roleName(verdict.role), answer, suppressedNote(suppressed));
+  }
+}
+
 void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
                      const protocol::RequestHeader& header, protocol::Request request,
                      protocol::ResponseCallback done) {
@@ -281,64 +350,18 @@ void AuthGate::admit(AuthSession& session, const protocol::Caller& caller, proto
   const auto operation = permissions::operationOf(api);
   const bool listing = api == protocol::ApiKey::ListGroups;
   const std::string_view group = operation && !listing ? groupOf(request) : std::string_view();
-  // The rules in force: the session keeps the ones it decided under, and
-  // looks again only when their generation moved (no lock of the gate's,
-  // no reference count touched per call).
-  const uint64_t generation = policyGeneration_.load(std::memory_order_acquire);
-  std::shared_ptr<const permissions::Policy> policy;  // set only where a callback must keep it
-  bool authenticated = false;
-  bool allowed = false;
-  bool ruled = false;  // decided by the permissions file
-  Role role = Role::Member;
-  std::string user;
-  {
-    MutexLock lock(session.mutex_);
-    authenticated = session.authenticated_;
-    role = session.role_;
-    if (authenticated) {
-      user = session.user_;
-      if (session.policyGeneration_ != generation) {
-        MutexLock policyLock(policyMutex_);
-        session.policy_ = policy_;
-        session.policyGeneration_ = policyGeneration_.load(std::memory_order_relaxed);
-        forgetDecisions(session);
-      }
-      const permissions::Policy* rules = session.policy_.get();
-      ruled = rules != nullptr && operation && !listing;
-      if (ruled) {
-        allowed = (decide(session, *rules, user, role, group) & permissions::bit(*operation)) != 0;
-      } else {
-        allowed = rules != nullptr && listing ? true : roleAllows(role, api);
-      }
-      if (allowed && rules != nullptr && (listing || api == protocol::ApiKey::DescribeServers)) policy = session.policy_;
-    }
-  }
-  if (allowed) {
-    if (policy) {
+  Verdict verdict = judge(session, api, group);
+  if (verdict.allowed) {
+    if (verdict.listing) {
       const bool named = listing && !std::get<protocol::ListGroupsRequest>(request).groups.empty();
-      done = describableOnly(std::move(done), named, policy, user, role);
+      done = describableOnly(std::move(done), named, verdict.listing, verdict.user, verdict.role);
     }
     protocol::Caller who = caller;
-    who.user = std::move(user);
+    who.user = std::move(verdict.user);
     next.handleFrom(who, header, std::move(request), std::move(done));
     return;
   }
-  const std::string peer = caller.address();
-  uint64_t suppressed = 0;
-  if (gRefusedLog.allow(&suppressed)) {
-    if (!authenticated) {
-      spdlog::warn("refused {} from {} (not authenticated): Authenticate first; answered NOT_AUTHORIZED{}",
-                   protocol::apiName(api), peer, suppressedNote(suppressed));
-    } else if (ruled) {
-      spdlog::warn("refused {} of group '{}' from {} (user '{}'): no rule of the permissions file allows '{}' on "
-                   "it, or one denies it; answered NOT_AUTHORIZED{}",
-                   protocol::apiName(api), printableForLog(group), peer, user,
-                   permissions::operationName(*operation), suppressedNote(suppressed));
-    } else {
-      spdlog::warn("refused {} from {} (user '{}', role {}): only an admin may call it; answered NOT_AUTHORIZED{}",
-                   protocol::apiName(api), peer, user, roleName(role), suppressedNote(suppressed));
-    }
-  }
+  logRefusal(verdict, protocol::apiName(api), group, operation, caller.address(), "NOT_AUTHORIZED");
   done(protocol::errorResponse(request, protocol::ErrorCode::NOT_AUTHORIZED));
 }
 
@@ -394,7 +417,7 @@ void AuthGate::check(Job& job) {
   if (sasl) {
     answer = scramStep(job, &role, &user, &counts);
     ends = !(answer.error == protocol::ErrorCode::NONE && !role);
-  } else if (plain_ == PlainAuth::Never || (plain_ == PlainAuth::TlsOnly && !job.caller.tls)) {
+  } else if (!plainAllowed(job.caller.tls)) {
     counts = false;
     answer.error = protocol::ErrorCode::NOT_AUTHORIZED;
     uint64_t suppressed = 0;
@@ -485,6 +508,11 @@ void AuthGate::check(Job& job) {
         wake_.notify_one();
         return;  // still checking_
       }
+    }
+    if (job.next == nullptr) {
+      // Another port's session holds only its authentication steps.
+      next.done(protocol::errorResponse(next.request, protocol::ErrorCode::NOT_AUTHORIZED));
+      continue;
     }
     admit(session, next.caller, *job.next, next.header, std::move(next.request), std::move(next.done));
   }

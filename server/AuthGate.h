@@ -34,6 +34,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -102,6 +103,45 @@ class AuthGate {
               const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_);
 
+  // The authentication step of another port (the Kafka port's SASL,
+  // docs/protocol.md, "Security on the Kafka port"), checked like an
+  // Authenticate of the binary port: `version` 0 is the secret (PLAIN, under
+  // auth.plain), 1 a SCRAM-SHA-256 message; on the gate's worker, with its
+  // throttle; `done` gets the AuthenticateResponse the binary port would
+  // send (NONE with a message: a SCRAM challenge, the connection not yet
+  // authenticated; authenticatedUser() tells when it is). The port sends one
+  // step at a time per session.
+  void authenticate(const std::shared_ptr<AuthSession>& session, const protocol::Caller& caller, int16_t version,
+                    protocol::AuthenticateRequest request, protocol::ResponseCallback done) EXCLUDES(mutex_);
+  // The session's user once authenticated.
+  static std::optional<std::string> authenticatedUser(AuthSession& session) EXCLUDES(session.mutex_);
+
+  // The gate's decision on one call of `api` naming `group` ("" for calls
+  // that name none) by the session's user, as for the binary port's calls:
+  // by the permissions file's rules for calls that name a group, else by
+  // the role (roleAllows). ListGroups is allowed, its answer filtered by
+  // shows().
+  struct Verdict {
+    bool authenticated = false;
+    bool allowed = false;
+    bool ruled = false;  // decided by the permissions file
+    Role role = Role::Member;
+    std::string user;
+    // The rules a listing's answer is filtered by; null: it shows every group.
+    std::shared_ptr<const permissions::Policy> listing;
+    // Whether a listing's answer may show `group` to the user.
+    bool shows(std::string_view group) const {
+      return listing == nullptr || listing->allows(user, role, group, permissions::Operation::Describe);
+    }
+  };
+  Verdict judge(AuthSession& session, protocol::ApiKey api, std::string_view group)
+      EXCLUDES(session.mutex_, policyMutex_);
+  // The warning for a refused call (rate-limited): `api` and `group` as the
+  // port names them, `answer` what it was answered.
+  static void logRefusal(const Verdict& verdict, std::string_view api, std::string_view group,
+                         std::optional<permissions::Operation> operation, const std::string& peer,
+                         std::string_view answer);
+
   // I/O thread: whether handle() would forward a call `api` of `group` on
   // this session as it is: authenticated, nothing waiting behind an
   // Authenticate, the rules in force already read by the session, and
@@ -118,6 +158,8 @@ class AuthGate {
 
   // Whether Authenticate version 0 is answered (before the first request).
   void setPlainAuth(PlainAuth plain) { plain_ = plain; }
+  // Whether the secret may be sent in the clear on a connection (auth.plain).
+  bool plainAllowed(bool tls) const { return plain_ == PlainAuth::Allow || (plain_ == PlainAuth::TlsOnly && tls); }
 
   // The rules in force from now on; nullptr: the roles alone decide. Any
   // thread; connections keep going, each deciding again under the new rules.
@@ -131,7 +173,7 @@ class AuthGate {
   struct Job {
     std::shared_ptr<AuthSession> session;
     protocol::Caller caller;
-    protocol::Handler* next = nullptr;
+    protocol::Handler* next = nullptr;  // null for another port's (authenticate())
     protocol::RequestHeader header;
     protocol::AuthenticateRequest request;
     protocol::ResponseCallback done;
@@ -152,6 +194,8 @@ class AuthGate {
   void admit(AuthSession& session, const protocol::Caller& caller, protocol::Handler& next,
              const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done)
       EXCLUDES(mutex_, session.mutex_);
+  // Queues an authentication check (or keeps it behind the session's own).
+  void enqueue(Job job) EXCLUDES(mutex_);
   void run() EXCLUDES(mutex_);
   // Worker: the next job whose check may be made now, waiting on wake_ for
   // one (or for the first delayed one's time); false when stopping.

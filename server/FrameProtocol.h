@@ -55,12 +55,23 @@ class Reply {
   void send(const Encode& encode) {
     sendWith([](const void* f, std::vector<uint8_t>& out) { (*static_cast<const Encode*>(f))(out); }, &encode);
   }
+  // As send(), and then the connection closes (CloseReason::Refused): once
+  // the answer is written the loop reads no more, answers what was already
+  // read, and closes. `encode` may append nothing: the connection closes
+  // without an answer to this request. A Kafka broker closes so after a
+  // failed SASL authentication.
+  template <class Encode>
+  void sendThenClose(const Encode& encode) {
+    sendThenCloseWith([](const void* f, std::vector<uint8_t>& out) { (*static_cast<const Encode*>(f))(out); },
+                      &encode);
+  }
   // Whether the connection has closed (an answer would be dropped).
   bool connectionClosed() const;
 
  private:
   using EncodeFn = void (*)(const void*, std::vector<uint8_t>&);
   void sendWith(EncodeFn encode, const void* arg);
+  void sendThenCloseWith(EncodeFn encode, const void* arg);
   std::shared_ptr<detail::Completions> completions_;
   uint64_t seq_;
 };

@@ -147,6 +147,7 @@ void SlotRing::pushBack() {
   Slot& s = (*this)[size_];
   s.frame.clear();
   s.ready = false;
+  s.closeAfter = false;
   ++size_;
 }
 
@@ -199,7 +200,7 @@ bool Completions::isClosed() {
   return closed;
 }
 
-void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
+void Completions::fill(uint64_t seq, std::vector<uint8_t> frame, bool closeAfter) {
   std::shared_ptr<Inbox> wake;
   {
     MutexLock lock(mutex);
@@ -209,6 +210,7 @@ void Completions::fill(uint64_t seq, std::vector<uint8_t> frame) {
     auto& slot = slots[i];
     slot.frame = std::move(frame);
     slot.ready = true;
+    slot.closeAfter = closeAfter;
     // Only the head of the line makes output possible; a later slot is
     // flushed together with the head when that one completes.
     if (i == 0 && !queued) {
@@ -800,15 +802,24 @@ void IoLoop::appendOutput(Connection& c, const std::vector<uint8_t>& frame) {
 }
 
 void IoLoop::flush(Connection& c) {
+  bool closing = false;  // an answer after which the connection closes
   {
     MutexLock lock(c.completions->mutex);
     auto& slots = c.completions->slots;
     while (!slots.empty() && slots.front().ready) {
+      closing = closing || slots.front().closeAfter;
       flushFrames_.push_back(std::move(slots.front().frame));
       slots.popFront();
       ++c.completions->headSeq;
     }
     c.completions->queued = false;
+  }
+  if (closing && !c.untrusted) {
+    // Read no further; what is in flight is answered, then maybeFinish closes.
+    c.untrusted = true;
+    c.untrustedReason = CloseReason::Refused;
+    c.untrustedAt = now_;
+    c.in.clear();
   }
   c.flushedSeq += flushFrames_.size();
   LoopCounters::add(counters_.responsesQueued, flushFrames_.size());
@@ -1022,6 +1033,13 @@ void Reply::sendWith(EncodeFn encode, const void* arg) {
   frame.reserve(64);
   encode(arg, frame);
   completions_->fill(seq_, std::move(frame));
+}
+
+void Reply::sendThenCloseWith(EncodeFn encode, const void* arg) {
+  // Always through the slot, so that the loop sees the close with the answer.
+  std::vector<uint8_t> frame;
+  encode(arg, frame);
+  completions_->fill(seq_, std::move(frame), true);
 }
 
 }  // namespace groupcoord::server::net

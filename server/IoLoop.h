@@ -68,6 +68,7 @@ class SlotRing {
   struct Slot {
     std::vector<uint8_t> frame;
     bool ready = false;
+    bool closeAfter = false;  // the connection closes once this answer is written (net::Reply::sendThenClose)
   };
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -99,7 +100,9 @@ struct Completions : std::enable_shared_from_this<Completions> {
 
   // Any thread: stores the encoded response of request `seq`, and asks the
   // loop to flush when it completes the head of the line.
-  void fill(uint64_t seq, std::vector<uint8_t> frame) EXCLUDES(mutex);
+  // closeAfter: nothing after it is read, and the connection closes once
+  // it is written (CloseReason::Refused).
+  void fill(uint64_t seq, std::vector<uint8_t> frame, bool closeAfter = false) EXCLUDES(mutex);
   bool isClosed() EXCLUDES(mutex);
   // Owning loop thread only: when `seq` is the head of the line and the
   // connection's output is within its bound, takes the slot out of the ring

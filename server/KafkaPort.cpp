@@ -1,14 +1,17 @@
 #include "server/KafkaPort.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <string>
 #include <utility>
 #include <variant>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/LogRateLimiter.h"
+#include "common/Scram.h"
 #include "protocol/kafka/Codec.h"
 
 namespace groupcoord::server {
@@ -19,11 +22,33 @@ namespace kafka = protocol::kafka;
 
 LogRateLimiter gRefusedLog{std::chrono::seconds(1)};
 LogRateLimiter gHandlerLog{std::chrono::seconds(1)};
+LogRateLimiter gSaslLog{std::chrono::seconds(1)};
 
-struct KafkaSession final : net::ProtocolSession {
-  protocol::Caller caller;
-  std::string peer;  // "host:port", for the logs
+constexpr std::string_view kPlain = "PLAIN";
+
+std::string suppressedNote(uint64_t n) {
+  return n ? fmt::format(" ({} similar lines suppressed)", n) : std::string();
+}
+
+// Where a connection stands in its SASL exchange (authentication on). Set
+// by the I/O thread and, when a check ends, by whoever answers it (the
+// gate's worker), before the answer goes out: the client's next frame is
+// judged by it.
+struct SaslState {
+  enum class Phase : uint8_t {
+    Open,       // nothing yet: SaslHandshake expected
+    Mechanism,  // the mechanism chosen: its next token expected
+    Checking,   // a token is with the gate
+    Done,       // authenticated
+    Failed,     // refused; the connection closes
+  };
+  std::atomic<Phase> phase{Phase::Open};
+  // Chosen by the handshake, on the I/O thread, before any token.
+  bool plain = false;  // PLAIN, else SCRAM-SHA-256
+  bool bare = false;   // handshake version 0: tokens as bare frames, no Kafka header
 };
+
+std::string_view mechanismName(const SaslState& sasl) { return sasl.plain ? kPlain : scram::kMechanism; }
 
 // The answer of `api` with `error` at its top where it has one (and empty
 // lists where it has none): what a request gets when its handler lost it.
@@ -86,16 +111,28 @@ class PendingAnswer {
 
 }  // namespace
 
+struct KafkaProtocol::Session final : net::ProtocolSession {
+  protocol::Caller caller;  // `user` set once SASL has completed
+  std::string peer;         // "host:port", for the logs
+  // With authentication on: the gate's session and where SASL stands.
+  std::shared_ptr<AuthSession> auth;
+  std::shared_ptr<SaslState> sasl;
+};
+
 int32_t KafkaProtocol::minRequestBody() const { return kafka::kMinRequestBody; }
 
 std::unique_ptr<net::ProtocolSession> KafkaProtocol::open(const net::Peer& peer) {
-  auto s = std::make_unique<KafkaSession>();
+  auto s = std::make_unique<Session>();
   s->caller.host = peer.host;
   s->caller.port = peer.port;
   s->caller.connection = peer.serial;
   s->caller.internal = peer.internal;
   s->caller.tls = peer.tls;
   s->peer = peer.address();
+  if (auth_) {
+    s->auth = std::make_shared<AuthSession>();
+    s->sasl = std::make_shared<SaslState>();
+  }
   return s;
 }
 
@@ -107,10 +144,18 @@ bool KafkaProtocol::urgent(std::span<const uint8_t> body) const {
 
 net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span<const uint8_t> body,
                                         net::Reply reply) {
-  auto& s = static_cast<KafkaSession&>(session);
+  auto& s = static_cast<Session&>(session);
+  using Phase = SaslState::Phase;
+  const Phase phase = s.sasl ? s.sasl->phase.load(std::memory_order_acquire) : Phase::Done;
+  if (phase == Phase::Mechanism && s.sasl->bare) {
+    // After a version-0 handshake the token is the whole frame.
+    return saslStep(s, nullptr, std::string(reinterpret_cast<const char*>(body.data()), body.size()),
+                    std::move(reply));
+  }
   kafka::DecodedRequest decoded = kafka::decodeRequest(body);
   const kafka::RequestHeader& h = decoded.header;
-  if (decoded.status == kafka::DecodeStatus::UnsupportedVersion && h.apiKey == static_cast<int16_t>(kafka::ApiKey::ApiVersions)) {
+  if (decoded.status == kafka::DecodeStatus::UnsupportedVersion &&
+      h.apiKey == static_cast<int16_t>(kafka::ApiKey::ApiVersions)) {
     // A client trying its newest ApiVersions first: the served range, at
     // version 0, so it asks again at a version both speak.
     reply.send([&](std::vector<uint8_t>& out) { kafka::encodeApiVersionsFallback(h.correlationId, out); });
@@ -124,7 +169,7 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
                    s.peer, h.clientId.value_or(""), kafka::decodeStatusName(decoded.status),
                    kafka::apiName(h.apiKey), h.apiVersion, h.correlationId, decoded.detail,
                    decoded.status == kafka::DecodeStatus::Ok ? "" : "; served APIs and versions: docs/kafka.md",
-                   suppressed ? fmt::format(" ({} similar lines suppressed)", suppressed) : std::string());
+                   suppressedNote(suppressed));
     }
     return net::Dispatched::Refused;
   }
@@ -133,10 +178,45 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
     send(reply, h.correlationId, h.apiVersion, answer);
     return net::Dispatched::Answered;
   }
+  if (s.sasl) {
+    if (const auto* r = std::get_if<kafka::SaslHandshakeRequest>(&decoded.request)) return handshake(s, h, *r, reply);
+    if (auto* r = std::get_if<kafka::SaslAuthenticateRequest>(&decoded.request)) {
+      if (phase == Phase::Mechanism) return saslStep(s, &h, std::move(r->authBytes), std::move(reply));
+      kafka::SaslAuthenticateResponse out;
+      out.error = kafka::ErrorCode::ILLEGAL_SASL_STATE;
+      out.errorMessage = phase == Phase::Done ? "already authenticated" : "SaslHandshake first";
+      reply.sendThenClose(
+          [&](std::vector<uint8_t>& o) { kafka::encodeResponse(h.correlationId, h.apiVersion, out, o); });
+      return net::Dispatched::Answered;
+    }
+    if (phase != Phase::Done) {
+      // A Kafka broker closes a connection that asks for anything else
+      // before SASL has completed; so does this port.
+      uint64_t suppressed = 0;
+      if (gSaslLog.allow(&suppressed)) {
+        spdlog::warn("closing the Kafka connection from {} (client id \"{}\"): {} before SASL authentication; "
+                     "with auth.credentials.file set only ApiVersions, SaslHandshake and SaslAuthenticate are "
+                     "answered first (docs/protocol.md, \"Security on the Kafka port\"){}",
+                     s.peer, h.clientId.value_or(""), kafka::apiName(h.apiKey), suppressedNote(suppressed));
+      }
+      return net::Dispatched::Refused;
+    }
+    if (s.caller.user.empty()) s.caller.user = AuthGate::authenticatedUser(*s.auth).value_or("");
+  }
   auto pending = std::make_shared<PendingAnswer>(std::move(reply), h);
   kafka::ResponseCallback done = [pending](kafka::Response r) { pending->answer(std::move(r)); };
+  if (s.sasl) {
+    admit(s, h, std::move(decoded.request), std::move(done));
+  } else {
+    callHandler(s, h, std::move(decoded.request), std::move(done));
+  }
+  return net::Dispatched::Handler;
+}
+
+void KafkaProtocol::callHandler(Session& s, const kafka::RequestHeader& h, kafka::Request request,
+                                kafka::ResponseCallback done) {
   try {
-    handler_.handle(s.caller, h, std::move(decoded.request), std::move(done));
+    handler_.handle(s.caller, h, std::move(request), std::move(done));
   } catch (const std::exception& e) {
     uint64_t suppressed = 0;
     if (gHandlerLog.allow(&suppressed)) {
@@ -149,7 +229,240 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
       spdlog::error("the Kafka handler threw on {} (correlation id {})", kafka::apiName(h.apiKey), h.correlationId);
     }
   }
+}
+
+net::Dispatched KafkaProtocol::handshake(Session& s, const kafka::RequestHeader& h,
+                                         const kafka::SaslHandshakeRequest& r, net::Reply& reply) {
+  kafka::SaslHandshakeResponse out;
+  out.mechanisms.emplace_back(scram::kMechanism);
+  // The secret in the clear only where auth.plain lets the binary port take it.
+  if (auth_->plainAllowed(s.caller.tls)) out.mechanisms.emplace_back(kPlain);
+  auto encode = [&](std::vector<uint8_t>& o) { kafka::encodeResponse(h.correlationId, h.apiVersion, out, o); };
+  if (s.sasl->phase.load(std::memory_order_acquire) != SaslState::Phase::Open) {
+    // Re-authentication is not served: one exchange per connection.
+    out.error = kafka::ErrorCode::ILLEGAL_SASL_STATE;
+    reply.sendThenClose(encode);
+    return net::Dispatched::Answered;
+  }
+  if (std::find(out.mechanisms.begin(), out.mechanisms.end(), r.mechanism) == out.mechanisms.end()) {
+    out.error = kafka::ErrorCode::UNSUPPORTED_SASL_MECHANISM;
+    uint64_t suppressed = 0;
+    if (gSaslLog.allow(&suppressed)) {
+      spdlog::warn("Kafka connection from {} asked for SASL mechanism '{}': offered {}{}{}", s.peer,
+                   printableForLog(r.mechanism), fmt::join(out.mechanisms, ", "),
+                   r.mechanism == kPlain ? " (PLAIN is not, by auth.plain)" : "", suppressedNote(suppressed));
+    }
+    reply.send(encode);
+    return net::Dispatched::Answered;
+  }
+  s.sasl->plain = r.mechanism == kPlain;
+  s.sasl->bare = h.apiVersion == 0;
+  s.sasl->phase.store(SaslState::Phase::Mechanism, std::memory_order_release);
+  reply.send(encode);
+  return net::Dispatched::Answered;
+}
+
+net::Dispatched KafkaProtocol::saslStep(Session& s, const kafka::RequestHeader* h, std::string token,
+                                        net::Reply reply) {
+  std::shared_ptr<SaslState> sasl = s.sasl;
+  sasl->phase.store(SaslState::Phase::Checking, std::memory_order_release);
+  protocol::AuthenticateRequest request;
+  int16_t version = 1;
+  if (sasl->plain) {
+    // PLAIN (RFC 4616): authzid NUL authcid NUL passwd. An authzid other
+    // than the user is not served; then the user is "", which never
+    // authenticates (and is counted by the throttle as such).
+    version = 0;
+    const size_t first = token.find('\0');
+    const size_t second = first == std::string::npos ? std::string::npos : token.find('\0', first + 1);
+    if (second != std::string::npos) {
+      const std::string authzid = token.substr(0, first);
+      std::string user = token.substr(first + 1, second - first - 1);
+      if (authzid.empty() || authzid == user) request.user = std::move(user);
+      request.secret = token.substr(second + 1);
+    }
+  } else {
+    request.mechanism = std::string(scram::kMechanism);
+    request.message = std::move(token);
+  }
+  std::optional<kafka::RequestHeader> header;
+  if (h != nullptr) header = *h;
+  std::shared_ptr<AuthSession> auth = s.auth;
+  auth_->authenticate(
+      s.auth, s.caller, version, std::move(request),
+      [sasl, auth, header = std::move(header), peer = s.peer, reply](protocol::Response response) mutable {
+        const auto* answer = std::get_if<protocol::AuthenticateResponse>(&response);
+        const bool ok = answer != nullptr && answer->error == protocol::ErrorCode::NONE;
+        const bool done = ok && AuthGate::authenticatedUser(*auth).has_value();
+        const std::string message = answer != nullptr ? answer->message : std::string();
+        sasl->phase.store(!ok ? SaslState::Phase::Failed : done ? SaslState::Phase::Done : SaslState::Phase::Mechanism,
+                          std::memory_order_release);
+        if (!header) {
+          // A bare token is answered with a bare frame; a failure closes the
+          // connection without one, as a Kafka broker does.
+          if (!ok) return reply.sendThenClose([](std::vector<uint8_t>&) {});
+          return reply.send([&](std::vector<uint8_t>& out) {
+            const uint32_t n = static_cast<uint32_t>(message.size());
+            for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(n >> shift));
+            out.insert(out.end(), message.begin(), message.end());
+          });
+        }
+        kafka::SaslAuthenticateResponse out;
+        auto encode = [&](std::vector<uint8_t>& o) {
+          kafka::encodeResponse(header->correlationId, header->apiVersion, out, o);
+        };
+        if (ok) {
+          out.authBytes = message;
+          return reply.send(encode);
+        }
+        out.error = kafka::ErrorCode::SASL_AUTHENTICATION_FAILED;
+        out.errorMessage = fmt::format("Authentication failed: invalid credentials with SASL mechanism {}",
+                                       mechanismName(*sasl));
+        reply.sendThenClose(encode);
+      });
   return net::Dispatched::Handler;
+}
+
+namespace {
+
+// The answer to a request whose group the user may not touch: GROUP_AUTHORIZATION_FAILED
+// at its top, and on every partition of an offset call.
+kafka::Response refusedAnswer(const kafka::Request& request, int16_t api) {
+  constexpr auto kRefused = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
+  if (const auto* r = std::get_if<kafka::OffsetCommitRequest>(&request)) return kafka::offsetCommitAnswer(*r, kRefused);
+  if (const auto* r = std::get_if<kafka::OffsetFetchRequest>(&request)) {
+    kafka::OffsetFetchResponse out;
+    out.error = kRefused;
+    for (const auto& t : r->topics.value_or(std::vector<kafka::OffsetFetchRequest::Topic>{})) {
+      kafka::OffsetFetchResponse::Topic topic{t.name, {}};
+      for (int32_t p : t.partitionIndexes) {
+        kafka::OffsetFetchResponse::Partition part;
+        part.partitionIndex = p;
+        part.error = kRefused;
+        topic.partitions.push_back(std::move(part));
+      }
+      out.topics.push_back(std::move(topic));
+    }
+    return out;
+  }
+  return errorAnswer(api, kRefused);
+}
+
+// The binary port's call that does to a group what a Kafka request does
+// (docs/protocol.md, "Security on the Kafka port"), and the group it names;
+// nullopt for requests that name none.
+std::optional<std::pair<protocol::ApiKey, std::string_view>> groupCallOf(const kafka::Request& request) {
+  using protocol::ApiKey;
+  using Call = std::pair<ApiKey, std::string_view>;
+  return std::visit(
+      [](const auto& r) -> std::optional<Call> {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, kafka::FindCoordinatorRequest>) {
+          // It creates the group when missing, as CreateGroup does.
+          if (r.keyType == 0) return Call{ApiKey::CreateGroup, r.key};
+        } else if constexpr (std::is_same_v<R, kafka::JoinGroupRequest> || std::is_same_v<R, kafka::SyncGroupRequest>) {
+          return Call{ApiKey::RegisterConsumer, r.groupId};
+        } else if constexpr (std::is_same_v<R, kafka::HeartbeatRequest>) {
+          return Call{ApiKey::Heartbeat, r.groupId};
+        } else if constexpr (std::is_same_v<R, kafka::LeaveGroupRequest>) {
+          return Call{ApiKey::LeaveGroup, r.groupId};
+        } else if constexpr (std::is_same_v<R, kafka::OffsetCommitRequest>) {
+          return Call{ApiKey::CommitOffsets, r.groupId};
+        } else if constexpr (std::is_same_v<R, kafka::OffsetFetchRequest>) {
+          return Call{ApiKey::FetchOffsets, r.groupId};
+        }
+        return std::nullopt;
+      },
+      request);
+}
+
+// A request naming several groups (DescribeGroups, DeleteGroups): the
+// refused ones answered `refused(name)` here, the others asked of the
+// handler in one request (`names` of it), the answers merged back in the
+// request's order (`results` of the response).
+template <class Request, class Response, class Names, class Results, class Allowed, class Refused, class Ask>
+void splitByGroup(Request request, Names Request::*names, Results Response::*results, Allowed allowed,
+                  Refused refused, Ask ask, kafka::ResponseCallback done) {
+  std::vector<bool> refusedAt;
+  Names asked;
+  for (const auto& name : request.*names) {
+    refusedAt.push_back(!allowed(name));
+    if (!refusedAt.back()) asked.push_back(name);
+  }
+  if (asked.size() == (request.*names).size()) return ask(std::move(request), std::move(done));
+  Names all = std::move(request.*names);
+  auto merge = [all, refusedAt, results, refused, done = std::move(done)](kafka::Response response) {
+    auto* answer = std::get_if<Response>(&response);
+    if (answer == nullptr) return done(std::move(response));
+    auto got = std::move(answer->*results);
+    (answer->*results).clear();
+    size_t next = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (refusedAt[i]) {
+        (answer->*results).push_back(refused(all[i]));
+      } else if (next < got.size()) {
+        (answer->*results).push_back(std::move(got[next++]));
+      }
+    }
+    done(std::move(response));
+  };
+  if (asked.empty()) return merge(Response{});
+  request.*names = std::move(asked);
+  ask(std::move(request), std::move(merge));
+}
+
+}  // namespace
+
+void KafkaProtocol::admit(Session& s, const kafka::RequestHeader& h, kafka::Request request,
+                          kafka::ResponseCallback done) {
+  // Each group is decided by the gate as the binary port's call for it.
+  auto allows = [&](protocol::ApiKey api, std::string_view group) {
+    const AuthGate::Verdict verdict = auth_->judge(*s.auth, api, group);
+    if (!verdict.allowed) {
+      AuthGate::logRefusal(verdict, kafka::apiName(h.apiKey), group, permissions::operationOf(api), s.peer,
+                           "GROUP_AUTHORIZATION_FAILED");
+    }
+    return verdict.allowed;
+  };
+  auto ask = [&](auto r, kafka::ResponseCallback d) { callHandler(s, h, kafka::Request(std::move(r)), std::move(d)); };
+  if (auto call = groupCallOf(request)) {
+    if (allows(call->first, call->second)) return callHandler(s, h, std::move(request), std::move(done));
+    return done(refusedAnswer(request, h.apiKey));
+  }
+  if (auto* r = std::get_if<kafka::DescribeGroupsRequest>(&request)) {
+    return splitByGroup(
+        std::move(*r), &kafka::DescribeGroupsRequest::groups, &kafka::DescribeGroupsResponse::groups,
+        [&](const std::string& g) { return allows(protocol::ApiKey::DescribeGroup, g); },
+        [](const std::string& g) {
+          kafka::DescribeGroupsResponse::Group out;
+          out.groupId = g;
+          out.error = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
+          return out;
+        },
+        ask, std::move(done));
+  }
+  if (auto* r = std::get_if<kafka::DeleteGroupsRequest>(&request)) {
+    return splitByGroup(
+        std::move(*r), &kafka::DeleteGroupsRequest::groupsNames, &kafka::DeleteGroupsResponse::results,
+        [&](const std::string& g) { return allows(protocol::ApiKey::DeleteGroup, g); },
+        [](const std::string& g) {
+          return kafka::DeleteGroupsResponse::Result{g, kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED};
+        },
+        ask, std::move(done));
+  }
+  if (std::holds_alternative<kafka::ListGroupsRequest>(request)) {
+    // Only the groups the user may describe, as on the binary port.
+    AuthGate::Verdict verdict = auth_->judge(*s.auth, protocol::ApiKey::ListGroups, "");
+    if (verdict.listing) {
+      done = [verdict = std::move(verdict), done = std::move(done)](kafka::Response response) {
+        if (auto* list = std::get_if<kafka::ListGroupsResponse>(&response)) {
+          std::erase_if(list->groups, [&](const auto& g) { return !verdict.shows(g.groupId); });
+        }
+        done(std::move(response));
+      };
+    }
+  }
+  callHandler(s, h, std::move(request), std::move(done));
 }
 
 }  // namespace groupcoord::server

@@ -11,6 +11,17 @@
 // that does not decode, cannot be answered in a shape its client reads, so
 // the connection is closed once what came before it is answered, as a Kafka
 // broker does. Everything else goes to the protocol::kafka::Handler.
+//
+// With authentication on (an AuthGate: auth.credentials.file), a connection
+// speaks SASL first (docs/protocol.md, "Security on the Kafka port"):
+// ApiVersions, SaslHandshake and SaslAuthenticate are answered before it has
+// authenticated, anything else closes it. PLAIN and SCRAM-SHA-256 are
+// checked by the gate, against the binary port's credentials, with its
+// auth.plain rule and its throttle; after a v0 handshake the tokens come as
+// bare frames, without a Kafka header. Once authenticated, every call naming
+// a group is decided by the gate as the binary port's call for that group
+// (AuthGate::judge: its permissions file, or the role), and a refused group
+// is answered GROUP_AUTHORIZATION_FAILED.
 
 #include <cstdint>
 #include <memory>
@@ -18,14 +29,17 @@
 #include <vector>
 
 #include "protocol/kafka/Handler.h"
+#include "server/AuthGate.h"
 #include "server/FrameProtocol.h"
 
 namespace groupcoord::server {
 
 class KafkaProtocol final : public net::FrameProtocol {
  public:
-  // `handler` must outlive every connection.
-  explicit KafkaProtocol(protocol::kafka::Handler& handler) : handler_(handler) {}
+  // `handler` must outlive every connection. `auth`: authentication on
+  // (null: off, every client may make every call).
+  explicit KafkaProtocol(protocol::kafka::Handler& handler, std::shared_ptr<AuthGate> auth = nullptr)
+      : handler_(handler), auth_(std::move(auth)) {}
 
   int32_t minRequestBody() const override;
   std::unique_ptr<net::ProtocolSession> open(const net::Peer& peer) override;
@@ -38,7 +52,21 @@ class KafkaProtocol final : public net::FrameProtocol {
   void stages(const HeartbeatStages&) override {}
 
  private:
+  struct Session;
+  net::Dispatched handshake(Session& s, const protocol::kafka::RequestHeader& h,
+                            const protocol::kafka::SaslHandshakeRequest& r, net::Reply& reply);
+  // One SASL token (a SaslAuthenticate's, or a bare frame's: h null), to the gate.
+  net::Dispatched saslStep(Session& s, const protocol::kafka::RequestHeader* h, std::string token,
+                           net::Reply reply);
+  // Calls the handler with the request as the gate allows it for the user:
+  // refused groups answered GROUP_AUTHORIZATION_FAILED.
+  void admit(Session& s, const protocol::kafka::RequestHeader& h, protocol::kafka::Request request,
+             protocol::kafka::ResponseCallback done);
+  void callHandler(Session& s, const protocol::kafka::RequestHeader& h, protocol::kafka::Request request,
+                   protocol::kafka::ResponseCallback done);
+
   protocol::kafka::Handler& handler_;
+  std::shared_ptr<AuthGate> auth_;
 };
 
 }  // namespace groupcoord::server

@@ -336,11 +336,6 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     // server's registration; it serves once the coordinator does.
     std::unique_ptr<TcpServer> kafkaServer;
     if (config.kafkaListenPort >= 0) {
-      if (tcpOptions.auth) {
-        spdlog::critical("kafka.listen.port is set with auth.credentials.file: the Kafka port has no SASL yet, so "
-                         "it would let every Kafka client in; unset one of them (docs/kafka.md, \"Security\")");
-        return EXIT_CONFIG;
-      }
       protocol::kafka::Handler* kafkaHandler = backend->kafkaHandler();
       if (kafkaHandler == nullptr) {
         spdlog::critical("kafka.listen.port is set but this server's backend answers no Kafka request");
@@ -348,7 +343,11 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       }
       TcpServerOptions kafkaOptions = config.kafkaTcpOptions();
       kafkaOptions.tls = tcpOptions.tls;
-      kafkaServer = std::make_unique<TcpServer>(kafkaOptions, std::make_unique<KafkaProtocol>(*kafkaHandler));
+      // With authentication on, the binary port's gate: the same credentials,
+      // auth.plain, throttle and permissions (docs/protocol.md, "Security on
+      // the Kafka port").
+      kafkaServer =
+          std::make_unique<TcpServer>(kafkaOptions, std::make_unique<KafkaProtocol>(*kafkaHandler, tcpOptions.auth));
       if (!kafkaServer->bind(&error)) {
         spdlog::critical("{} (kafka.listen.port)", error);
         return EXIT_UNAVAILABLE;
@@ -417,8 +416,9 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     spdlog::info("groupcoordd listening on {}:{} (server id {}, advertised as {}:{}; {} I/O thread(s))",
                  config.listenAddress, server.port(), self.serverId, self.host, self.port, server.ioThreads());
     if (kafkaServer) {
-      spdlog::info("Kafka port on {}:{} (advertised to Kafka clients as {}:{}; docs/kafka.md)", config.listenAddress,
-                   kafkaServer->port(), self.host, self.kafkaPort);
+      spdlog::info("Kafka port on {}:{} (advertised to Kafka clients as {}:{}; docs/kafka.md){}", config.listenAddress,
+                   kafkaServer->port(), self.host, self.kafkaPort,
+                   tcpOptions.auth ? "; SASL first: SCRAM-SHA-256, and PLAIN where auth.plain allows it" : "");
     }
     if (server.internalPort() != 0) {
       spdlog::info("internal listener on {}:{} (advertised inside the network as {}:{})", config.listenAddress,

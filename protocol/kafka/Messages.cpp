@@ -78,4 +78,14 @@ std::string_view errorName(ErrorCode e) {
   return "UNKNOWN_ERROR_CODE";
 }
 
+OffsetCommitResponse offsetCommitAnswer(const OffsetCommitRequest& request, ErrorCode error) {
+  OffsetCommitResponse out;
+  for (const auto& t : request.topics) {
+    OffsetCommitResponse::Topic topic{t.name, {}};
+    for (const auto& p : t.partitions) topic.partitions.push_back({p.partitionIndex, error});
+    out.topics.push_back(std::move(topic));
+  }
+  return out;
+}
+
 }  // namespace groupcoord::protocol::kafka

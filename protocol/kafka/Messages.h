@@ -1033,4 +1033,8 @@ static_assert(detail::requestsMatchResponses(),
               "Request and Response list the same APIs in the same order with the same versions, each within "
               "the versions schema::smallest knows");
 
+// An OffsetCommit answer with `error` for every partition the request names:
+// a commit refused before its group was asked.
+OffsetCommitResponse offsetCommitAnswer(const OffsetCommitRequest& request, ErrorCode error);
+
 }  // namespace groupcoord::protocol::kafka

@@ -345,6 +345,41 @@ TEST_F(AuthGateTest, PipelinedCallsWaitForTheirAuthenticateAndKeepTheirOrder) {
   EXPECT_EQ(handler_.seen(), std::vector<int64_t>{2});
 }
 
+// Another port's steps (the Kafka port's SASL): the same check, and the
+// same decisions afterwards, by the role here (no permissions file).
+TEST_F(AuthGateTest, AnotherPortsStepsAreCheckedAndItsCallsJudgedAsTheBinaryPorts) {
+  const protocol::Caller caller{"127.0.0.1", 5556, ""};
+  auto step = [&](const std::shared_ptr<AuthSession>& session, protocol::AuthenticateRequest request) {
+    std::promise<ErrorCode> answered;
+    gate_->authenticate(session, caller, 0, std::move(request),
+                        [&](protocol::Response r) { answered.set_value(protocol::responseError(r)); });
+    auto f = answered.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    return f.get();
+  };
+  auto refused = std::make_shared<AuthSession>();
+  EXPECT_EQ(gate_->judge(*refused, ApiKey::RegisterConsumer, "g").authenticated, false);
+  EXPECT_EQ(step(refused, protocol::AuthenticateRequest{"app", "wrong"}), ErrorCode::NOT_AUTHORIZED);
+  EXPECT_FALSE(AuthGate::authenticatedUser(*refused).has_value());
+  EXPECT_FALSE(gate_->judge(*refused, ApiKey::RegisterConsumer, "g").allowed);
+
+  auto app = std::make_shared<AuthSession>();
+  EXPECT_EQ(step(app, protocol::AuthenticateRequest{"app", "app-secret"}), ErrorCode::NONE);
+  EXPECT_EQ(AuthGate::authenticatedUser(*app), std::optional<std::string>("app"));
+  const AuthGate::Verdict join = gate_->judge(*app, ApiKey::RegisterConsumer, "g");
+  EXPECT_TRUE(join.allowed);
+  EXPECT_EQ(join.user, "app");
+  EXPECT_FALSE(gate_->judge(*app, ApiKey::DeleteGroup, "g").allowed) << "a member may not delete";
+  EXPECT_TRUE(gate_->judge(*app, ApiKey::ListGroups, "").shows("any")) << "no rules: every group is listed";
+
+  gate_->setPlainAuth(PlainAuth::TlsOnly);
+  EXPECT_FALSE(gate_->plainAllowed(false));
+  EXPECT_TRUE(gate_->plainAllowed(true));
+  EXPECT_EQ(step(std::make_shared<AuthSession>(), protocol::AuthenticateRequest{"app", "app-secret"}),
+            ErrorCode::NOT_AUTHORIZED)
+      << "the secret in the clear is refused off TLS by auth.plain=tls";
+}
+
 TEST_F(AuthGateTest, AnAdminMayDoEverythingAndSessionsAreSeparate) {
   auto admin = std::make_shared<AuthSession>();
   auto other = std::make_shared<AuthSession>();

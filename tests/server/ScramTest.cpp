@@ -85,6 +85,35 @@ TEST(Scram, ACapturedExchangeReplayedAgainstANewNonceIsRefused) {
   EXPECT_NE(error.find("nonce is not this exchange's"), std::string::npos) << error;
 }
 
+// The client-final message for `nonce` with the right proof for RFC 7677's
+// exchange: what a client writes that puts another r= there.
+std::string clientFinalWithNonce(const std::string& nonce) {
+  const scram::Bytes salted = hashSecret(kPassword, *scram::fromBase64("W22ZaJ0SNY7soEsUEjb6gQ=="), 4096);
+  const scram::Bytes clientKey = scram::hmacSha256(salted, "Client Key");
+  const std::string withoutProof = "c=biws,r=" + nonce;
+  const std::string authMessage =
+      std::string(kClientFirst).substr(3) + "," + kServerFirst + "," + withoutProof;
+  scram::Bytes proof = scram::hmacSha256(scram::sha256(clientKey), authMessage);
+  for (size_t i = 0; i < proof.size(); ++i) proof[i] ^= clientKey[i];
+  return withoutProof + ",p=" + scram::base64(proof);
+}
+
+TEST(Scram, LibrdkafkasFinalNonceWithTheClientNonceTwiceIsTakenAndNoOtherPrefix) {
+  // librdkafka 2.0.2 writes r=CLIENT CLIENT SERVER; Kafka's brokers take it.
+  const std::string exchangeNonce = std::string(kClientNonce) + kServerNonce;
+  for (const std::string& nonce : {std::string(kClientNonce) + exchangeNonce, "x" + exchangeNonce}) {
+    scram::ServerExchange s;
+    std::string error, serverFinal;
+    ASSERT_TRUE(s.start(kClientFirst, &error));
+    s.challenge(rfcUser(), kServerNonce);
+    const bool librdkafkas = nonce.front() != 'x';
+    EXPECT_EQ(s.finish(clientFinalWithNonce(nonce), &serverFinal, &error), librdkafkas) << nonce << ": " << error;
+    if (!librdkafkas) {
+      EXPECT_NE(error.find("nonce is not this exchange's"), std::string::npos) << error;
+    }
+  }
+}
+
 TEST(Scram, TamperedAndMalformedMessagesAreRefused) {
   std::string error, serverFinal;
   // A proof changed by one bit; a channel-binding header that is not the first's.
