@@ -524,6 +524,20 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Hea
   done(failed<k::HeartbeatResponse>(error));
 }
 
+// As route() answers a heartbeat, less what it leaves to route(): a group
+// not loaded here yet, one no longer controlled here, a lapsed lease. A
+// heartbeat has no effects to deliver.
+bool KafkaGroups::heartbeatNow(const protocol::Caller&, const k::HeartbeatView& r, ErrorCode* error) {
+  MutexLock lock(mu_);
+  if (stopped_) return false;
+  auto it = groups_.find(r.groupId);
+  if (it == groups_.end() || it->second->loading || !it->second->model) return false;
+  const TimePoint now = time_.now();
+  if (!hooks_.controlsHere(it->first) || !hooks_.answersFromMemory(now)) return false;
+  *error = it->second->model->heartbeat(r.generationId, r.memberId, r.groupInstanceId, now);
+  return true;
+}
+
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::LeaveGroupRequest r,
                         k::ResponseCallback& done) {
   Answers out;

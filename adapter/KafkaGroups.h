@@ -76,6 +76,11 @@ class KafkaGroups final : public protocol::kafka::Handler {
 
   void handle(const protocol::Caller& caller, const protocol::kafka::RequestHeader& header,
               protocol::kafka::Request request, protocol::kafka::ResponseCallback done) override;
+  // A heartbeat of a group loaded here, while this server controls it and
+  // its session lease holds: answered from memory as route() would.
+  // Anything else is left to handle().
+  bool heartbeatNow(const protocol::Caller& caller, const protocol::kafka::HeartbeatView& request,
+                    protocol::kafka::ErrorCode* error) override EXCLUDES(mu_);
 
   // Deadlines of every group (sessions, barriers), and the groups no
   // longer controlled here forgotten (their waiting requests answered
@@ -154,7 +159,7 @@ class KafkaGroups final : public protocol::kafka::Handler {
   const KafkaHooks hooks_;
 
   mutable Mutex mu_;
-  std::map<std::string, std::unique_ptr<Entry>> groups_ GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Entry>, std::less<>> groups_ GUARDED_BY(mu_);
   uint64_t nextTicket_ GUARDED_BY(mu_) = 1;
   uint64_t nextSerial_ GUARDED_BY(mu_) = 1;
   uint64_t memberSerial_ GUARDED_BY(mu_) = 0;

@@ -125,16 +125,29 @@ void Loop::sendFrame(int conn, const std::vector<uint8_t>& frame, protocol::ApiK
   queue(conn, frame.data(), frame.size(), api, std::move(done));
 }
 
-void Loop::queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done) {
+void Loop::sendRaw(int conn, const std::vector<uint8_t>& frame, FrameFn done) {
+  queue(conn, frame.data(), frame.size(), protocol::ApiKey::Heartbeat, {}, std::move(done));
+}
+
+void Loop::queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done, FrameFn raw) {
   if (!isOpen(conn)) {
     // Failed asynchronously, like a request on a connection that drops.
-    after(0, [done = std::move(done)] { done(nullptr, 0); });
+    Pending p{api, 0, std::move(done), std::move(raw)};
+    after(0, [p = std::move(p)] { failPending(p); });
     return;
   }
   Conn& c = *conns_[conn];
   if (c.out.empty()) dirty_.push_back(conn);
   c.out.insert(c.out.end(), data, data + size);
-  c.pending.push_back(Pending{api, nowNs(), std::move(done)});
+  c.pending.push_back(Pending{api, nowNs(), std::move(done), std::move(raw)});
+}
+
+void Loop::failPending(const Pending& p) {
+  if (p.raw) {
+    p.raw(false, {}, 0);
+  } else {
+    p.done(nullptr, 0);
+  }
 }
 
 void Loop::flush(int conn) {
@@ -193,6 +206,13 @@ void Loop::onReadable(int conn) {
     }
     Pending p = std::move(c.pending.front());
     c.pending.pop_front();
+    if (p.raw) {
+      const std::span<const uint8_t> body(c.in.data() + off + 4, static_cast<size_t>(size));
+      off += 4 + static_cast<size_t>(size);
+      p.raw(true, body, now - p.sentNs);
+      if (!isOpen(conn)) return;
+      continue;
+    }
     auto decoded = protocol::decodeResponse(p.api, std::span<const uint8_t>(c.in.data() + off + 4, size));
     const auto api = static_cast<size_t>(p.api);
     if (api < bytesIn_.size()) bytesIn_[api] += 4 + static_cast<uint64_t>(size);
@@ -220,7 +240,7 @@ void Loop::fail(int conn, bool lost) {
   // Deferred, so that a callback reconnecting or resending does not run
   // inside the code that is closing.
   for (auto& p : pending) {
-    after(0, [done = std::move(p.done)] { done(nullptr, 0); });
+    after(0, [p = std::move(p)] { failPending(p); });
   }
 }
 
@@ -276,6 +296,34 @@ bool Loop::runUntil(const std::function<bool()>& done, uint64_t timeoutNs) {
 
 void Loop::runFor(uint64_t durationNs) {
   runUntil([] { return false; }, durationNs);
+}
+
+bool Loop::runUntilEvery(uint64_t everyNs, const std::function<bool()>& done, uint64_t timeoutNs) {
+  uint64_t lastCheck = 0;
+  return runUntil(
+      [&] {
+        const uint64_t now = nowNs();
+        if (now - lastCheck < everyNs) return false;
+        lastCheck = now;
+        return done();
+      },
+      timeoutNs);
+}
+
+bool Loop::pipelined(size_t count, int depth, const std::function<void(const std::function<void()>&)>& send,
+                     uint64_t timeoutNs) {
+  size_t sent = 0, answered = 0;
+  std::function<void()> one;
+  const std::function<void()> onAnswer = [&] {
+    ++answered;
+    if (sent < count) one();
+  };
+  one = [&] {
+    ++sent;
+    send(onAnswer);
+  };
+  for (int d = 0; d < depth && sent < count; ++d) one();
+  return runUntil([&] { return answered == count; }, timeoutNs);
 }
 
 double Histogram::quantileMs(double q) const {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ uint64_t nowNs();
 // Called with the decoded response (nullptr when the connection failed or
 // the answer could not be decoded) and the time since the request was sent.
 using ResponseFn = std::function<void(const protocol::Response* response, uint64_t latencyNs)>;
+// Called with the answer frame's body (after its 4-byte size; empty with
+// `ok` false when the connection failed): for another protocol on the same
+// framing, which the caller decodes itself (the Kafka port).
+using FrameFn = std::function<void(bool ok, std::span<const uint8_t> body, uint64_t latencyNs)>;
 
 class Loop {
  public:
@@ -53,6 +58,9 @@ class Loop {
   void send(int conn, const protocol::Request& request, ResponseFn done, int16_t version = 0);
   // Queues a frame encoded with encodeFrame(); `api` decodes its answer.
   void sendFrame(int conn, const std::vector<uint8_t>& frame, protocol::ApiKey api, ResponseFn done);
+  // Queues a whole frame of any protocol with 4-byte size framing; its
+  // answer's body goes to `done` undecoded.
+  void sendRaw(int conn, const std::vector<uint8_t>& frame, FrameFn done);
 
   // Runs `fn` once `delayNs` from now, on the loop's thread.
   void after(uint64_t delayNs, std::function<void()> fn);
@@ -61,6 +69,14 @@ class Loop {
   // deadline passes; returns done().
   bool runUntil(const std::function<bool()>& done, uint64_t timeoutNs);
   void runFor(uint64_t durationNs);
+  // runUntil, with `done()` asked at most every `everyNs` (a check that
+  // walks thousands of members must not starve the schedule it checks).
+  bool runUntilEvery(uint64_t everyNs, const std::function<bool()>& done, uint64_t timeoutNs);
+  // Sends `count` requests, each by `send(answered)`, which queues one and
+  // calls `answered()` from its callback; at most `depth` unanswered at a
+  // time. Runs until all are answered or the deadline passes; whether all were.
+  bool pipelined(size_t count, int depth, const std::function<void(const std::function<void()>& answered)>& send,
+                 uint64_t timeoutNs);
 
   uint64_t failedConnects() const { return failedConnects_; }
   // Bytes of the answers received so far to calls of `api`, frames whole.
@@ -73,6 +89,7 @@ class Loop {
     protocol::ApiKey api;
     uint64_t sentNs;
     ResponseFn done;
+    FrameFn raw;  // set: the answer goes to it undecoded
   };
   struct Conn {
     int fd = -1;
@@ -90,13 +107,15 @@ class Loop {
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
-  void queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done);
+  void queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done, FrameFn raw = {});
   void flush(int conn);
   void onReadable(int conn);
   // Closes the connection and fails what waits on it; `lost`: the peer
   // closed it or it could not be read (not a close() of our own).
   void fail(int conn, bool lost = true);
   void runTimers();
+  // A request's callback told that its connection failed.
+  static void failPending(const Pending& p);
 
   int epfd_ = -1;
   bool pwait2_ = true;  // epoll_pwait2 (nanosecond timeouts) is there

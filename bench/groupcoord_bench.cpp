@@ -12,6 +12,7 @@
 //   groupcoord-bench placement  --server-bin GROUPCOORDD [--work-dir DIR] [--steady-seconds 600]
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //                                [--metrics-port HTTP]
+//   groupcoord-bench kafka      --kafka-port K [--members 1000] [--leave-sizes 10,1000]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -58,8 +59,10 @@
 #include "adapter/Placement.h"
 #include "adapter/Hash.h"
 #include "common/Layout.h"
+#include "bench/Common.h"
 #include "bench/Ensemble.h"
 #include "bench/Fleet.h"
+#include "bench/KafkaScenario.h"
 #include "bench/Loop.h"
 #include "protocol/Codec.h"
 #include "zk/Session.h"
@@ -71,76 +74,6 @@ namespace groupcoord::bench {
 namespace {
 
 using protocol::ErrorCode;
-constexpr uint64_t kMs = 1'000'000;
-constexpr uint64_t kSec = 1'000'000'000;
-
-struct Args {
-  std::map<std::string, std::string> values;
-  std::string get(const std::string& key, const std::string& def = "") const {
-    auto it = values.find(key);
-    return it == values.end() ? def : it->second;
-  }
-  long num(const std::string& key, long def) const {
-    auto it = values.find(key);
-    return it == values.end() ? def : std::stol(it->second);
-  }
-  std::vector<long> list(const std::string& key) const {
-    std::vector<long> out;
-    std::stringstream in(get(key));
-    std::string item;
-    while (std::getline(in, item, ',')) {
-      if (!item.empty()) out.push_back(std::stol(item));
-    }
-    return out;
-  }
-};
-
-void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void log(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::fputs("[bench] ", stderr);
-  std::vfprintf(stderr, fmt, ap);
-  std::fputc('\n', stderr);
-  va_end(ap);
-}
-
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "[bench] FAILED: %s\n", why.c_str());
-  std::exit(1);
-}
-
-void row(const std::string& scenario, const std::string& figure, const std::string& value,
-         const std::string& target = "") {
-  std::printf("| %s | %s | %s | %s |\n", scenario.c_str(), figure.c_str(), value.c_str(), target.c_str());
-  std::fflush(stdout);
-}
-
-std::string fmt(double v, int decimals = 0) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// Thousands separated, for counts and rates.
-std::string count(double v) {
-  std::string digits = fmt(std::round(v));
-  std::string out;
-  int n = 0;
-  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-    ++n;
-  }
-  return out;
-}
-
-std::string stamp() {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count() %
-                        100000000);
-}
 
 std::string errorsText(const FleetStats& s) {
   if (s.errors.empty()) return "none";
@@ -150,21 +83,6 @@ std::string errorsText(const FleetStats& s) {
     out += name + " " + std::to_string(n);
   }
   return out;
-}
-
-// Writes a Kafka-layout topic with `partitions` partitions directly in
-// ZooKeeper, as a broker would.
-void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const std::string& topic,
-                 int32_t partitions) {
-  zk::SessionConfig cfg;
-  cfg.connect = zk.connectString();
-  zk::Session s(cfg);
-  s.start();
-  if (s.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper at " + cfg.connect);
-  if (s.ensurePathSync(topicsPath) != zk::Error::Ok) fail("cannot create " + topicsPath);
-  auto r = s.createSync(topicsPath + "/" + topic, layout::encodeTopic(partitions), zk::CreateMode::Persistent);
-  if (r.error != zk::Error::Ok) fail("cannot create topic " + topic);
-  s.close();
 }
 
 std::vector<protocol::TopicPartition> partitionsOf(const std::string& topic, int32_t n) {
@@ -181,18 +99,12 @@ uint64_t settle(Loop& loop, Fleet& fleet, uint64_t intervalNs, uint64_t timeoutN
                 Histogram* latency = nullptr, bool keepBeating = false) {
   const uint64_t t0 = nowNs();
   fleet.startBeating(intervalNs, latency);
-  uint64_t lastCheck = 0;
   // The check walks every member: every 5 ms for small fleets, less often
   // for big ones (250 ms at 100,000), so that it does not starve the
   // schedule it checks.
   const uint64_t every = std::max<uint64_t>(5 * kMs, fleet.size() * 2500);
-  bool ok = loop.runUntil(
-      [&] {
-        const uint64_t now = nowNs();
-        if (now - lastCheck < every) return false;
-        lastCheck = now;
-        return fleet.allInSync() && (partitions.empty() || fleet.assignmentExactAll(partitions));
-      },
+  bool ok = loop.runUntilEvery(
+      every, [&] { return fleet.allInSync() && (partitions.empty() || fleet.assignmentExactAll(partitions)); },
       timeoutNs);
   const uint64_t took = nowNs() - t0;
   if (!keepBeating) {
@@ -710,15 +622,8 @@ void members(const Args& args) {
     // once; checked every 250 ms (the check walks every member).
     auto settled = [&](const char* what) {
       const uint64_t t0 = nowNs();
-      uint64_t lastCheck = 0;
-      const bool ok = loop.runUntil(
-          [&] {
-            const uint64_t now = nowNs();
-            if (now - lastCheck < 250 * kMs) return false;
-            lastCheck = now;
-            return fleet.allInSync() && fleet.assignmentExactAll(expected);
-          },
-          120 * kSec);
+      const bool ok = loop.runUntilEvery(
+          250 * kMs, [&] { return fleet.allInSync() && fleet.assignmentExactAll(expected); }, 120 * kSec);
       const double took = static_cast<double>(nowNs() - t0) / kSec;
       log("%s: %s: %s after %.2f s", sc.c_str(), what, ok ? "settled" : "NOT settled", took);
       churnSteps.emplace_back(what, ok ? took : -1);
@@ -945,16 +850,9 @@ void joinStorm(const Args& args) {
   };
   for (size_t i = 0; i < n; ++i) join(i);
   fleet.startBeating(interval);
-  uint64_t lastCheck = 0;
   std::string why;
-  const bool ok = loop.runUntil(
-      [&] {
-        const uint64_t now = nowNs();
-        if (now - lastCheck < 2 * kMs) return false;
-        lastCheck = now;
-        return fleet.allInSync() && fleet.assignmentExact(expected, &why);
-      },
-      60 * kSec);
+  const bool ok = loop.runUntilEvery(
+      2 * kMs, [&] { return fleet.allInSync() && fleet.assignmentExact(expected, &why); }, 60 * kSec);
   const uint64_t took = nowNs() - t0;
   const int64_t z1 = zk.zxid();
   fleet.stopBeating();
@@ -3041,30 +2939,6 @@ void placementScenario(const Args& args) {
 // connection: the difference over N is one heartbeat's instructions, with
 // whatever a window costs apart from its heartbeats left in both.
 
-// The Ir total of the newest dump `BASE.<pid>.<k>`; -1 if none.
-double newestDump(const std::string& base, int pid) {
-  double ir = -1;
-  for (int k = 1; k < 1000; ++k) {
-    std::ifstream in(base + "." + std::to_string(pid) + "." + std::to_string(k));
-    if (!in) {
-      if (k > 1) break;
-      continue;
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-      // "totals:" sums every cost line of the dump ("summary:" reads 0 in
-      // dumps taken with the instrumentation switched on and off).
-      if (line.rfind("totals:", 0) == 0) ir = std::strtod(line.c_str() + 7, nullptr);
-    }
-  }
-  return ir;
-}
-
-bool callgrind(const std::string& command, int pid) {
-  const std::string cmd = "callgrind_control " + command + " " + std::to_string(pid) + " > /dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0;
-}
-
 void instructions(const Args& args) {
   const auto ports = args.list("ports");
   const auto pids = args.list("pids");
@@ -3110,33 +2984,18 @@ void instructions(const Args& args) {
     if (conn < 0) fail("cannot connect to " + labels[std::min(k, labels.size() - 1)]);
     uint64_t notNone = 0;
     auto drive = [&](size_t count) {
-      size_t sent = 0, answered = 0;
-      std::function<void()> fire = [&] {
-        ++sent;
+      auto send = [&](const std::function<void()>& answered) {
         loop.sendFrame(conn, frame, protocol::ApiKey::Heartbeat, [&](const protocol::Response* r, uint64_t) {
-          ++answered;
           if (r == nullptr || protocol::responseError(*r) != ErrorCode::NONE) ++notNone;
-          if (sent < count) fire();
+          answered();
         });
       };
-      for (int d = 0; d < depth && sent < count; ++d) fire();
-      if (!loop.runUntil([&] { return answered == count; }, 600 * kSec)) fail("heartbeats went unanswered");
+      if (!loop.pipelined(count, depth, send, 600 * kSec)) fail("heartbeats went unanswered");
     };
-    drive(2000);  // warm: caches, the connection's buffers
-    const std::string& b = base[k];
-    double windows[2] = {0, 0};
-    for (int w = 0; w < 2; ++w) {
-      if (!callgrind("-z", pid) || !callgrind("-i on", pid)) fail("callgrind_control cannot reach pid " + std::to_string(pid));
-      drive(n * static_cast<size_t>(w + 1));
-      callgrind("-i off", pid);
-      callgrind("-d", pid);
-      windows[w] = newestDump(b, pid);
-      if (windows[w] < 0) fail("no callgrind dump under " + b);
-    }
+    const double per = perRequestInstructions(pid, base[k], n, drive);
     loop.close(conn);
     if (Loop::authFailures() != 0) fail("Authenticate was refused " + count(double(Loop::authFailures())) + " times");
     const std::string label = k < labels.size() ? labels[k] : "server " + std::to_string(k + 1);
-    const double per = (windows[1] - windows[0]) / static_cast<double>(n);
     perHeartbeat.push_back(per);
     row("9 instructions", "instructions per heartbeat, " + label + " (callgrind; windows of " + count(n) + " and " +
                               count(2.0 * n) + " at depth 16)",
@@ -3148,6 +3007,20 @@ void instructions(const Args& args) {
   }
   if (perHeartbeat.size() >= 3 && perHeartbeat[2] > 0) {
     row("9 instructions", "instructions per heartbeat, IoLoop echo / minimal echo", fmt(perHeartbeat[1] / perHeartbeat[2], 2));
+  }
+  // The first server's Kafka port: a Kafka member's heartbeat, the same way.
+  if (const long kafkaPort = args.num("kafka-port", 0); kafkaPort > 0) {
+    uint64_t notNone = 0;
+    const double kafka = kafkaHeartbeatInstructions(static_cast<uint16_t>(kafkaPort), static_cast<int>(pids[0]),
+                                                    base[0], n, depth, &notNone);
+    row("9 instructions", "instructions per heartbeat, " + labels[0] + "'s Kafka port (Heartbeat version 3; callgrind; windows of " +
+                              count(n) + " and " + count(2.0 * n) + " at depth 16)",
+        count(kafka) + (notNone ? " (" + count(static_cast<double>(notNone)) + " not NONE)" : ""));
+    if (!perHeartbeat.empty() && perHeartbeat[0] > 0) {
+      row("9 instructions", "instructions per heartbeat, " + labels[0] + ": Kafka / native (" + count(kafka) + " / " +
+                                count(perHeartbeat[0]) + ")",
+          fmt(kafka / perHeartbeat[0], 2), "<= 1.3");
+    }
   }
 }
 
@@ -3189,6 +3062,12 @@ int usage(int code) {
                "              [--labels NAME,...]\n"
                "              (each server under callgrind --instr-atstart=no --callgrind-out-file=BASE.%%p;\n"
                "              the first one groupcoordd)\n"
+               "              [--kafka-port K] (the first server's Kafka port: a Kafka heartbeat's instructions too)\n"
+               "  kafka       --kafka-port K [--members 1000] [--delay-ms 3000] [--interval-ms 1000]\n"
+               "              [--leave-sizes 10,1000] [--intervals-ms 1000,3000] [--rounds 3]\n"
+               "              (Kafka members, a connection each: --members form one group, one partition each;\n"
+               "              then in a group of each --leave-sizes at each heartbeat interval, one member\n"
+               "              leaves, --rounds times; --delay-ms: the server's initial rebalance delay, to print)\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics),\n"
                "        --user U --secret S (every connection authenticates first: a server with\n"
                "        auth.credentials.file; Authenticate version 0, so the secret crosses loopback)\n"
@@ -3254,6 +3133,8 @@ int main(int argc, char** argv) {
       assignScenario(args);
     } else if (scenario == "instructions") {
       instructions(args);
+    } else if (scenario == "kafka") {
+      kafkaScenario(args);
     } else {
       return usage(2);
     }

@@ -4,8 +4,8 @@
 #   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
 # SCENARIO: throughput, members, instructions, gate, members-100k, members-1conn,
-# scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet (default:
-# all, in that order), placement (run by fleet too, after it).
+# scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet, kafka
+# (default: all, in that order), placement (run by fleet too, after it).
 # throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -14,7 +14,8 @@
 # read-to-answer and stage figures from its /metrics, then the same schedule
 # against both echoes, in turns (five rounds of a 4 s window each);
 # instructions: instructions per heartbeat of the three
-# servers, counted by callgrind, then of groupcoordd with authentication on; gate: instructions per heartbeat through
+# servers, counted by callgrind, and of a Kafka heartbeat on groupcoordd's
+# Kafka port beside its native one, then of groupcoordd with authentication on; gate: instructions per heartbeat through
 # the authentication gate, without it, with roles only and with 1,000
 # permission rules (no server); members-100k: 100,000 members in 1,000
 # groups over 10,000 connections, heartbeating every 3 s with a 10 s
@@ -33,6 +34,11 @@
 # and groups of log-uniform sizes with heartbeating members), a fourth
 # server joining, a fifth flapping, then PLACEMENT_STEADY_SECONDS (default
 # 600; 30 with --quick) of steady weights.
+# kafka: Kafka members (a connection each) on groupcoordd's Kafka port:
+# 1,000 form one group with kafka.group.initial.rebalance.delay.ms 0, then
+# one member leaves groups of 10 and 1,000 at heartbeat intervals of 1 s
+# and 3 s (three times each); then 1,000 form one group on a fresh server
+# with the delay at its default, 3000 ms.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
 # the table's. Each scenario's time is logged.
@@ -72,7 +78,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet)
+all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -137,7 +143,7 @@ zk=$("${ensemble[@]}" connect)
 # start_server ID [ZK_SESSION_MS] -> sets server_pid and server_port
 start_server() {
   local id=$1 pf="$work/server$1.port" hf="$work/server$1.http" session=${2:-$zk_session_ms}
-  rm -f "$pf" "$hf"
+  rm -f "$pf" "$hf" "$work/server$1.kport"
   "${srv_cpu[@]}" "${wrap[@]}" "$server_bin" --zk-connect="$zk" --listen-address=127.0.0.1 --listen-port=0 --port-file="$pf" \
     --server-id="$id" --zk-session-timeout-ms="$session" --http-port=0 --http-port-file="$hf" \
     --log-file="$work/server$id.log" "${server_args[@]}" 2>>"$work/server$id.stderr" &
@@ -153,6 +159,20 @@ start_server() {
   server_port=$(cat "$pf")
   for i in $(seq 1 50); do [ -s "$hf" ] && break; sleep 0.1; done
   server_http=$(cat "$hf" 2>/dev/null || echo 0)
+}
+# kafka_on ID [DELAY_MS]: the next start_server ID opens a Kafka port (any
+# free one, written to $work/serverID.kport), with this initial rebalance
+# delay (default: the server's own, 3000 ms).
+kafka_on() {
+  server_args=(--kafka-listen-port=0 --kafka-port-file="$work/server$1.kport")
+  [ -z "${2:-}" ] || server_args+=(--kafka-group-initial-rebalance-delay-ms="$2")
+}
+# wait_kafka_port ID -> sets kafka_port (a server started after kafka_on ID)
+wait_kafka_port() {
+  local f="$work/server$1.kport"
+  for _ in $(seq 1 100); do [ -s "$f" ] && break; sleep 0.1; done
+  [ -s "$f" ] || { log "groupcoordd $1 wrote no Kafka port"; exit 1; }
+  kafka_port=$(cat "$f")
 }
 # start_control BINARY NAME -> sets control_pid and control_port
 start_control() {
@@ -335,8 +355,13 @@ for s in "${scenarios[@]}"; do
       # other threads: all of it.
       cg=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$work/cg.%p")
       io=("--toggle-collect=*IoLoop::onEvent*" "--toggle-collect=*IoLoop::flushScheduled*")
+      # groupcoordd with its Kafka port open: a Kafka member's heartbeat
+      # is counted the same way, after the native one.
       wrap=("${cg[@]}" "${io[@]}")
+      kafka_on 1 0
       start_server 1
+      server_args=()
+      wait_kafka_port 1
       start_control groupcoord-loop-echo loop-echo
       loop_echo_pid=$control_pid loop_echo_port=$control_port
       wrap=("${cg[@]}")
@@ -345,7 +370,7 @@ for s in "${scenarios[@]}"; do
       wrap=()
       run instructions --ports="$server_port,$loop_echo_port,$echo_port" \
         --pids="$server_pid,$loop_echo_pid,$echo_pid" --callgrind-bases="$work/cg,$work/cg,$work/cg" \
-        --count="$(q 20000 2000)"
+        --count="$(q 20000 2000)" --kafka-port="$kafka_port"
       stop_echoes
       stop_server "$server_pid"
       # The same with authentication on: every connection authenticates
@@ -386,6 +411,20 @@ for s in "${scenarios[@]}"; do
       ;;
     placement)
       run_placement
+      ;;
+    kafka)
+      # The forming and the leaves with no initial rebalance delay; then a
+      # fresh server at the default delay, for the forming alone.
+      for delay in 0 3000; do
+        kafka_on 1 "$delay"
+        start_server 1
+        server_args=()
+        wait_kafka_port 1
+        leaves=(--leave-sizes=)
+        [ "$delay" != 0 ] || leaves=(--leave-sizes="10,$(q 1000 100)" --intervals-ms=1000,3000 --rounds="$(q 3 1)")
+        run kafka --kafka-port="$kafka_port" --members="$(q 1000 100)" --delay-ms="$delay" "${leaves[@]}"
+        stop_server "$server_pid"
+      done
       ;;
     *)
       log "unknown scenario '$s' (${all_scenarios[*]} placement)"

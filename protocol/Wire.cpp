@@ -77,6 +77,13 @@ bool Reader::readEnum8(int8_t& v, int8_t maxValue, const char* field) {
 }
 
 bool Reader::readString(std::string& v, const char* field) {
+  std::string_view view;
+  if (!readStringView(view, field)) return false;
+  v.assign(view);
+  return true;
+}
+
+bool Reader::readStringView(std::string_view& v, const char* field) {
   int16_t len = 0;
   if (!readInt16(len, field)) return false;
   if (len == -1) {
@@ -89,7 +96,7 @@ bool Reader::readString(std::string& v, const char* field) {
   }
   const auto n = static_cast<size_t>(len);
   if (remaining() < n) return fail(Failure::LengthBeyondEnd, field, len, n);
-  v.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+  v = std::string_view(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;
   return true;
 }
@@ -107,7 +114,7 @@ bool Reader::readBytes(std::string& v, const char* field) {
 }
 
 template <typename Length>
-bool Reader::readNullableText(std::optional<std::string>& v, const char* field) {
+bool Reader::readNullableText(std::optional<std::string_view>& v, const char* field) {
   Length len = 0;
   bool ok = false;
   if constexpr (sizeof(Length) == 2) {
@@ -131,7 +138,25 @@ bool Reader::readNullableText(std::optional<std::string>& v, const char* field) 
   return true;
 }
 
+namespace {
+// A nullable view read as an owned string.
+bool own(bool read, const std::optional<std::string_view>& view, std::optional<std::string>& v) {
+  if (!read) return false;
+  if (view) {
+    v.emplace(*view);
+  } else {
+    v.reset();
+  }
+  return true;
+}
+}  // namespace
+
 bool Reader::readNullableString(std::optional<std::string>& v, const char* field) {
+  std::optional<std::string_view> view;
+  return own(readNullableText<int16_t>(view, field), view, v);
+}
+
+bool Reader::readNullableStringView(std::optional<std::string_view>& v, const char* field) {
   return readNullableText<int16_t>(v, field);
 }
 
@@ -144,7 +169,8 @@ bool Reader::readCount(size_t& count, size_t minElementBytes, const char* field)
 }
 
 bool Reader::readNullableBytes(std::optional<std::string>& v, const char* field) {
-  return readNullableText<int32_t>(v, field);
+  std::optional<std::string_view> view;
+  return own(readNullableText<int32_t>(view, field), view, v);
 }
 
 bool Reader::readNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field) {

@@ -68,6 +68,9 @@ class Reader {
   bool readString(std::string& v, const char* field);
   // Length -1 gives nullopt.
   bool readNullableString(std::optional<std::string>& v, const char* field);
+  // The same two read in place: the views point into the bytes read.
+  bool readStringView(std::string_view& v, const char* field);
+  bool readNullableStringView(std::optional<std::string_view>& v, const char* field);
   // `bytes`: an int32 length, then that many bytes; -1 reads as empty.
   bool readBytes(std::string& v, const char* field);
   // An array count: -1 gives 0. Fails unless count * minElementBytes fits in
@@ -91,7 +94,7 @@ class Reader {
  private:
   // A nullable string (Length int16) or nullable bytes (int32): -1 gives nullopt.
   template <typename Length>
-  bool readNullableText(std::optional<std::string>& v, const char* field);
+  bool readNullableText(std::optional<std::string_view>& v, const char* field);
   bool fail(Failure f, const char* field, int64_t value, size_t need);
   bool need(size_t n, const char* field);
   uint64_t takeBigEndian(size_t n);

@@ -142,6 +142,23 @@ bool KafkaProtocol::urgent(std::span<const uint8_t> body) const {
   return body.size() >= 2 && body[0] == 0 && body[1] == static_cast<uint8_t>(kafka::ApiKey::Heartbeat);
 }
 
+// A heartbeat the handler answers now (Handler::heartbeatNow): no decoded
+// request, no reply slot, no callback. Anything peekHeartbeat does not
+// accept, and a heartbeat the handler leaves, takes the general path.
+bool KafkaProtocol::answerNow(net::ProtocolSession& session, std::span<const uint8_t> body, std::vector<uint8_t>& out,
+                              net::InlineSample*) {
+  kafka::HeartbeatView r;
+  if (!kafka::peekHeartbeat(body, r)) return false;
+  kafka::ErrorCode error = kafka::ErrorCode::NONE;
+  try {
+    if (!handler_.heartbeatNow(static_cast<KafkaSession&>(session).caller, r, &error)) return false;
+  } catch (...) {
+    return false;  // the general path answers it, and logs what goes wrong
+  }
+  kafka::appendHeartbeatResponse(r.correlationId, r.apiVersion, error, out);
+  return true;
+}
+
 net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span<const uint8_t> body,
                                         net::Reply reply) {
   auto& s = static_cast<Session&>(session);

@@ -5,6 +5,10 @@
 // Kafka's framing is groupcoord's (a 4-byte big-endian length, then the
 // body), so the same loop runs it with its limits, deadlines and TLS.
 //
+// Heartbeats take the inline path (answerNow): read in place and answered
+// on the I/O thread by the handler's heartbeatNow, straight into the output,
+// when the handler can; otherwise the general path below.
+//
 // What the port answers itself: ApiVersions (the served set), and an
 // ApiVersions above the served maximum with a version-0 answer naming the
 // served range. A request of an API or version it does not serve, or one
@@ -43,9 +47,8 @@ class KafkaProtocol final : public net::FrameProtocol {
 
   int32_t minRequestBody() const override;
   std::unique_ptr<net::ProtocolSession> open(const net::Peer& peer) override;
-  bool answerNow(net::ProtocolSession&, std::span<const uint8_t>, std::vector<uint8_t>&, net::InlineSample*) override {
-    return false;
-  }
+  bool answerNow(net::ProtocolSession& session, std::span<const uint8_t> body, std::vector<uint8_t>& out,
+                 net::InlineSample* sample) override;
   bool urgent(std::span<const uint8_t> body) const override;
   net::Dispatched dispatch(net::ProtocolSession& session, std::span<const uint8_t> body, net::Reply reply) override;
   bool recordsStages() const override { return false; }

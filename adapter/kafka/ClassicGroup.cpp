@@ -288,7 +288,7 @@ bool ClassicGroup::protocolsCompatible(const wire::JoinGroupRequest& r, const st
   return false;
 }
 
-bool ClassicGroup::fenced(const std::string& memberId, const std::optional<std::string>& instanceId) const {
+bool ClassicGroup::fenced(std::string_view memberId, const std::optional<std::string_view>& instanceId) const {
   if (!instanceId) return false;
   auto it = instances_.find(*instanceId);
   return it != instances_.end() && it->second != memberId;
@@ -487,11 +487,18 @@ void ClassicGroup::sync(Ticket t, const SyncArgs& a, TimePoint now, Effects& out
 
 ErrorCode ClassicGroup::heartbeat(const wire::HeartbeatRequest& r, TimePoint now, Effects& out) {
   (void)out;
+  std::optional<std::string_view> instance;
+  if (r.groupInstanceId) instance = *r.groupInstanceId;
+  return heartbeat(r.generationId, r.memberId, instance, now);
+}
+
+ErrorCode ClassicGroup::heartbeat(int32_t generationId, std::string_view memberId,
+                                  const std::optional<std::string_view>& groupInstanceId, TimePoint now) {
   if (state_ == State::Dead) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
-  if (fenced(r.memberId, r.groupInstanceId)) return ErrorCode::FENCED_INSTANCE_ID;
-  auto it = members_.find(r.memberId);
+  if (fenced(memberId, groupInstanceId)) return ErrorCode::FENCED_INSTANCE_ID;
+  auto it = members_.find(memberId);
   if (it == members_.end()) return ErrorCode::UNKNOWN_MEMBER_ID;
-  if (r.generationId != generation_) return ErrorCode::ILLEGAL_GENERATION;
+  if (generationId != generation_) return ErrorCode::ILLEGAL_GENERATION;
   if (state_ == State::Empty) return ErrorCode::UNKNOWN_MEMBER_ID;
   it->second.sessionDeadline = now + Millis(it->second.view.sessionTimeoutMs);
   return state_ == State::PreparingRebalance ? ErrorCode::REBALANCE_IN_PROGRESS : ErrorCode::NONE;

@@ -124,6 +124,10 @@ class ClassicGroup {
   void sync(Ticket t, const SyncArgs& a, TimePoint now, Effects& out);
   // Heartbeat: renews the member's session; the error to answer.
   wire::ErrorCode heartbeat(const wire::HeartbeatRequest& r, TimePoint now, Effects& out);
+  // The same read in place (the Kafka port's inline heartbeats); a
+  // heartbeat has no effects.
+  wire::ErrorCode heartbeat(int32_t generationId, std::string_view memberId,
+                            const std::optional<std::string_view>& groupInstanceId, TimePoint now);
   // LeaveGroup (versions 0 and 1: one member).
   wire::ErrorCode leave(const std::string& memberId, TimePoint now, Effects& out);
   // OffsetCommit's fence (also renews the member's session): NONE when the
@@ -178,7 +182,7 @@ class ClassicGroup {
   // The member's answer of the current generation (the member list for the leader only).
   wire::JoinGroupResponse joinAnswer(const Member& m) const;
   bool protocolsCompatible(const wire::JoinGroupRequest& r, const std::string& except) const;
-  bool fenced(const std::string& memberId, const std::optional<std::string>& instanceId) const;
+  bool fenced(std::string_view memberId, const std::optional<std::string_view>& instanceId) const;
 
   // The barrier: entered from Stable, CompletingRebalance or Empty (with the
   // initial delay), completed when every member waits in JoinGroup or at
@@ -204,12 +208,12 @@ class ClassicGroup {
   std::string protocolType_;
   std::string protocolName_;
   std::string leader_;
-  std::map<std::string, Member> members_;
+  std::map<std::string, Member, std::less<>> members_;
   // Member ids handed out with MEMBER_ID_REQUIRED, not joined yet, and
   // when they lapse.
   std::map<std::string, TimePoint> pending_;
   // group.instance.id -> member id
-  std::map<std::string, std::string> instances_;
+  std::map<std::string, std::string, std::less<>> instances_;
   TimePoint barrierDeadline_{};
   // The initial delay: its current end, what remains of the rebalance
   // timeout past it, and whether a new member joined since it was last set.

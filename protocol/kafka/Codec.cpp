@@ -150,6 +150,40 @@ void encodeRequest(const RequestHeader& header, const Request& request, std::vec
   w.endFrame(frame);
 }
 
+bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out) {
+  Reader r(body);
+  int16_t key = 0;
+  std::optional<std::string_view> clientId;
+  if (!r.readInt16(key, "ApiKey") || key != static_cast<int16_t>(ApiKey::Heartbeat)) return false;
+  if (!r.readInt16(out.apiVersion, "ApiVersion") || out.apiVersion < HeartbeatRequest::kMinVersion ||
+      out.apiVersion > HeartbeatRequest::kMaxVersion) {
+    return false;
+  }
+  if (!r.readInt32(out.correlationId, "CorrelationId") || !r.readNullableStringView(clientId, "ClientId") ||
+      !r.readStringView(out.groupId, "GroupId") || !r.readInt32(out.generationId, "GenerationId") ||
+      !r.readStringView(out.memberId, "MemberId")) {
+    return false;
+  }
+  out.groupInstanceId.reset();
+  if (out.apiVersion >= 3 && !r.readNullableStringView(out.groupInstanceId, "GroupInstanceId")) return false;
+  return r.remaining() == 0;
+}
+
+void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode error, std::vector<uint8_t>& out) {
+  // Size, CorrelationId, ThrottleTimeMs (version 1 on, always 0), ErrorCode.
+  uint8_t bytes[14];
+  size_t n = 0;
+  auto put = [&](uint32_t v, int width) {
+    for (int shift = 8 * (width - 1); shift >= 0; shift -= 8) bytes[n++] = static_cast<uint8_t>(v >> shift);
+  };
+  const bool throttle = version >= 1;
+  put(throttle ? 10 : 6, 4);
+  put(static_cast<uint32_t>(correlationId), 4);
+  if (throttle) put(0, 4);
+  put(static_cast<uint16_t>(error), 2);
+  out.insert(out.end(), bytes, bytes + n);
+}
+
 // ---- Responses -----------------------------------------------------------------
 
 void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/kafka/Messages.h"
@@ -80,6 +81,27 @@ struct DecodedResponse {
 // body: a response frame without its Size, of `api` at `version` (what the
 // request was). For tests and tools.
 DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body);
+
+// A Heartbeat request read in place (the views point into the body it was
+// read from): what the Kafka port answers on its I/O thread.
+struct HeartbeatView {
+  int16_t apiVersion = 0;
+  int32_t correlationId = 0;
+  std::string_view groupId;
+  int32_t generationId = -1;
+  std::string_view memberId;
+  std::optional<std::string_view> groupInstanceId;
+};
+
+// Whether `body` (a frame without its Size) is a Heartbeat request that
+// decodeRequest reads as one (a served version, every field whole, nothing
+// after the last), read into `out`. false for anything else, which
+// decodeRequest then judges.
+bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out);
+
+// Appends the whole frame of a Heartbeat answer with `error` at `version`
+// (a served one): the bytes encodeResponse writes for it.
+void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode error, std::vector<uint8_t>& out);
 
 // Whether `key` is served, and its version range.
 bool isServedApi(int16_t key);

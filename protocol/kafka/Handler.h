@@ -24,6 +24,13 @@ class Handler {
   // authenticated).
   virtual void handle(const protocol::Caller& caller, const RequestHeader& header, Request request,
                       ResponseCallback done) = 0;
+  // Called on a server I/O thread with a Heartbeat read in place, before
+  // handle() would be: answers it now when it can (its error in *error;
+  // true), without blocking, or leaves it to handle() (false). The port
+  // writes the answer straight into the connection's output.
+  virtual bool heartbeatNow(const protocol::Caller& caller, const HeartbeatView& request, ErrorCode* error) {
+    return false;
+  }
 };
 
 }  // namespace groupcoord::protocol::kafka

@@ -125,6 +125,57 @@ TEST(KafkaCodec, HeartbeatV3FrameTypedOut) {
   EXPECT_EQ(toHex(encoded), toHex(response));
 }
 
+// The port's inline path reads a heartbeat in place and writes its answer
+// by hand: the same fields decodeRequest reads, the same bytes
+// encodeResponse writes, and nothing else accepted.
+TEST(KafkaCodec, PeekHeartbeatReadsWhatDecodeRequestReads) {
+  for (int16_t version : versionsOf<HeartbeatRequest>()) {
+    for (const std::optional<std::string>& instance : {std::optional<std::string>("i-1"), std::optional<std::string>()}) {
+      SCOPED_TRACE("version " + std::to_string(version) + (instance ? " with" : " without") + " an instance id");
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{0, version, kCorrelationId, std::nullopt}, HeartbeatRequest{"g1", 3, "m-1", instance},
+                    frame);
+      const std::span<const uint8_t> body = bodyOf(frame);
+      const DecodedRequest d = decodeRequest(body);
+      ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+      const auto& expected = std::get<HeartbeatRequest>(d.request);
+      HeartbeatView v;
+      ASSERT_TRUE(peekHeartbeat(body, v));
+      EXPECT_EQ(v.apiVersion, version);
+      EXPECT_EQ(v.correlationId, kCorrelationId);
+      EXPECT_EQ(v.groupId, expected.groupId);
+      EXPECT_EQ(v.generationId, expected.generationId);
+      EXPECT_EQ(v.memberId, expected.memberId);
+      EXPECT_EQ(v.groupInstanceId.has_value(), expected.groupInstanceId.has_value());
+      if (v.groupInstanceId && expected.groupInstanceId) {
+        EXPECT_EQ(*v.groupInstanceId, *expected.groupInstanceId);
+      }
+      for (size_t cut = 0; cut < body.size(); ++cut) {
+        EXPECT_FALSE(peekHeartbeat(body.first(cut), v)) << "cut at " << cut;
+      }
+      std::vector<uint8_t> longer(body.begin(), body.end());
+      longer.push_back(0);
+      EXPECT_FALSE(peekHeartbeat(longer, v));
+    }
+    for (ErrorCode e : {ErrorCode::NONE, ErrorCode::REBALANCE_IN_PROGRESS, ErrorCode::UNKNOWN_MEMBER_ID}) {
+      std::vector<uint8_t> byHand, byCodec;
+      appendHeartbeatResponse(kCorrelationId, version, e, byHand);
+      encodeResponse(kCorrelationId, version, HeartbeatResponse{0, e}, byCodec);
+      EXPECT_EQ(toHex(byHand), toHex(byCodec)) << "version " << version;
+    }
+  }
+  std::vector<uint8_t> unserved;
+  encodeRequest(RequestHeader{0, 4, kCorrelationId, "c"}, HeartbeatRequest{"g1", 3, "m-1", std::nullopt}, unserved);
+  HeartbeatView v;
+  EXPECT_FALSE(peekHeartbeat(bodyOf(unserved), v));
+  for (const Request& q : samples::requestSamples()) {
+    if (std::holds_alternative<HeartbeatRequest>(q)) continue;
+    std::vector<uint8_t> frame;
+    encodeRequest(RequestHeader{0, samples::versionRange(q).second, kCorrelationId, "c"}, q, frame);
+    EXPECT_FALSE(peekHeartbeat(bodyOf(frame), v));
+  }
+}
+
 // ---- Every API, every served version -------------------------------------------
 
 TEST(KafkaCodec, ApiVersions) {
