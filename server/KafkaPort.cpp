@@ -149,9 +149,18 @@ bool KafkaProtocol::answerNow(net::ProtocolSession& session, std::span<const uin
                               net::InlineSample*) {
   kafka::HeartbeatView r;
   if (!kafka::peekHeartbeat(body, r)) return false;
+  auto& s = static_cast<Session&>(session);
+  if (s.sasl) {
+    // With authentication on, only an authenticated connection's heartbeat
+    // that the gate allows is answered here; the general path refuses (and
+    // logs) the rest.
+    if (s.sasl->phase.load(std::memory_order_acquire) != SaslState::Phase::Done) return false;
+    if (s.caller.user.empty()) s.caller.user = AuthGate::authenticatedUser(*s.auth).value_or("");
+    if (!auth_->judge(*s.auth, protocol::ApiKey::Heartbeat, r.groupId).allowed) return false;
+  }
   kafka::ErrorCode error = kafka::ErrorCode::NONE;
   try {
-    if (!handler_.heartbeatNow(static_cast<KafkaSession&>(session).caller, r, &error)) return false;
+    if (!handler_.heartbeatNow(s.caller, r, &error)) return false;
   } catch (...) {
     return false;  // the general path answers it, and logs what goes wrong
   }

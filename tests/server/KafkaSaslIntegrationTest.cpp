@@ -283,6 +283,15 @@ TEST_F(KafkaSaslTest, BeforeSaslOnlyApiVersionsAndSaslAreAnsweredAndMetadataClos
   KafkaWire second(kafkaPort());
   ASSERT_TRUE(second.send(k::FindCoordinatorRequest{"team-a.orders", 0}, 1));
   EXPECT_TRUE(second.closedByServer(answerWait()));
+
+  // A heartbeat first thing (the port answers heartbeats inline): the same.
+  KafkaWire third(kafkaPort());
+  k::HeartbeatRequest beat;
+  beat.groupId = "team-a.orders";
+  beat.generationId = 1;
+  beat.memberId = "m";
+  ASSERT_TRUE(third.send(beat, 3));
+  EXPECT_TRUE(third.closedByServer(answerWait()));
 }
 
 TEST_F(KafkaSaslTest, ScramSha256ThenFindCoordinatorAndJoinGroupWork) {
@@ -431,6 +440,19 @@ TEST_F(KafkaSaslTest, TeamAsUserGetsGroupAuthorizationFailedOnTeamBsGroup) {
   auto refusedJoin = join(*a, g);
   ASSERT_TRUE(refusedJoin.has_value());
   EXPECT_EQ(refusedJoin->error, kRefused);
+
+  // Heartbeats, answered inline for whom the gate allows: team B's member
+  // is answered, team A's user with the same member id is refused.
+  k::HeartbeatRequest beat;
+  beat.groupId = g;
+  beat.generationId = joined->generationId;
+  beat.memberId = joined->memberId;
+  auto ownBeat = b->call<k::HeartbeatResponse>(beat, 3, answerWait());
+  ASSERT_TRUE(ownBeat.has_value());
+  EXPECT_EQ(ownBeat->error, ErrorCode::NONE);
+  auto refusedBeat = a->call<k::HeartbeatResponse>(beat, 3, answerWait());
+  ASSERT_TRUE(refusedBeat.has_value());
+  EXPECT_EQ(refusedBeat->error, kRefused);
 
   k::OffsetCommitRequest commit;
   commit.groupId = g;
