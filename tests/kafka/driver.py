@@ -17,6 +17,9 @@ join window) plus the scheduling allowance. Every process started here is
 stopped here by its PID. Nothing is skipped: a missing server, client
 library or ensemble fails the test.
 
+SaslTest runs the servers with a credentials file and a permissions file:
+every client speaks SASL_PLAINTEXT with SCRAM-SHA-256 (docs/kafka.md, "Security").
+
 Run alone: python3 tests/kafka/driver.py [-k PATTERN] (tests/README.md).
 """
 
@@ -412,7 +415,7 @@ class Rdkafka:
 class Server:
     """A groupcoordd on 127.0.0.1 with a binary port and a Kafka port, both of its choosing."""
 
-    def __init__(self, root: str, topics_path: str, server_id: int) -> None:
+    def __init__(self, root: str, topics_path: str, server_id: int, extra: list[str] | None = None) -> None:
         self.id = server_id
         self.dir = tempfile.mkdtemp(prefix="groupcoord-kafka-server-")
         self.log_path = os.path.join(self.dir, "groupcoordd.log")
@@ -423,7 +426,8 @@ class Server:
                      f"--kafka-group-initial-rebalance-delay-ms={round(INITIAL_REBALANCE_DELAY * 1000)}",
                      f"--zk-connect={zk_connect()}", f"--zk-root={root}", f"--zk-topics-path={topics_path}",
                      f"--server-id={server_id}", f"--zk-session-timeout-ms={round(ZK_SESSION_TIMEOUT * 1000)}",
-                     f"--zk-connect-wait-ms={round(ZK_CONNECT_WAIT * 1000)}", "--io-threads=1", "--http-port=0"]
+                     f"--zk-connect-wait-ms={round(ZK_CONNECT_WAIT * 1000)}", "--io-threads=1", "--http-port=0",
+                     *(extra or [])]
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.kafka_port = 0
@@ -646,8 +650,12 @@ class KafkaPortTest(unittest.TestCase):
         shutil.rmtree(self.scratch, ignore_errors=True)
         figure(f"kafka {self.id().split('.', 1)[1]}: {time.monotonic() - self.started:.1f} s")
 
+    def server_args(self) -> list[str]:
+        """Options every server of this test gets besides the common ones."""
+        return []
+
     def start_server(self) -> Server:
-        s = Server(self.root, self.topics_path, self.next_server_id)
+        s = Server(self.root, self.topics_path, self.next_server_id, self.server_args())
         self.next_server_id += 1
         self.servers.append(s)
         return s.start()
@@ -1000,6 +1008,126 @@ class MixedTest(KafkaPortTest):
         for bad in ("bad group", "a/b", "..", "x" * 250):
             error, _, _, _ = find_coordinator(self.servers[0].kafka_port, bad, design_bound(ZK_SESSION_TIMEOUT))
             self.assertEqual(error, 24, f"FindCoordinator({bad!r})")
+
+
+# ---- SASL on the Kafka port ------------------------------------------------------------------------
+
+SASL_LIBS = ("kafka-python", "confluent", "kafkajs")
+# The permissions file: each team's user may use only its own prefix (docs/kafka.md, "Security";
+# README, "Many teams on one fleet"). FindCoordinator is judged as CreateGroup, hence "create".
+SASL_RULES = ("allow user:teamA-svc join,commit,fetch,describe,create prefix:teamA-\n"
+              "allow user:teamB-svc join,commit,fetch,describe,create prefix:teamB-\n")
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+# How each library reports a wrong secret. librdkafka and KafkaJS use SaslAuthenticate, so they
+# get SASL_AUTHENTICATION_FAILED with groupcoord's ErrorMessage: librdkafka through its error
+# callback as _AUTHENTICATION (-169), KafkaJS by throwing KafkaJSSASLAuthenticationError from
+# connect(). kafka-python 2.0.2 sends the SCRAM tokens as bare frames (SaslHandshake v0), after which
+# a refused client-final is closed without an answer (docs/protocol.md, "Security on the Kafka
+# port"): kafka-python logs the connection lost while it was authenticating, and retries.
+AUTH_ERRORS = {
+    "kafka-python": re.compile(r"<authenticating>.*Error receiving reply from server|AuthenticationFailed"),
+    "confluent": re.compile(r"_AUTHENTICATION.*Authentication failed: invalid credentials with SASL mechanism "
+                            r"SCRAM-SHA-256"),
+    "kafkajs": re.compile(r"KafkaJSSASLAuthenticationError.*Authentication failed: invalid credentials with SASL "
+                          r"mechanism SCRAM-SHA-256"),
+}
+
+
+def auth_error(m: Member) -> dict | None:
+    """The member's first report of a refused SASL exchange, in its library's form (AUTH_ERRORS)."""
+    for e in m.snapshot():
+        if e["event"] in ("error", "crash") and AUTH_ERRORS[m.lib].search(str(e.get("error", ""))):
+            return e
+    return None
+
+
+def group_refusal(m: Member) -> dict | None:
+    """The member's first report of GROUP_AUTHORIZATION_FAILED (30), by code."""
+    for e in m.snapshot():
+        if e["event"] in ("error", "crash") and e.get("code") == GROUP_AUTHORIZATION_FAILED:
+            return e
+    return None
+
+
+class SaslTest(KafkaPortTest):
+    """Both servers with --auth-credentials-file and --auth-permissions-file: every client speaks
+    SASL_PLAINTEXT with SCRAM-SHA-256 (docs/protocol.md, "Security on the Kafka port")."""
+
+    USERS = {"teamA-svc": "teamA-secret-1", "teamB-svc": "teamB-secret-2"}
+
+    def setUp(self) -> None:
+        self.auth_dir = tempfile.mkdtemp(prefix="groupcoord-kafka-sasl-")
+        self.addCleanup(shutil.rmtree, self.auth_dir, True)
+        lines = []
+        for user, secret in self.USERS.items():
+            # Fewer PBKDF2 iterations than the default keep each SCRAM exchange quick here.
+            r = subprocess.run([GROUPCTL, "auth", "hash", "--user", user, "--role", "member", "--iterations", "10000"],
+                               input=secret + "\n", capture_output=True, text=True, timeout=design_bound(COMMAND_TIMEOUT))
+            if r.returncode != 0:
+                self.fail(f"groupctl auth hash exited {r.returncode}: {r.stderr}")
+            lines.append(r.stdout.strip())
+        Path(self.auth_dir, "credentials").write_text("\n".join(lines) + "\n")
+        Path(self.auth_dir, "permissions").write_text(SASL_RULES)
+        super().setUp()
+
+    def server_args(self) -> list[str]:
+        return [f"--auth-credentials-file={self.auth_dir}/credentials",
+                f"--auth-permissions-file={self.auth_dir}/permissions"]
+
+    def sasl_member(self, lib: str, name: str, group: str, user: str, secret: str) -> Member:
+        return self.member(lib, name, group, ["--sasl-mechanism", "SCRAM-SHA-256", "--sasl-username", user,
+                                              "--sasl-password", secret])
+
+    def test_scram_each_client(self) -> None:
+        """Each library authenticates with SCRAM-SHA-256; its member alone gets every partition."""
+        started = time.monotonic()
+        ms = [self.sasl_member(lib, f"{lib}-scram", unique(f"teamA-{lib}"), "teamA-svc", self.USERS["teamA-svc"])
+              for lib in SASL_LIBS]
+        for m in ms:
+            self.wait_split([m], settle_bound(), f"{m.lib} with SCRAM-SHA-256")
+            self.assertIsNone(auth_error(m), m.describe())
+        figure(f"kafka sasl SCRAM-SHA-256: {[m.lib for m in ms]} each got all {TOPIC_PARTITIONS} partitions "
+               f"within {time.monotonic() - started:.1f} s")
+        for m in ms:
+            self.assert_clean_exit(m, design_bound(REBALANCE_TIMEOUT))
+
+    def test_wrong_secret_refused(self) -> None:
+        """A wrong secret: SASL_AUTHENTICATION_FAILED and the connection closes; the member reports
+        an authentication error and never gets an assignment."""
+        ms = [self.sasl_member(lib, f"{lib}-wrong", unique(f"teamA-{lib}"), "teamA-svc", "not-the-secret")
+              for lib in SASL_LIBS]
+        # Refusals from one address are throttled (at most 5 s between checks): the bound is a
+        # settle, which covers several of them.
+        for m in ms:
+            got = self.wait_for(f"{m.lib} to report an authentication error", lambda m=m: auth_error(m),
+                                settle_bound())
+            figure(f"kafka sasl wrong secret: {m.lib} reported {got.get('op')}: {got.get('error')}; all its errors: "
+                   f"{[e.get('error') for e in m.snapshot() if e['event'] in ('error', 'crash')][:6]}")
+        # A refused member holds nothing, however long it keeps trying: it is given the time a new
+        # group takes to form (claim, join window, initial delay) to get an assignment it must not get.
+        time.sleep(CLAIM_FALLBACK + JOIN_WINDOW_MAX + INITIAL_REBALANCE_DELAY)
+        for m in ms:
+            self.assertIsNone(m.has("assigned"), m.describe())
+        for s in self.servers:
+            self.assertTrue(s.running(), f"server {s.id} exited: {s.log()[-2000:]}")
+
+    def test_other_tenants_group_refused(self) -> None:
+        """teamA-svc may use only teamA- groups: a teamB- group is answered GROUP_AUTHORIZATION_FAILED
+        (30), while its own group forms."""
+        own = self.sasl_member("kafka-python", "teamA-own", unique("teamA-x"), "teamA-svc", self.USERS["teamA-svc"])
+        others = [self.sasl_member(lib, f"{lib}-trespasser", unique("teamB-x"), "teamA-svc",
+                                   self.USERS["teamA-svc"]) for lib in SASL_LIBS]
+        for m in others:
+            got = self.wait_for(f"{m.lib} to report GROUP_AUTHORIZATION_FAILED", lambda m=m: group_refusal(m),
+                                settle_bound())
+            figure(f"kafka sasl other tenant's group: {m.lib} reported {got.get('op') or got['event']}: "
+                   f"{got.get('error')}")
+        self.wait_split([own], settle_bound(), "teamA-svc's member of its own teamA- group")
+        for m in others:
+            self.assertIsNone(m.has("assigned"), m.describe())
+            self.assertIsNone(auth_error(m), m.describe())
 
 
 if __name__ == "__main__":

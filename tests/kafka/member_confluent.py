@@ -16,12 +16,19 @@ Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
 or {"cmd":"close"}; SIGTERM closes too. With --read-committed it joins no
 group: it reads the committed offsets of every partition (OffsetFetch through
 committed()), retrying until --deadline-s passes, and exits.
+
+--sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL_PLAINTEXT as
+--sasl-username, the secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD.
+With SASL, librdkafka's client errors (error_cb: _AUTHENTICATION, ...) and consumer errors
+(poll: GROUP_AUTHORIZATION_FAILED, ...) come as {"event":"error","op":"client"
+or "poll","code":N}, each distinct one once.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import signal
 import sys
@@ -58,6 +65,10 @@ def main() -> int:
     p.add_argument("--instance-id", default="", help="group.instance.id: a static member")
     p.add_argument("--read-committed", action="store_true")
     p.add_argument("--deadline-s", type=float, default=30.0)
+    p.add_argument("--sasl-mechanism", default="", help="SCRAM-SHA-256 or PLAIN: SASL_PLAINTEXT with it")
+    p.add_argument("--sasl-username", default="")
+    p.add_argument("--sasl-password", default=os.environ.get("GROUPCOORD_SASL_PASSWORD", ""),
+                   help="default: $GROUPCOORD_SASL_PASSWORD")
     a = p.parse_args()
 
     conf = {
@@ -73,6 +84,20 @@ def main() -> int:
     }
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
+    if a.sasl_mechanism:
+        conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": a.sasl_mechanism,
+                     "sasl.username": a.sasl_username, "sasl.password": a.sasl_password})
+    seen_errors: set[str] = set()
+
+    def on_error(err) -> None:
+        # librdkafka's client-level errors (a refused SASL exchange is _AUTHENTICATION), each once.
+        text = f"{err.name()}: {err.str()}"
+        if text not in seen_errors and len(seen_errors) < 50:
+            seen_errors.add(text)
+            emit(event="error", op="client", error=text, code=err.code())
+
+    if a.sasl_mechanism:  # only then: other scenarios read "error" events as answers to their commands
+        conf["error_cb"] = on_error
 
     if a.read_committed:
         consumer = Consumer(conf)
@@ -121,7 +146,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: commands.put({"cmd": "close"}))
 
     while True:
-        consumer.poll(0.1)
+        msg = consumer.poll(0.1)
+        if a.sasl_mechanism and msg is not None and msg.error() is not None:
+            # A consumer error (GROUP_AUTHORIZATION_FAILED among them), each once.
+            err = msg.error()
+            text = f"{err.name()}: {err.str()}"
+            if text not in seen_errors and len(seen_errors) < 50:
+                seen_errors.add(text)
+                emit(event="error", op="poll", error=text, code=err.code())
         try:
             command = commands.get_nowait()
         except queue.Empty:

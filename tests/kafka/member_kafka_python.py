@@ -13,16 +13,26 @@ Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
 or {"cmd":"close"}. SIGTERM closes too. With --read-committed it joins no
 group: it reads the group's committed offsets of every partition once
 (OffsetFetch through committed()) and exits.
+
+--sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL_PLAINTEXT as
+--sasl-username, the secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD.
+With SASL, errors kafka-python only logs (a connection lost while authenticating among
+them) come as {"event":"error","op":"log"}, each distinct one once; errors
+poll() raises (GroupAuthorizationFailedError) as {"event":"error","op":"poll",
+"code":N}, and the member keeps polling.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import logging
 import queue
 import signal
 import sys
 import threading
+import time
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -36,6 +46,21 @@ ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionA
 def emit(**fields) -> None:
     sys.stdout.write(json.dumps(fields, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+class ErrorLog(logging.Handler):
+    """kafka-python logs what goes wrong on a connection (a refused SASL exchange among it) and
+    retries: each distinct error line becomes one {"event":"error","op":"log"}."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.seen: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:  # noqa: A003 - logging's name
+        text = record.getMessage()
+        if text not in self.seen and len(self.seen) < 50:
+            self.seen.add(text)
+            emit(event="error", op="log", error=text)
 
 
 def read_commands(commands: "queue.Queue[dict]") -> None:
@@ -58,13 +83,22 @@ def main() -> int:
     p.add_argument("--rebalance-timeout-ms", type=int, default=10000)
     p.add_argument("--assignor", default="range", choices=sorted(ASSIGNORS))
     p.add_argument("--read-committed", action="store_true")
+    p.add_argument("--sasl-mechanism", default="", help="SCRAM-SHA-256 or PLAIN: SASL_PLAINTEXT with it")
+    p.add_argument("--sasl-username", default="")
+    p.add_argument("--sasl-password", default=os.environ.get("GROUPCOORD_SASL_PASSWORD", ""),
+                   help="default: $GROUPCOORD_SASL_PASSWORD")
     a = p.parse_args()
+    if a.sasl_mechanism:  # only then: other scenarios read "error" events as answers to their commands
+        logging.getLogger("kafka").addHandler(ErrorLog())
 
     common = dict(bootstrap_servers=a.bootstrap.split(","), group_id=a.group, client_id=a.client_id,
                   enable_auto_commit=False, session_timeout_ms=a.session_timeout_ms,
                   heartbeat_interval_ms=a.heartbeat_ms, max_poll_interval_ms=a.rebalance_timeout_ms,
                   request_timeout_ms=a.session_timeout_ms + 5000, auto_offset_reset="earliest",
                   partition_assignment_strategy=[ASSIGNORS[a.assignor]])
+    if a.sasl_mechanism:
+        common.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism=a.sasl_mechanism,
+                      sasl_plain_username=a.sasl_username, sasl_plain_password=a.sasl_password)
 
     if a.read_committed:
         consumer = KafkaConsumer(**common)
@@ -75,7 +109,11 @@ def main() -> int:
         consumer.close(autocommit=False)
         return 0
 
-    consumer = KafkaConsumer(**common)
+    try:
+        consumer = KafkaConsumer(**common)
+    except Exception as e:  # noqa: BLE001 - the driver reads and asserts it
+        emit(event="error", op="start", error=f"{type(e).__name__}: {e}", code=getattr(e, "errno", None))
+        return 1
 
     def generation() -> int | None:
         try:  # kafka-python keeps the generation on its coordinator only
@@ -96,8 +134,18 @@ def main() -> int:
     threading.Thread(target=read_commands, args=(commands,), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: commands.put({"cmd": "close"}))
 
+    last_poll_error = ""
     while True:
-        consumer.poll(timeout_ms=100)
+        try:
+            consumer.poll(timeout_ms=100)
+        except Exception as e:  # noqa: BLE001 - e.g. GroupAuthorizationFailedError; the driver asserts it
+            if not a.sasl_mechanism:
+                raise
+            text = f"{type(e).__name__}: {e}"
+            if text != last_poll_error:
+                last_poll_error = text
+                emit(event="error", op="poll", error=text, code=getattr(e, "errno", None))
+            time.sleep(0.1)
         try:
             command = commands.get_nowait()
         except queue.Empty:

@@ -14,6 +14,10 @@
 // SIGTERM closes too. With --read-committed it joins no group: it reads the
 // committed offsets (OffsetFetch through admin.fetchOffsets), retrying until
 // --deadline-s passes, and exits.
+//
+// --sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL as --sasl-username, the
+// secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD. Errors carry "code" and "type"
+// where KafkaJS gives a Kafka error code; with SASL, errors it only logs come as {"event":"error","op":"log"}.
 'use strict';
 
 const readline = require('readline');
@@ -23,11 +27,13 @@ function parseArgs(argv) {
   const a = {
     bootstrap: '', group: '', topic: '', partitions: 6, clientId: 'kafkajs-member',
     sessionTimeoutMs: 6000, heartbeatMs: 1000, rebalanceTimeoutMs: 10000, readCommitted: false, deadlineS: 30,
+    saslMechanism: '', saslUsername: '', saslPassword: process.env.GROUPCOORD_SASL_PASSWORD || '',
   };
   const names = {
     '--bootstrap': 'bootstrap', '--group': 'group', '--topic': 'topic', '--partitions': 'partitions',
     '--client-id': 'clientId', '--session-timeout-ms': 'sessionTimeoutMs', '--heartbeat-ms': 'heartbeatMs',
     '--rebalance-timeout-ms': 'rebalanceTimeoutMs', '--deadline-s': 'deadlineS',
+    '--sasl-mechanism': 'saslMechanism', '--sasl-username': 'saslUsername', '--sasl-password': 'saslPassword',
   };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--read-committed') { a.readCommitted = true; continue; }
@@ -46,6 +52,15 @@ function emit(fields) {
 
 function errorText(e) {
   return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`;
+}
+
+// The Kafka error code and type of an error, looked for through KafkaJS's wrappers
+// (a retry error keeps what it gave up on in originalError).
+function errorCode(e) {
+  for (let x = e, depth = 0; x && depth < 8; x = x.originalError || x.cause, depth++) {
+    if (typeof x.code === 'number') return { code: x.code, type: x.type || null };
+  }
+  return { code: null, type: null };
 }
 
 async function readCommitted(kafka, a) {
@@ -92,7 +107,7 @@ async function member(kafka, a) {
     emit({ event: 'assigned', partitions: [...assigned].sort((x, y) => x - y), member_id: e.payload.memberId,
       leader: e.payload.isLeader });
   });
-  consumer.on(CRASH, (e) => emit({ event: 'crash', error: errorText(e.payload.error) }));
+  consumer.on(CRASH, (e) => emit({ event: 'crash', error: errorText(e.payload.error), ...errorCode(e.payload.error) }));
 
   let closing = false;
   const close = async () => {
@@ -134,12 +149,31 @@ async function member(kafka, a) {
   return null;
 }
 
+const loggedErrors = new Set();
+
 async function main() {
   const a = parseArgs(process.argv.slice(2));
   const kafka = new Kafka({
     clientId: a.clientId,
     brokers: a.bootstrap.split(','),
-    logLevel: process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.NOTHING,
+    // KafkaJS keeps some broker errors to its log only: FindCoordinator's GROUP_AUTHORIZATION_FAILED
+    // is logged ("Tried to find group coordinator") and then thrown as KafkaJSGroupCoordinatorNotFound
+    // without it. Each distinct logged error carrying a Kafka error code becomes one
+    // {"event":"error","op":"log"}; KAFKAJS_DEBUG=1 prints the whole log on stderr as well.
+    logLevel: a.saslMechanism || process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.NOTHING,
+    logCreator: () => ({ namespace, level, log }) => {
+      if (process.env.KAFKAJS_DEBUG) process.stderr.write(`${namespace} ${JSON.stringify(log)}\n`);
+      // Only with SASL: other scenarios read "error" events as answers to their commands.
+      const { code, type } = errorCode(log && log.error);
+      if (!a.saslMechanism || code === null) return;
+      const text = `${log.message}: ${type} (${code})`;
+      if (loggedErrors.has(text) || loggedErrors.size >= 50) return;
+      loggedErrors.add(text);
+      emit({ event: 'error', op: 'log', error: text, code, type });
+    },
+    // SASL_PLAINTEXT with --sasl-mechanism (scram-sha-256 or plain, as KafkaJS names them).
+    sasl: a.saslMechanism ? { mechanism: a.saslMechanism.toLowerCase(), username: a.saslUsername,
+      password: a.saslPassword } : undefined,
     // A reader retries by itself (readCommitted): KafkaJS's own backoff, doubling up to
     // maxRetryTime, would have it wait long after the group has a controller again.
     retry: a.readCommitted ? { initialRetryTime: 100, maxRetryTime: 500, retries: 1 }
@@ -150,6 +184,6 @@ async function main() {
 }
 
 main().catch((e) => {
-  emit({ event: 'error', op: 'start', error: errorText(e) });
+  emit({ event: 'error', op: 'start', error: errorText(e), ...errorCode(e) });
   process.exit(1);
 });
