@@ -149,7 +149,7 @@ class KafkaGroups final : public protocol::kafka::Handler {
   void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,
                     protocol::kafka::ResponseCallback done, bool retried) EXCLUDES(mu_);
   std::string snapshotPath(const std::string& group) const;
-  std::string newMemberId(const std::string& clientId);
+  std::string newMemberId(const std::string& clientId) REQUIRES(mu_);
 
   zk::Client& zk_;
   const layout::Layout& layout_;
