@@ -101,6 +101,19 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
   hooks.answersFromMemory = [this](TimePoint now) { return answersFromMemory(now); };
   hooks.brokers = [this] { return servers_.kafkaBrokers(); };
   hooks.brokerOf = [this](int32_t id) { return servers_.kafkaBrokerOf(id); };
+  hooks.generationOf = [this](const std::string& g) -> std::optional<int32_t> {
+    auto group = groups_.find(g);
+    return group ? group->kafkaGeneration() : std::nullopt;
+  };
+  hooks.writeMembers = [this](const std::string& g, std::vector<zk::Op> ops, int moves, KafkaHooks::Written done) {
+    auto group = groups_.find(g);
+    if (!group) return done(std::nullopt, false, "the group is no longer controlled here");
+    group->writeKafka(std::move(ops), moves, [done = std::move(done)](std::optional<int32_t> version, bool busy,
+                                                                      std::string why) {
+      done(version, busy, std::move(why));
+    });
+  };
+  hooks.newMemberId = [this](const std::string& clientId) { return memberIds_.next(clientId); };
   kafka_ = std::make_unique<KafkaGroups>(zk_, layout_, offsets_, time_,
                                          KafkaGroupsConfig{config_.kafkaRules, config_.topicsPath}, std::move(hooks));
   zk_.setListener(this);
@@ -131,7 +144,7 @@ void Coordinator::setAdvertised(std::string host, uint16_t port, std::string int
 
 zk::Error Coordinator::start(Millis wait) {
   for (const auto& p : {layout_.serversPath(), layout_.groupsPath(), layout_.drainingPath(), layout_.loadsPath(),
-                        layout_.root() + "/kafka"}) {
+                        layout_.kafkaPath()}) {
     zk::Error e = zk_.ensurePathSync(p, wait);
     if (e != zk::Error::Ok) {
       spdlog::error("cannot create {} in ZooKeeper: {}", p, e);
@@ -493,28 +506,39 @@ void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol:
   s.topics = r.topics;
   s.ephemeral = r.ephemeral;
   s.mode = r.mode;
-  std::vector<zk::Op> ops{zk::makeCreate(layout_.groupPath(r.group), layout::encodeSettings(s)),
-                          zk::makeCreate(layout_.membersPath(r.group), ""),
-                          zk::makeCreate(layout_.offsetsPath(r.group), "")};
+  // Creating a group again with the same settings succeeds.
+  createGroup(r.group, s, [s](const GroupSettings& existing) { return sameSettings(existing, s); }, std::move(done));
+}
+
+void Coordinator::createGroup(const std::string& group, const GroupSettings& s,
+                              std::function<bool(const GroupSettings& existing)> acceptExisting,
+                              ResponseCallback done) {
+  std::vector<zk::Op> ops{zk::makeCreate(layout_.groupPath(group), layout::encodeSettings(s)),
+                          zk::makeCreate(layout_.membersPath(group), ""),
+                          zk::makeCreate(layout_.offsetsPath(group), "")};
   // Answered once: by the controller's arrival (or the wait's end), or by
   // the failure here.
-  zk_.multi(std::move(ops), [this, group = r.group, s, done = std::move(done)](zk::MultiResult res) mutable {
+  zk_.multi(std::move(ops), [this, group, s, accept = std::move(acceptExisting),
+                             done = std::move(done)](zk::MultiResult res) mutable {
     if (res.error == zk::Error::Ok) {
-      spdlog::info("group {}: created (session timeout {} ms, topics [{}]{})", group, s.sessionTimeoutMs,
-                   fmt::join(s.topics, ","), s.ephemeral ? ", ephemeral" : "");
+      spdlog::info("group {}: created{} (session timeout {} ms, topics [{}]{})", group,
+                   s.kafka ? " by the Kafka port" : "", s.sessionTimeoutMs, fmt::join(s.topics, ","),
+                   s.ephemeral ? ", ephemeral" : "");
       return claims_.awaitController(group, std::move(done));
     }
     if (res.error != zk::Error::NodeExists || res.failedOp != 0) {
       spdlog::warn("group {}: creating it failed: {}", group, res.error);
       return done(protocol::CreateGroupResponse{group, fromZk(res.error), protocol::Broker{}});
     }
-    zk_.get(layout_.groupPath(group), [this, group, s, done = std::move(done)](zk::GetResult g) mutable {
+    if (!accept) return claims_.awaitController(group, std::move(done));  // whatever it is
+    zk_.get(layout_.groupPath(group), [this, group, accept = std::move(accept), done = std::move(done)](
+                                          zk::GetResult g) mutable {
       if (g.error != zk::Error::Ok) return done(protocol::CreateGroupResponse{group, fromZk(g.error), {}});
       auto existing = layout::decodeSettings(g.data);
-      if (!existing || !sameSettings(*existing, s)) {
+      if (!existing || !accept(*existing)) {
         return done(protocol::CreateGroupResponse{group, ErrorCode::GROUP_ALREADY_EXISTS, {}});
       }
-      claims_.awaitController(group, std::move(done));  // the same settings: creating it again succeeds
+      claims_.awaitController(group, std::move(done));
     });
   });
 }
@@ -527,23 +551,13 @@ void Coordinator::ensureKafkaGroup(const std::string& group, std::function<void(
   s.sessionTimeoutMs = std::clamp<int64_t>(10000, config_.minSessionTimeoutMs, config_.maxSessionTimeoutMs);
   s.mode = protocol::AssignmentMode::CLIENT;
   s.kafka = true;
-  std::vector<zk::Op> ops{zk::makeCreate(layout_.groupPath(group), layout::encodeSettings(s)),
-                          zk::makeCreate(layout_.membersPath(group), ""),
-                          zk::makeCreate(layout_.offsetsPath(group), "")};
-  auto waited = [done](protocol::Response r) {
+  // An existing group of any kind is found, not created: a native one
+  // answers the Kafka members' joins INCONSISTENT_GROUP_PROTOCOL.
+  createGroup(group, s, nullptr, [done = std::move(done)](protocol::Response r) {
     const auto* c = std::get_if<protocol::CreateGroupResponse>(&r);
     if (c != nullptr && c->error == ErrorCode::NONE && !c->controller.isNone()) return done(c->controller.brokerId, "");
     const ErrorCode e = c != nullptr ? c->error : ErrorCode::UNKNOWN_SERVER_ERROR;
     done(-1, fmt::format("the group has no controller yet ({}); ask again", protocol::errorName(e)));
-  };
-  zk_.multi(std::move(ops), [this, group, waited = std::move(waited), done](zk::MultiResult res) mutable {
-    if (res.error == zk::Error::Ok) {
-      spdlog::info("group {}: created by the Kafka port", group);
-    } else if (res.error != zk::Error::NodeExists || res.failedOp != 0) {
-      spdlog::warn("group {}: creating it for the Kafka port failed: {}", group, res.error);
-      return done(-1, fmt::format("creating the group failed: {}", zk::errorName(res.error)));
-    }
-    claims_.awaitController(group, std::move(waited));
   });
 }
 

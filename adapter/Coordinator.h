@@ -234,6 +234,13 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // The Kafka port's FindCoordinator for a group not known yet: creates it
   // as a Kafka group (or finds it) and waits for its controller.
   void ensureKafkaGroup(const std::string& group, std::function<void(int32_t controller, std::string why)> done);
+  // Creates the group's znodes with settings `s`, then waits for its
+  // controller. A group that exists already is accepted when
+  // `acceptExisting` (null: always) says so of its settings, and answered
+  // GROUP_ALREADY_EXISTS otherwise.
+  void createGroup(const std::string& group, const GroupSettings& s,
+                   std::function<bool(const GroupSettings& existing)> acceptExisting,
+                   protocol::ResponseCallback done);
   void serversChanged();
 
   // Every controller address in an answer, as reached inside the servers'

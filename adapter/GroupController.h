@@ -119,6 +119,19 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // Whether the group is a Kafka group (docs/kafka.md); nullopt until its
   // settings have been read, and once it is being deleted or dropped.
   std::optional<bool> kafkaGroup() const EXCLUDES(mu_);
+  // A Kafka group's generation: the group znode's version as this
+  // controller knows it; nullopt while memory is not known to match
+  // ZooKeeper (loading, re-reading), being handed over, or dropped.
+  std::optional<int32_t> kafkaGeneration() const EXCLUDES(mu_);
+  // A Kafka group's member znodes (docs/kafka.md, "How Kafka groups live"):
+  // `memberOps` in one transaction with `moves` setData of the group znode
+  // (each moves the generation by one), or with a check of its version when
+  // `moves` is 0, so nothing is written if anybody else wrote the group.
+  // `done` (without the lock) gets the version after it, or nullopt and
+  // why not: `busy` with a write of its own (try again), or the
+  // transaction failed (the group is then read again).
+  using KafkaWritten = std::function<void(std::optional<int32_t> version, bool busy, std::string why)>;
+  void writeKafka(std::vector<zk::Op> memberOps, int moves, KafkaWritten done) EXCLUDES(mu_);
   // Everything known about the group, from memory; `self` is this server
   // as clients reach it.
   protocol::DescribeGroupResponse describe(const protocol::Broker& self) const EXCLUDES(mu_);
@@ -203,6 +216,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   const char* onOffsetsLoaded(OffsetsRead r, size_t, Outbox& out) REQUIRES(mu_);
   void flushCommits() REQUIRES(mu_);
   const char* onCommitsDone(zk::MultiResult r, size_t, Outbox& out) REQUIRES(mu_);
+  void onKafkaWritten(const zk::MultiResult& r, int32_t version, int moves, size_t opCount,
+                      const KafkaWritten& done) EXCLUDES(mu_);
   void adoptMembers(const std::vector<std::string>& ids) REQUIRES(mu_);
   const char* onAdopted(zk::MultiResult r, size_t count, Outbox& out) REQUIRES(mu_);
   void maybeHandOver(TimePoint now, Outbox& out) REQUIRES(mu_);

@@ -100,6 +100,9 @@ class GroupModel {
   const layout::GroupSettings& settings() const { return settings_; }
   const std::string& settingsData() const { return settingsData_; }
   int32_t generation() const { return version_; }
+  // A Kafka group's generation moved by its own transaction
+  // (GroupController::writeKafka): the group znode's new version.
+  void kafkaGenerationMoved(int32_t version) { version_ = version; }
   bool clientMode() const { return settings_.mode == protocol::AssignmentMode::CLIENT; }
   const NameMap<Member>& members() const { return members_; }
   const Member* member(std::string_view id) const;

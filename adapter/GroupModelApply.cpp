@@ -31,6 +31,10 @@ GroupModel::Loaded GroupModel::applyRead(Read read, bool first, Instant at, Outb
   }
   loaded.ok = true;
   settings_ = *s;
+  // A Kafka group's member znodes are its Kafka members, written by the
+  // Kafka port's side of the controller (adapter/KafkaGroups.h): not
+  // members of this model, which would evict them.
+  if (settings_.kafka) read.members.clear();
   settingsData_ = std::move(read.settingsData);
   // The history znode: what earlier controllers recorded (a takeover reads
   // it first), and after an unknown outcome the events of a transaction

@@ -218,6 +218,75 @@ const char* GroupController::onBatchDone(zk::MultiResult r, size_t opCount, Outb
 }
 
 // ---------------------------------------------------------------------------
+// A Kafka group's transactions: its member znodes and generation moves,
+// decided by its Kafka state (adapter/KafkaGroups.h) and written here, where
+// the group znode's version is kept, so that a handover or a deletion of
+// the group checks the version the Kafka side moved it to.
+
+std::optional<int32_t> GroupController::kafkaGeneration() const {
+  MutexLock lock(mu_);
+  const GroupPhase phase = phase_.get();
+  if (!isServing(phase) || needsReload(phase) || phase_.handover() != HandoverStage::None) return std::nullopt;
+  return model_.generation();
+}
+
+void GroupController::writeKafka(std::vector<zk::Op> memberOps, int moves, KafkaWritten done) {
+  std::string refused;
+  {
+    LockedOutbox lk(mu_, &quietUntil_);
+    const GroupPhase phase = phase_.get();
+    if (phase != GroupPhase::Idle || phase_.handover() != HandoverStage::None || !ctx_.connected) {
+      refused = fmt::format("the group is busy ({})", toString(phase));
+    } else {
+      const int32_t version = model_.generation();
+      const std::string path = ctx_.layout.groupPath(name_);
+      std::vector<zk::Op> ops = std::move(memberOps);
+      if (moves == 0) ops.push_back(zk::makeCheck(path, version));
+      for (int i = 0; i < moves; ++i) ops.push_back(zk::makeSetData(path, model_.settingsData(), version + i));
+      const size_t opCount = ops.size();
+      phase_.to(GroupPhase::Writing);
+      noteState();
+      ctx_.zk.multi(std::move(ops), [self = shared_from_this(), version, moves, opCount,
+                                     done = std::move(done)](zk::MultiResult r) {
+        self->onKafkaWritten(r, version, moves, opCount, done);
+      });
+    }
+  }
+  if (!refused.empty()) done(std::nullopt, true, std::move(refused));
+}
+
+void GroupController::onKafkaWritten(const zk::MultiResult& r, int32_t version, int moves, size_t opCount,
+                                     const KafkaWritten& done) {
+  std::optional<int32_t> after;
+  std::string why;
+  const char* gone = nullptr;
+  ErrorCode answer = ErrorCode::UNKNOWN_GROUP;
+  {
+    LockedOutbox lk(mu_, &quietUntil_);
+    if (phase_.get() == GroupPhase::Dropped) {
+      why = "the group is no longer controlled here";
+    } else if (zkops::classify(r, opCount, static_cast<int>(opCount) - std::max(moves, 1)) == TxnOutcome::GroupGone) {
+      gone = "its znode is gone";
+      why = gone;
+    } else if (r.error == zk::Error::Ok) {
+      phase_.to(GroupPhase::Idle);
+      if (moves > 0) model_.kafkaGenerationMoved(version + moves);
+      after = version + moves;
+      flush(lk.out);
+    } else {
+      why = fmt::format("{} at op {} of {}", zk::errorName(r.error), r.failedOp, opCount);
+      spdlog::warn("group {}: a Kafka membership transaction failed: {}; re-reading the group", name_, why);
+      phase_.to(GroupPhase::Stale);
+      flush(lk.out);
+    }
+    if (gone == nullptr) noteState();
+    answer = goneAnswer_;
+  }
+  if (gone) ctx_.vanished(name_, answer, gone);
+  done(after, false, std::move(why));
+}
+
+// ---------------------------------------------------------------------------
 // Deletion: the group's whole subtree in one transaction.
 
 void GroupController::removeSubtree() {

@@ -2,15 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 #include <set>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "adapter/Fanout.h"
 #include "common/LogRateLimiter.h"
 #include "protocol/Codec.h"
+#include "protocol/Wire.h"
 
 namespace groupcoord::adapter {
 
@@ -29,12 +31,18 @@ Response failed(ErrorCode e) {
 
 }  // namespace
 
+// Member znode ops in one transaction, at most (ZooKeeper's request size
+// bounds a transaction; a native group's slices are as large).
+constexpr size_t kMaxOpsPerWrite = 1000;
+
 struct KafkaGroups::Entry {
   struct Parked {
     k::ResponseCallback done;
   };
   uint64_t serial = 0;
   bool loading = true;
+  // Being forgotten: nothing more is written for it.
+  bool closing = false;
   std::optional<kafka::ClassicGroup> model;
   std::map<kafka::Ticket, Parked> parked;
   CommittedOffsets offsets;
@@ -42,6 +50,25 @@ struct KafkaGroups::Entry {
   // removed when the last one leaves, so that a later controller does not
   // wait out their sessions.
   bool savedMembers = false;
+  // The group znode's version as last written or read: the generation
+  // ZooKeeper has. The model's runs ahead of it while a rebalance's
+  // transaction is on its way.
+  int32_t version = -1;
+  // Member znodes this controller wrote, and those found when it loaded the
+  // group (another session's, after a handover): replaced by its own.
+  std::set<std::string> inZk;
+  std::set<std::string> found;
+  bool writing = false;
+  // A write the group's controller was too busy for: tried again by tick().
+  bool retry = false;
+  // JoinGroup answers of a generation ZooKeeper does not have yet: sent
+  // once it has.
+  std::vector<std::pair<k::ResponseCallback, k::JoinGroupResponse>> held;
+};
+
+struct KafkaGroups::Loaded {
+  zk::GetResult saved;
+  zk::ChildrenResult members;
 };
 
 KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
@@ -50,17 +77,7 @@ KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetSto
 
 KafkaGroups::~KafkaGroups() { stop(); }
 
-std::string KafkaGroups::snapshotPath(const std::string& group) const { return layout_.root() + "/kafka/" + group; }
-
-// Unique within the fleet (the server's id and a count) and not guessable
-// from another member's (a random part), as Kafka's member ids are.
-std::string KafkaGroups::newMemberId(const std::string& clientId) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t serial = ++memberSerial_;
-  std::string prefix = clientId.substr(0, 64);
-  if (prefix.empty()) prefix = "member";
-  return fmt::format("{}-{}-{}-{:016x}", prefix, hooks_.selfId, serial, rng());
-}
+std::string KafkaGroups::snapshotPath(const std::string& group) const { return layout_.kafkaGroupPath(group); }
 
 void KafkaGroups::run(Answers& out) {
   for (auto& a : out) a();
@@ -96,13 +113,28 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
       *error = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
       return nullptr;
     }
+    // The generation as the group's controller read it; none while it
+    // reads the group again (after a failed write) or hands it over.
+    const std::optional<int32_t> version = hooks_.generationOf(group);
+    if (!version) {
+      *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+      return nullptr;
+    }
     auto e = std::make_unique<Entry>();
     e->serial = nextSerial_++;
     const uint64_t serial = e->serial;
     groups_.emplace(group, std::move(e));
-    // The generation a previous controller made stable, if any: resumed
-    // as it was, so its members go on without a rebalance.
-    zk_.get(snapshotPath(group), [this, group, serial](zk::GetResult r) { loaded(group, serial, std::move(r)); });
+    // The generation a previous controller made stable, if any, and the
+    // member znodes there are.
+    auto reads = Fanout<Loaded>::start(zk_, [this, group, serial, v = *version](Loaded read) {
+      loaded(group, serial, v, std::move(read));
+    });
+    zk_.get(snapshotPath(group),
+            reads->collect<zk::GetResult>([](Loaded& l, zk::GetResult r) { l.saved = std::move(r); }));
+    zk_.getChildren(layout_.membersPath(group), reads->collect<zk::ChildrenResult>([](Loaded& l, zk::ChildrenResult r) {
+      l.members = std::move(r);
+    }));
+    reads->release();
     *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
     return nullptr;
   }
@@ -113,31 +145,154 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
   return it->second.get();
 }
 
-void KafkaGroups::loaded(const std::string& group, uint64_t serial, zk::GetResult r) {
-  MutexLock lock(mu_);
-  auto it = groups_.find(group);
-  if (it == groups_.end() || it->second->serial != serial) return;
-  Entry& e = *it->second;
-  if (r.error == zk::Error::Ok) {
-    if (auto s = kafka::decodeSnapshot(r.data)) {
+void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t version, Loaded read) {
+  Answers out;
+  {
+    MutexLock lock(mu_);
+    auto it = groups_.find(group);
+    if (it == groups_.end() || it->second->serial != serial) return;
+    Entry& e = *it->second;
+    zk::Error error = read.saved.error == zk::Error::NoNode ? zk::Error::Ok : read.saved.error;
+    if (error == zk::Error::Ok && read.members.error != zk::Error::NoNode) error = read.members.error;
+    if (error != zk::Error::Ok) {
+      // Read again on the next request.
+      spdlog::warn("kafka group {}: reading its saved generation and members failed: {}", group, error);
+      groups_.erase(it);
+      return;
+    }
+    e.version = version;
+    e.found.insert(read.members.children.begin(), read.members.children.end());
+    std::optional<kafka::Snapshot> s;
+    if (read.saved.error == zk::Error::Ok) {
+      s = kafka::decodeSnapshot(read.saved.data);
+      if (!s) {
+        spdlog::warn("kafka group {}: the saved generation at {} is unreadable; the group starts empty", group,
+                     snapshotPath(group));
+      } else if (s->generation != version) {
+        // A rebalance moved the generation after the saved one became
+        // stable: its members are rejoining, as they will here.
+        spdlog::info("kafka group {}: the saved generation {} is not the group's generation {}; the group starts "
+                     "empty",
+                     group, s->generation, version);
+        s.reset();
+      }
+    }
+    if (s) {
       e.model.emplace(kafka::ClassicGroup::resume(group, config_.rules, *s, time_.now()));
       e.savedMembers = !s->members.empty();
       spdlog::info("kafka group {}: resumed generation {} with {} member(s) (protocol {}, leader {})", group,
                    s->generation, s->members.size(), s->protocolName, s->leader);
     } else {
-      spdlog::warn("kafka group {}: the saved generation at {} is unreadable; the group starts empty", group,
-                   snapshotPath(group));
-      e.model.emplace(group, config_.rules);
+      e.model.emplace(group, config_.rules, version);
+      e.savedMembers = read.saved.error == zk::Error::Ok;
     }
-  } else if (r.error == zk::Error::NoNode) {
-    e.model.emplace(group, config_.rules);
-  } else {
-    // Read again on the next request.
-    spdlog::warn("kafka group {}: reading its saved generation failed: {}", group, r.error);
-    groups_.erase(it);
-    return;
+    e.loading = false;
+    // The member znodes become this controller's.
+    reconcile(group, e, out);
   }
-  e.loading = false;
+  run(out);
+}
+
+void KafkaGroups::reconcile(const std::string& group, Entry& e, Answers& out) {
+  if (e.writing || e.loading || e.closing || !e.model) return;
+  e.retry = false;
+  std::map<std::string, std::string> want;  // member id -> client id
+  for (const auto& m : e.model->members()) want.emplace(m.memberId, m.clientId);
+  std::vector<zk::Op> ops;
+  std::vector<std::string> removed, created;
+  auto room = [&] { return ops.size() < kMaxOpsPerWrite; };
+  for (const auto& id : e.found) {
+    if (!room()) break;
+    ops.push_back(zk::makeRemove(layout_.memberPath(group, id)));
+    removed.push_back(id);
+  }
+  for (const auto& id : e.inZk) {
+    if (!room()) break;
+    if (want.count(id)) continue;
+    ops.push_back(zk::makeRemove(layout_.memberPath(group, id)));
+    removed.push_back(id);
+  }
+  const std::set<std::string> removing(removed.begin(), removed.end());
+  for (const auto& [id, clientId] : want) {
+    if (!room()) break;
+    // A znode found at load is removed first, and created again as this
+    // controller's.
+    if (e.inZk.count(id) && !removing.count(id)) continue;
+    if (e.found.count(id) && !removing.count(id)) continue;
+    ops.push_back(zk::makeCreate(layout_.memberPath(group, id), layout::encodeMember(clientId),
+                                 zk::CreateMode::Ephemeral));
+    created.push_back(id);
+  }
+  // The generation moves with the last slice: once ZooKeeper has it, its
+  // member znodes are all there.
+  const bool last = room();
+  const int moves = last ? std::max(0, e.model->generation() - e.version) : 0;
+  if (ops.empty() && moves == 0) return;
+  e.writing = true;
+  out.push_back([this, group, serial = e.serial, ops = std::move(ops), moves, removed = std::move(removed),
+                 created = std::move(created)]() mutable {
+    hooks_.writeMembers(group, std::move(ops), moves,
+                        [this, group, serial, removed = std::move(removed), created = std::move(created)](
+                            std::optional<int32_t> version, bool busy, std::string why) mutable {
+                          written(group, serial, std::move(removed), std::move(created), version, busy,
+                                  std::move(why));
+                        });
+  });
+}
+
+void KafkaGroups::written(const std::string& group, uint64_t serial, std::vector<std::string> removed,
+                          std::vector<std::string> created, std::optional<int32_t> version, bool busy,
+                          std::string why) {
+  Answers out;
+  {
+    MutexLock lock(mu_);
+    auto it = groups_.find(group);
+    if (it == groups_.end() || it->second->serial != serial) return;
+    Entry& e = *it->second;
+    e.writing = false;
+    if (version) {
+      for (const auto& id : removed) {
+        e.found.erase(id);
+        e.inZk.erase(id);
+      }
+      e.inZk.insert(created.begin(), created.end());
+      e.version = *version;
+      // The answers of the generations ZooKeeper now has go out.
+      auto keep = std::partition(e.held.begin(), e.held.end(),
+                                 [&](const auto& h) { return h.second.generationId > e.version; });
+      for (auto h = keep; h != e.held.end(); ++h) {
+        out.push_back([done = std::move(h->first), resp = std::move(h->second)] { done(resp); });
+      }
+      e.held.erase(keep, e.held.end());
+      reconcile(group, e, out);
+    } else if (busy) {
+      e.retry = true;
+    } else if (!e.closing) {
+      // Memory and ZooKeeper disagree, or ZooKeeper is away: the group's
+      // controller reads it again, and the members find it again and
+      // rejoin (NOT_COORDINATOR).
+      spdlog::warn("kafka group {}: writing its members and generation failed: {}; its members rejoin", group,
+                   why);
+      forget(group, e, out);
+      groups_.erase(it);
+    }
+  }
+  run(out);
+}
+
+void KafkaGroups::forget(const std::string& group, Entry& e, Answers& out) {
+  e.closing = true;
+  if (e.model) {
+    kafka::Effects fx;
+    e.model->abandon(ErrorCode::NOT_COORDINATOR, false, fx);
+    deliver(group, e, fx, out);
+  }
+  for (auto& [done, resp] : e.held) {
+    resp.error = ErrorCode::NOT_COORDINATOR;
+    resp.generationId = -1;
+    out.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
+  }
+  e.held.clear();
 }
 
 void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) {
@@ -152,15 +307,23 @@ void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx
     return done;
   };
   for (auto& [t, resp] : fx.joins) {
-    if (auto done = take(t)) out.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
+    auto done = take(t);
+    if (!done) continue;
+    if (resp.error == ErrorCode::NONE && resp.generationId > e.version && !e.closing) {
+      // Its generation is not in ZooKeeper yet (reconcile() below).
+      e.held.emplace_back(std::move(done), std::move(resp));
+    } else {
+      out.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
+    }
   }
   Answers syncs;
   for (auto& [t, resp] : fx.syncs) {
     if (auto done = take(t)) syncs.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
   }
+  reconcile(group, e, out);
   if (!fx.becameStable) {
     for (auto& a : syncs) out.push_back(std::move(a));
-    if (e.savedMembers && e.model->empty()) {
+    if (e.savedMembers && e.model->empty() && !e.closing) {
       e.savedMembers = false;
       zk_.remove(snapshotPath(group), -1, [group](zk::Error err) {
         if (err != zk::Error::Ok && err != zk::Error::NoNode) {
@@ -213,14 +376,12 @@ void KafkaGroups::tick(TimePoint now) {
       Entry& e = *it->second;
       kafka::Effects fx;
       if (!hooks_.controlsHere(it->first)) {
-        if (e.model) {
-          e.model->abandon(ErrorCode::NOT_COORDINATOR, false, fx);
-          deliver(it->first, e, fx, out);
-          spdlog::info("kafka group {}: no longer controlled here", it->first);
-        }
+        if (e.model) spdlog::info("kafka group {}: no longer controlled here", it->first);
+        forget(it->first, e, out);
         it = groups_.erase(it);
         continue;
       }
+      if (e.retry) reconcile(it->first, e, out);
       if (e.model) {
         const auto due = e.model->nextDeadline();
         if (due && *due <= now) {
@@ -244,12 +405,7 @@ void KafkaGroups::stop() {
   {
     MutexLock lock(mu_);
     stopped_ = true;
-    for (auto& [name, e] : groups_) {
-      if (!e->model) continue;
-      kafka::Effects fx;
-      e->model->abandon(ErrorCode::NOT_COORDINATOR, false, fx);
-      deliver(name, *e, fx, out);
-    }
+    for (auto& [name, e] : groups_) forget(name, *e, out);
     groups_.clear();
   }
   run(out);
@@ -277,27 +433,19 @@ namespace {
 // topics: name, partitions; then user data): what a Kafka leader hands each
 // member, opaque to the group's rules. Empty when it is not one.
 std::vector<protocol::TopicPartition> partitionsOf(std::string_view a) {
+  protocol::wire::Reader r(std::span(reinterpret_cast<const uint8_t*>(a.data()), a.size()));
+  int16_t version = 0;
+  size_t topics = 0;
+  if (!r.readInt16(version, "Version") || !r.readCount(topics, 2 + 4, "Topics")) return {};
   std::vector<protocol::TopicPartition> out;
-  size_t pos = 0;
-  auto take = [&](size_t n, uint64_t* v) {
-    if (a.size() - pos < n) return false;
-    *v = 0;
-    for (size_t i = 0; i < n; ++i) *v = (*v << 8) | static_cast<uint8_t>(a[pos + i]);
-    pos += n;
-    return true;
-  };
-  uint64_t version = 0, topics = 0;
-  if (!take(2, &version) || !take(4, &topics) || topics > a.size()) return {};
-  for (uint64_t t = 0; t < topics; ++t) {
-    uint64_t len = 0, count = 0;
-    if (!take(2, &len) || a.size() - pos < len) return {};
-    std::string topic(a.substr(pos, len));
-    pos += len;
-    if (!take(4, &count) || count > (a.size() - pos) / 4) return {};
-    for (uint64_t i = 0; i < count; ++i) {
-      uint64_t p = 0;
-      take(4, &p);
-      out.push_back(protocol::TopicPartition{topic, static_cast<int32_t>(static_cast<uint32_t>(p))});
+  for (size_t t = 0; t < topics; ++t) {
+    std::string topic;
+    size_t count = 0;
+    if (!r.readString(topic, "Topic") || !r.readCount(count, 4, "Partitions")) return {};
+    for (size_t i = 0; i < count; ++i) {
+      int32_t p = 0;
+      if (!r.readInt32(p, "Partition")) return {};
+      out.push_back(protocol::TopicPartition{topic, p});
     }
   }
   return out;
@@ -339,72 +487,55 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Api
 // here (docs/kafka.md, "Fetching").
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::MetadataRequest r,
                         k::ResponseCallback& done) {
-  struct Gather {
-    std::mutex mu;
-    k::MetadataResponse out;
-    std::map<std::string, k::MetadataResponse::Topic> topics;
-    size_t waiting = 0;
-    k::ResponseCallback done;
-  };
-  auto g = std::make_shared<Gather>();
-  g->done = std::move(done);
+  k::MetadataResponse out;
   for (const auto& b : hooks_.brokers()) {
-    g->out.brokers.push_back(k::MetadataResponse::Broker{b.brokerId, b.host, b.port, std::nullopt});
+    out.brokers.push_back(k::MetadataResponse::Broker{b.brokerId, b.host, b.port, std::nullopt});
   }
-  g->out.controllerId = g->out.brokers.empty() ? -1 : g->out.brokers.front().nodeId;
-  g->out.clusterId = "groupcoord";
+  out.controllerId = out.brokers.empty() ? -1 : out.brokers.front().nodeId;
+  out.clusterId = "groupcoord";
   std::vector<int32_t> nodes;
-  for (const auto& b : g->out.brokers) nodes.push_back(b.nodeId);
-  const std::string base = config_.topicsPath;
+  for (const auto& b : out.brokers) nodes.push_back(b.nodeId);
 
-  auto finish = [g] {
-    for (auto& [name, t] : g->topics) g->out.topics.push_back(std::move(t));
-    g->done(std::move(g->out));
+  struct Topics {
+    std::map<std::string, k::MetadataResponse::Topic> byName;
   };
-  auto readTopics = [this, g, nodes, base, finish](std::vector<std::string> names) {
-    if (names.empty()) return finish();
-    {
-      std::lock_guard<std::mutex> lock(g->mu);
-      g->waiting = names.size();
-    }
-    for (const auto& name : names) {
-      zk_.get(base + "/" + name, [g, name, nodes, finish](zk::GetResult res) {
-        k::MetadataResponse::Topic t;
-        t.name = name;
-        std::optional<int32_t> count;
-        if (res.error == zk::Error::Ok) count = layout::decodeTopicPartitions(res.data);
-        if (!count || nodes.empty()) {
-          t.error = nodes.empty() ? ErrorCode::COORDINATOR_NOT_AVAILABLE : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
-        } else {
-          for (int32_t p = 0; p < *count; ++p) {
-            const int32_t leader = nodes[static_cast<size_t>(p) % nodes.size()];
-            t.partitions.push_back(k::MetadataResponse::Partition{ErrorCode::NONE, p, leader, {leader}, {leader}});
-          }
+  using Reads = Fanout<Topics>;
+  auto reads = Reads::start(zk_, [out = std::move(out), done = std::move(done)](Topics t) mutable {
+    for (auto& [name, topic] : t.byName) out.topics.push_back(std::move(topic));
+    done(std::move(out));
+  });
+  auto readTopic = [this, nodes, base = config_.topicsPath](Reads& fan, const std::string& name) {
+    zk_.get(base + "/" + name, fan.collect<zk::GetResult>([name, nodes](Topics& s, zk::GetResult res) {
+      k::MetadataResponse::Topic t;
+      t.name = name;
+      std::optional<int32_t> count;
+      if (res.error == zk::Error::Ok) count = layout::decodeTopicPartitions(res.data);
+      if (!count || nodes.empty()) {
+        t.error = nodes.empty() ? ErrorCode::COORDINATOR_NOT_AVAILABLE : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+      } else {
+        for (int32_t p = 0; p < *count; ++p) {
+          const int32_t leader = nodes[static_cast<size_t>(p) % nodes.size()];
+          t.partitions.push_back(k::MetadataResponse::Partition{ErrorCode::NONE, p, leader, {leader}, {leader}});
         }
-        bool last = false;
-        {
-          std::lock_guard<std::mutex> lock(g->mu);
-          g->topics[name] = std::move(t);
-          last = --g->waiting == 0;
-        }
-        if (last) finish();
-      });
-    }
+      }
+      s.byName[name] = std::move(t);
+    }));
   };
   // Version 0: an empty list asks for every topic; later, null does.
   const bool all = !r.topics.has_value() || (h.apiVersion == 0 && r.topics->empty());
-  if (!all) {
-    std::vector<std::string> names;
+  if (all) {
+    zk_.getChildren(config_.topicsPath,
+                    reads->collect<zk::ChildrenResult>([reads, readTopic](Topics&, zk::ChildrenResult c) {
+                      if (c.error != zk::Error::Ok) return;
+                      for (const auto& name : c.children) readTopic(*reads, name);
+                    }));
+  } else {
     std::set<std::string> seen;
     for (const auto& t : *r.topics) {
-      if (seen.insert(t.name).second) names.push_back(t.name);
+      if (seen.insert(t.name).second) readTopic(*reads, t.name);
     }
-    return readTopics(std::move(names));
   }
-  zk_.getChildren(base, [readTopics, finish](zk::ChildrenResult c) {
-    if (c.error != zk::Error::Ok) return finish();
-    readTopics(std::move(c.children));
-  });
+  reads->release();
 }
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::FindCoordinatorRequest r,
@@ -462,7 +593,7 @@ void KafkaGroups::route(const protocol::Caller& caller, const k::RequestHeader& 
       a.version = h.apiVersion;
       a.clientId = h.clientId.value_or("");
       a.clientHost = "/" + caller.host;
-      a.freshMemberId = newMemberId(a.clientId);
+      a.freshMemberId = hooks_.newMemberId(a.clientId);
       a.request = std::move(r);
       kafka::Effects fx;
       e->model->join(t, a, time_.now(), fx);
@@ -744,19 +875,11 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Des
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::DeleteGroupsRequest r,
                         k::ResponseCallback& done) {
-  struct Gather {
-    std::mutex mu;
-    k::DeleteGroupsResponse out;
-    size_t waiting = 0;
-    k::ResponseCallback done;
-  };
-  auto g = std::make_shared<Gather>();
-  g->done = std::move(done);
+  k::DeleteGroupsResponse out;
   std::vector<std::pair<size_t, std::string>> toDelete;
   for (const auto& name : r.groupsNames) {
-    g->out.results.push_back(k::DeleteGroupsResponse::Result{name, ErrorCode::NONE});
-    const size_t i = g->out.results.size() - 1;
-    ErrorCode& e = g->out.results[i].error;
+    out.results.push_back(k::DeleteGroupsResponse::Result{name, ErrorCode::NONE});
+    ErrorCode& e = out.results.back().error;
     if (!protocol::isValidName(name)) {
       e = ErrorCode::INVALID_GROUP_ID;
     } else if (!hooks_.controlsHere(name)) {
@@ -767,44 +890,44 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Del
       if (it != groups_.end() && it->second->model && !it->second->model->empty()) {
         e = ErrorCode::NON_EMPTY_GROUP;
       } else {
-        toDelete.emplace_back(i, name);
+        toDelete.emplace_back(out.results.size() - 1, name);
       }
     }
   }
-  if (toDelete.empty()) return g->done(std::move(g->out));
-  g->waiting = toDelete.size();
+  struct Deleted {
+    bool ok = false;
+    bool notEmpty = false;
+    std::string why;
+  };
+  auto deletions = Fanout<k::DeleteGroupsResponse>::start(
+      zk_, [done = std::move(done)](k::DeleteGroupsResponse answer) { done(std::move(answer)); });
+  deletions->update([&](k::DeleteGroupsResponse& answer) { answer = std::move(out); });
   for (auto& [i, name] : toDelete) {
-    hooks_.deleteGroup(name, [this, g, i = i, name = name](bool ok, bool notEmpty, std::string why) {
-      ErrorCode e = ErrorCode::NONE;
+    auto collected = deletions->collect<Deleted>([i = i](k::DeleteGroupsResponse& answer, Deleted d) {
+      answer.results[i].error =
+          d.ok ? ErrorCode::NONE : (d.notEmpty ? ErrorCode::NON_EMPTY_GROUP : ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    });
+    hooks_.deleteGroup(name, [this, name = name, collected = std::move(collected)](bool ok, bool notEmpty,
+                                                                                   std::string why) {
       if (ok) {
-        Answers out;
+        Answers answers;
         {
           MutexLock lock(mu_);
           if (auto it = groups_.find(name); it != groups_.end()) {
-            if (it->second->model) {
-              kafka::Effects fx;
-              it->second->model->abandon(ErrorCode::NOT_COORDINATOR, true, fx);
-              deliver(name, *it->second, fx, out);
-            }
+            forget(name, *it->second, answers);
             groups_.erase(it);
           }
         }
-        run(out);
+        run(answers);
         zk_.remove(snapshotPath(name), -1, [](zk::Error) {});
         spdlog::info("kafka group {}: deleted", name);
-      } else {
-        e = notEmpty ? ErrorCode::NON_EMPTY_GROUP : ErrorCode::COORDINATOR_NOT_AVAILABLE;
-        if (!notEmpty) spdlog::warn("kafka group {}: deleting it failed: {}", name, why);
+      } else if (!notEmpty) {
+        spdlog::warn("kafka group {}: deleting it failed: {}", name, why);
       }
-      bool last = false;
-      {
-        std::lock_guard<std::mutex> lock(g->mu);
-        g->out.results[i].error = e;
-        last = --g->waiting == 0;
-      }
-      if (last) g->done(std::move(g->out));
+      collected(Deleted{ok, notEmpty, std::move(why)});
     });
   }
+  deletions->release();
 }
 
 // Partitions carry no records here: a consumer's fetch is answered empty

@@ -9,11 +9,16 @@
 // and placement like every group. Its controller keeps the group's Kafka
 // state (adapter/kafka/ClassicGroup.h: members, join barrier, leader,
 // generation, assignments) in memory; every other server answers
-// NOT_COORDINATOR. A generation that becomes stable is written to
-// <root>/kafka/<group> before the SyncGroup answers go out, so that a new
-// controller resumes it without a rebalance. Committed offsets live in the
-// group's offsets znodes, where `groupctl offsets` and native clients see
-// them.
+// NOT_COORDINATOR. Its members are ephemeral znodes under the group's
+// members znode and its generation is the group znode's version, as a
+// native group's: a rebalance's JoinGroup answers go out once the
+// transaction that writes the member znodes and moves the version is
+// applied (the group's controller writes it: GroupController::writeKafka).
+// A generation that becomes stable is written to <root>/kafka/<group>
+// before the SyncGroup answers go out, so that a new controller resumes it
+// without a rebalance when the group znode's version is still that
+// generation. Committed offsets live in the group's offsets znodes, where
+// `groupctl offsets` and native clients see them.
 //
 // Threads: handle() on server I/O threads, ZooKeeper completions on the
 // completion thread, tick() on the coordinator's ticker. mu_ guards the
@@ -61,6 +66,17 @@ struct KafkaHooks {
   // Every live server with a Kafka port, and one server's Kafka address.
   std::function<std::vector<protocol::Broker>()> brokers;
   std::function<protocol::Broker(int32_t id)> brokerOf;
+  // A group's generation: the group znode's version as its controller
+  // knows it; nullopt while it is not known to match ZooKeeper.
+  std::function<std::optional<int32_t>(const std::string& group)> generationOf;
+  // Writes member znode ops with `moves` generation moves (0: a version
+  // check) in one transaction (GroupController::writeKafka); `done` gets
+  // the version after it, or nullopt with `busy` (try again) or why it
+  // failed.
+  using Written = std::function<void(std::optional<int32_t> version, bool busy, std::string why)>;
+  std::function<void(const std::string& group, std::vector<zk::Op> ops, int moves, Written done)> writeMembers;
+  // A fresh member id (adapter/MemberIds.h): a znode name.
+  std::function<std::string(const std::string& clientId)> newMemberId;
 };
 
 struct KafkaGroupsConfig {
@@ -106,7 +122,18 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // The entry of a group controlled here, made (and its saved generation
   // read) on first use; null with `*error` set when it cannot serve yet.
   Entry* entryFor(const std::string& group, protocol::kafka::ErrorCode* error) REQUIRES(mu_);
-  void loaded(const std::string& group, uint64_t serial, zk::GetResult r) EXCLUDES(mu_);
+  struct Loaded;
+  void loaded(const std::string& group, uint64_t serial, int32_t version, Loaded read) EXCLUDES(mu_);
+  // Makes ZooKeeper match the group's state: member znodes created and
+  // removed, and the generation moved to the model's, in transactions of
+  // at most kMaxOpsPerWrite member ops; one at a time per group.
+  void reconcile(const std::string& group, Entry& e, Answers& out) REQUIRES(mu_);
+  void written(const std::string& group, uint64_t serial, std::vector<std::string> removed,
+               std::vector<std::string> created, std::optional<int32_t> version, bool busy, std::string why)
+      EXCLUDES(mu_);
+  // The group no longer served here: everything waiting answered
+  // NOT_COORDINATOR. The caller erases the entry.
+  void forget(const std::string& group, Entry& e, Answers& out) REQUIRES(mu_);
   // Turns a model call's effects into answers (run after mu_ is released);
   // a generation that became stable is written first.
   void deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) REQUIRES(mu_);
@@ -149,7 +176,6 @@ class KafkaGroups final : public protocol::kafka::Handler {
   void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,
                     protocol::kafka::ResponseCallback done, bool retried) EXCLUDES(mu_);
   std::string snapshotPath(const std::string& group) const;
-  std::string newMemberId(const std::string& clientId) REQUIRES(mu_);
 
   zk::Client& zk_;
   const layout::Layout& layout_;
@@ -162,7 +188,6 @@ class KafkaGroups final : public protocol::kafka::Handler {
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> groups_ GUARDED_BY(mu_);
   uint64_t nextTicket_ GUARDED_BY(mu_) = 1;
   uint64_t nextSerial_ GUARDED_BY(mu_) = 1;
-  uint64_t memberSerial_ GUARDED_BY(mu_) = 0;
   bool stopped_ GUARDED_BY(mu_) = false;
 
   // Fetches wait out their MaxWaitMs, then are answered empty (docs/kafka.md,

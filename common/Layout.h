@@ -6,7 +6,7 @@
 //   <root>/groups/<group>                         PERSISTENT  GroupSettings JSON; Stat.version = generation
 //   <root>/groups/<group>/controller              EPHEMERAL   server id of the group's controller
 //   <root>/groups/<group>/history                 PERSISTENT  HistoryRecord JSON: the last rebalance reasons
-//   <root>/groups/<group>/members/<consumer-id>   EPHEMERAL   {"client_id":..}
+//   <root>/groups/<group>/members/<consumer-id>   EPHEMERAL   {"client_id":..} (a Kafka group's: its Kafka members)
 //   <root>/groups/<group>/offsets/<topic>/<part>  PERSISTENT  committed offset, decimal text
 //   <root>/kafka/<group>                          PERSISTENT  a Kafka group's last stable generation
 //                                                             (adapter/KafkaGroups.h)
@@ -50,6 +50,9 @@ class Layout {
   }
   std::string offsetsPath(std::string_view group) const { return groupPath(group) + "/offsets"; }
   std::string historyPath(std::string_view group) const { return groupPath(group) + "/history"; }
+  // Kafka groups' last stable generations (adapter/KafkaGroups.h).
+  std::string kafkaPath() const { return root_ + "/kafka"; }
+  std::string kafkaGroupPath(std::string_view group) const { return kafkaPath() + "/" + std::string(group); }
 
  private:
   std::string root_;

@@ -48,7 +48,8 @@ const std::string* metadataOf(const MemberView& v, const std::string& protocol) 
 
 }  // namespace
 
-ClassicGroup::ClassicGroup(std::string groupId, GroupRules rules) : groupId_(std::move(groupId)), rules_(rules) {}
+ClassicGroup::ClassicGroup(std::string groupId, GroupRules rules, int32_t generation)
+    : groupId_(std::move(groupId)), rules_(rules), generation_(generation) {}
 
 ClassicGroup ClassicGroup::resume(std::string groupId, GroupRules rules, const Snapshot& s, TimePoint now) {
   ClassicGroup g(std::move(groupId), rules);

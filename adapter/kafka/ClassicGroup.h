@@ -111,7 +111,8 @@ std::optional<Snapshot> decodeSnapshot(std::string_view bytes);
 
 class ClassicGroup {
  public:
-  ClassicGroup(std::string groupId, GroupRules rules);
+  // An empty group at `generation` (its next rebalance makes generation + 1).
+  ClassicGroup(std::string groupId, GroupRules rules, int32_t generation = 0);
   // A new controller's copy of a stable generation: every member's session
   // starts afresh at `now`, the state is Stable (Empty with no member).
   static ClassicGroup resume(std::string groupId, GroupRules rules, const Snapshot& s, TimePoint now);

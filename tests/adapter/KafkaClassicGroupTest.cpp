@@ -422,6 +422,23 @@ TEST(KafkaClassicGroupTest, LastMemberLeavingEmptiesTheGroupWithANewGeneration) 
   EXPECT_EQ(h.g.nextDeadline(), std::nullopt);
 }
 
+TEST(KafkaClassicGroupTest, AGroupStartedAtAGenerationFormsTheNextOne) {
+  // The controller starts a group at its znode's version: generations go
+  // on from there, never back.
+  Harness h;
+  h.g = ClassicGroup("g", h.rules, 41);
+  EXPECT_EQ(h.g.generation(), 41);
+  EXPECT_EQ(h.g.state(), State::Empty);
+  h.join("", "a");
+  const Ticket t = h.join("a", "unused");
+  ASSERT_TRUE(h.joins.count(t));
+  EXPECT_EQ(h.joins[t].error, ErrorCode::NONE);
+  EXPECT_EQ(h.joins[t].generationId, 42);
+  EXPECT_EQ(h.g.generation(), 42);
+  EXPECT_EQ(h.leave("a"), ErrorCode::NONE);
+  EXPECT_EQ(h.g.generation(), 43);
+}
+
 TEST(KafkaClassicGroupTest, SessionTimeoutRemovesTheSilentMember) {
   Harness h;
   h.formStable({"a", "b"});

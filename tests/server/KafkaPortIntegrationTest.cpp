@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -185,6 +186,27 @@ class KafkaPortTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no coordinator for " << group;
     return 0;
+  }
+
+  // The group as ZooKeeper has it: its znode's version (the generation)
+  // and its member znodes with their owning sessions.
+  struct InZk {
+    int32_t version = -1;
+    std::map<std::string, int64_t> members;  // member id -> ephemeral owner
+  };
+  InZk inZk(const std::string& group) {
+    layout::Layout l(root_);
+    InZk out;
+    auto g = zk_->getSync(l.groupPath(group));
+    EXPECT_EQ(g.error, zk::Error::Ok);
+    out.version = g.stat.version;
+    auto c = zk_->getChildrenSync(l.membersPath(group));
+    EXPECT_EQ(c.error, zk::Error::Ok);
+    for (const auto& id : c.children) {
+      auto m = zk_->getSync(l.memberPath(group, id));
+      if (m.error == zk::Error::Ok) out.members[id] = m.stat.ephemeralOwner;
+    }
+    return out;
   }
 
   std::string root_, topicsPath_;
@@ -371,6 +393,13 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
     EXPECT_EQ(commit(a, group, "", -1, 7), k::ErrorCode::ILLEGAL_GENERATION) << "a standalone commit to a live group";
     EXPECT_EQ(fetchOffset(a, group), std::optional<int64_t>(42));
   }
+  // The members are ephemeral znodes of the controller's session, and the
+  // generation is the group znode's version.
+  const InZk before = inZk(group);
+  EXPECT_EQ(before.version, g.generation);
+  ASSERT_EQ(before.members.size(), 2u);
+  EXPECT_TRUE(before.members.count(g.leader) && before.members.count(g.other));
+  for (const auto& [id, owner] : before.members) EXPECT_NE(owner, 0) << id << " is ephemeral";
 
   // The controller dies without a word; the other server takes the group
   // over once the ensemble expires its session, and goes on with the same
@@ -398,6 +427,21 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   EXPECT_EQ(synced->assignment, assignmentOf("work", {2, 3})) << "the same assignment, from the saved generation";
   EXPECT_EQ(fetchOffset(other, group), std::optional<int64_t>(42)) << "the committed offset, from the other server";
   EXPECT_EQ(commit(other, group, g.other, g.generation, 43), k::ErrorCode::NONE);
+  // The new controller made the member znodes its own session's, at the
+  // same generation.
+  const auto owned = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  InZk after = inZk(group);
+  while (Clock::now() < owned && after.members.size() != 2) {
+    std::this_thread::sleep_for(100ms);
+    after = inZk(group);
+  }
+  EXPECT_EQ(after.version, g.generation) << "no rebalance moved the generation";
+  ASSERT_EQ(after.members.size(), 2u);
+  EXPECT_TRUE(after.members.count(g.leader) && after.members.count(g.other));
+  for (const auto& [id, owner] : after.members) {
+    EXPECT_NE(owner, 0);
+    EXPECT_NE(owner, before.members.begin()->second) << id << " belongs to the new controller's session";
+  }
 
   // A member leaves: the other's next heartbeat hears of the rebalance.
   k::LeaveGroupRequest leave;
@@ -407,6 +451,16 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   ASSERT_TRUE(left);
   EXPECT_EQ(left->error, k::ErrorCode::NONE);
   EXPECT_EQ(heartbeat(other, group, g.other, g.generation), k::ErrorCode::REBALANCE_IN_PROGRESS);
+  // The other joins again: the next generation is the group znode's next
+  // version, and only its member is left in ZooKeeper.
+  auto rejoined = other.call<k::JoinGroupResponse>(joinRequest(group, g.other), 5);
+  ASSERT_TRUE(rejoined);
+  EXPECT_EQ(rejoined->error, k::ErrorCode::NONE);
+  EXPECT_EQ(rejoined->generationId, g.generation + 1);
+  const InZk next = inZk(group);
+  EXPECT_EQ(next.version, g.generation + 1) << "the answer went out after the version moved";
+  EXPECT_EQ(next.members.size(), 1u);
+  EXPECT_TRUE(next.members.count(g.other));
 }
 
 TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
