@@ -6,14 +6,15 @@ Events are JSON objects, one a line, keys sorted. Commands are JSON objects,
 one a line: {"cmd":"commit","offsets":{"P":O}} or {"cmd":"close"}. The end of
 standard input and SIGTERM close too.
 
-Both scripts report their group membership as the client sees it whenever it
-changes, read after every poll:
+Both scripts report their group membership as the client sees it right after
+every "assigned" event and whenever it changes (read after every poll):
 
   {"event":"generation","generation":N,"member_id":"..."}
 
 (generation -1 and an empty member id: the client holds no membership, as
-before its first join or after it dropped one). A failover the members ride
-through without a rebalance shows no such event: the driver asserts on them.
+before its first join or after it dropped one). So the last such event after
+an assignment names the generation it belongs to, and a failover the members
+ride through without a rebalance shows none: the driver asserts on both.
 """
 
 from __future__ import annotations
@@ -68,14 +69,15 @@ class DistinctErrors:
 
 
 class Membership:
-    """Emits {"event":"generation"} when the client's (generation, member id) changes."""
+    """Emits {"event":"generation"} when the client's (generation, member id) changes, or always
+    with ``force`` (after an assignment)."""
 
     def __init__(self) -> None:
         self.last: tuple[int, str] | None = None
 
-    def observe(self, generation: int | None, member_id: str | None) -> None:
+    def observe(self, generation: int | None, member_id: str | None, force: bool = False) -> None:
         now = (-1 if generation is None else int(generation), member_id or "")
-        if now != self.last:
+        if force or now != self.last:
             self.last = now
             emit(event="generation", generation=now[0], member_id=now[1])
 

@@ -6,7 +6,8 @@ per event:
   {"event":"assigned","partitions":[...],"added":[...]}   every assignment: what it owns now, what is new
   {"event":"revoked","partitions":[...],"remaining":[...]} a rebalance takes these (all of them unless cooperative)
   {"event":"lost","partitions":[...]}                     librdkafka declared them lost
-  {"event":"generation","generation":N,"member_id":...}   librdkafka's membership changed (member_common.py)
+  {"event":"generation","generation":N,"member_id":...}   after every assignment and when librdkafka's
+                                                          membership changes (member_common.py)
   {"event":"committed","offsets":{"P":O,...}}             a commit the driver asked for succeeded
   {"event":"committed_offsets","offsets":{"P":O|null}}    --read-committed: what the group committed
   {"event":"error","op":...,"error":...}
@@ -15,7 +16,7 @@ per event:
 librdkafka tells the application its generation and member id only through
 the consumer group metadata (consumer_group_metadata(), serialized by
 rd_kafka_consumer_group_metadata_write): they are read from there after every
-poll. Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
+assignment and every poll. Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
 or {"cmd":"close"}; SIGTERM closes too. With --read-committed it joins no
 group: it reads the committed offsets of every partition (OffsetFetch through
 committed()), retrying until --deadline-s passes, and exits.
@@ -116,11 +117,18 @@ def main() -> int:
 
     consumer = Consumer(conf)
     owned: set[int] = set()
+    membership = Membership()
+
+    def observe(force: bool = False) -> None:
+        got = membership_of(consumer)
+        if got is not None:
+            membership.observe(*got, force=force)
 
     def on_assign(_c, partitions):
         added = sorted(tp.partition for tp in partitions if tp.topic == a.topic)
         owned.update(added)
         emit(event="assigned", partitions=sorted(owned), added=added)
+        observe(force=True)
 
     def on_revoke(_c, partitions):
         gone = sorted(tp.partition for tp in partitions if tp.topic == a.topic)
@@ -133,7 +141,6 @@ def main() -> int:
         emit(event="lost", partitions=gone)
 
     consumer.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    membership = Membership()
 
     def poll() -> None:
         msg = consumer.poll(0.1)
@@ -141,9 +148,7 @@ def main() -> int:
             # A consumer error (GROUP_AUTHORIZATION_FAILED among them), each once.
             err = msg.error()
             errors.report("poll", f"{err.name()}: {err.str()}", code=err.code())
-        got = membership_of(consumer)
-        if got is not None:
-            membership.observe(*got)
+        observe()
 
     def commit(offsets: dict) -> None:
         wanted = [TopicPartition(a.topic, int(k), int(v)) for k, v in offsets.items()]

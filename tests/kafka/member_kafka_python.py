@@ -4,7 +4,8 @@ tests/kafka/driver.py. Standard output carries one JSON line per event:
 
   {"event":"assigned","partitions":[...],"generation":N}   after every assignment
   {"event":"revoked","partitions":[...]}                    before a rebalance takes them
-  {"event":"generation","generation":N,"member_id":...}     kafka-python's membership changed (member_common.py)
+  {"event":"generation","generation":N,"member_id":...}     after every assignment and when kafka-python's
+                                                            membership changes (member_common.py)
   {"event":"committed","offsets":{"P":O,...}}              a commit the driver asked for succeeded
   {"event":"committed_offsets","offsets":{"P":O|null,...}}  --read-committed: what the group committed
   {"event":"error","op":...,"error":...}                    something the driver asked for failed
@@ -90,6 +91,8 @@ def main() -> int:
         except AttributeError:
             return None, None
 
+    membership = Membership()
+
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
             emit(event="revoked", partitions=sorted(tp.partition for tp in revoked if tp.topic == a.topic))
@@ -97,9 +100,9 @@ def main() -> int:
         def on_partitions_assigned(self, assigned):
             emit(event="assigned", partitions=sorted(tp.partition for tp in assigned if tp.topic == a.topic),
                  generation=membership_now()[0])
+            membership.observe(*membership_now(), force=True)
 
     consumer.subscribe([a.topic], listener=Listener())
-    membership = Membership()
     last_poll_error = ""
 
     def poll() -> None:
