@@ -6,9 +6,10 @@ Each test starts two groupcoordd servers with Kafka ports on 127.0.0.1
 against the test ensemble (GROUPCOORD_TEST_ZK), under a ZooKeeper root of its
 own, writes a topic of 6 partitions under the Kafka topics path with
 `groupctl topic create`, and runs members as separate processes
-(member_kafka_python.py, member_confluent.py, js/member.js). A member prints
-one JSON line per event (assigned, revoked, committed, ...) and takes JSON
-commands on standard input; the driver reads the lines and asserts.
+(member_kafka_python.py, member_confluent.py, js/member.js; the Python ones
+share member_common.py). A member prints one JSON line per event (assigned,
+revoked, generation, committed, ...) and takes JSON commands on standard
+input; the driver reads the lines and asserts.
 
 Time (tests/README.md, "Time in tests"): every wait polls up to a bound
 computed from the timeouts configured here (the members' session and
@@ -124,6 +125,34 @@ def failover_bound() -> float:
     """A dead controller's groups are claimed by another server within its ZooKeeper session
     plus the claim fallback."""
     return ZK_SESSION_TIMEOUT + CLAIM_FALLBACK
+
+
+def failover_session_timeout() -> float:
+    """The members' session timeout (and rebalance timeout) where their controller dies under them:
+    longer than the failover's design bound plus a heartbeat interval, so that no session ends, at
+    the client or at the new controller, before the member has heartbeated the new controller."""
+    return design_bound(failover_bound() + HEARTBEAT_INTERVAL)
+
+
+# KafkaJS's retry of a member's requests: js/member.js configures initialRetryTime 200 ms and 8
+# retries, KafkaJS's defaults the rest (randomization factor 0.2, multiplier 2, maxRetryTime 30 s).
+KAFKAJS_RETRY_INITIAL = 0.2
+KAFKAJS_RETRIES = 8
+KAFKAJS_RETRY_FACTOR = 0.2
+KAFKAJS_RETRY_MULTIPLIER = 2.0
+KAFKAJS_RETRY_MAX = 30.0
+
+
+def kafkajs_restart_bound() -> float:
+    """The longest a KafkaJS member's consumer retries a request that keeps failing before it gives
+    up (a crash), plus the wait before KafkaJS restarts it: each wait is at most (1 + factor) times
+    the one before times the multiplier, capped at maxRetryTime; there are as many as retries,
+    and the restart waits one more."""
+    wait, total = KAFKAJS_RETRY_INITIAL * (1 + KAFKAJS_RETRY_FACTOR), 0.0
+    for _ in range(KAFKAJS_RETRIES + 1):
+        total += wait
+        wait = min(wait * (1 + KAFKAJS_RETRY_FACTOR) * KAFKAJS_RETRY_MULTIPLIER, KAFKAJS_RETRY_MAX)
+    return total
 
 
 # ---- the ensemble, names, commands -----------------------------------------------------------
@@ -534,11 +563,21 @@ class Member:
                 held -= set(e["partitions"])
         return held
 
-    def generation(self) -> int | None:
-        for e in reversed(self.snapshot()):
+    def membership(self) -> tuple[int, str] | None:
+        """(generation, member id) as it reported them last since its latest assignment (every
+        member reports them after each assignment: the Python ones at once, KafkaJS with its next
+        heartbeat); None before that, or while it holds no membership."""
+        last = None
+        for e in self.snapshot():
             if e["event"] == "assigned":
-                return e.get("generation")
-        return None
+                last = None
+            elif e["event"] == "generation":
+                last = (e["generation"], e["member_id"]) if e["generation"] >= 0 and e["member_id"] else None
+        return last
+
+    def generation(self) -> int | None:
+        got = self.membership()
+        return got[0] if got else None
 
     def has(self, kind: str, since: int = 0) -> dict | None:
         for e in self.snapshot()[since:]:
@@ -597,7 +636,7 @@ def member_command(lib: str) -> list[str]:
 
 def split_of(members: list[Member], sizes: list[int] | None = None) -> list[set[int]] | None:
     """The members' holdings when they split all partitions: each holds some, none twice, all
-    held, and (where every member tells its generation) all in the same generation."""
+    held, and every member has told the generation of its latest assignment, the same for all."""
     held = [m.holdings() for m in members]
     if any(h is None or not h for h in held):
         return None
@@ -606,7 +645,7 @@ def split_of(members: list[Member], sizes: list[int] | None = None) -> list[set[
     if sizes is not None and [len(h) for h in held] != sizes:
         return None
     generations = [m.generation() for m in members]
-    if all(g is not None for g in generations) and len(set(generations)) != 1:
+    if any(g is None for g in generations) or len(set(generations)) != 1:
         return None
     return held
 
@@ -721,6 +760,9 @@ class GroupScenarios:
     """The group scenarios every client library runs; LIB names the member script."""
 
     LIB = ""
+    # Whether the library's members, their controller killed, rejoin as new members (a rebalance)
+    # rather than going on with the server that resumes their generation.
+    REJOINS_AFTER_CONTROLLER_KILL = False
 
     def test_three_members_split(self) -> None:
         group = unique("G")
@@ -772,6 +814,111 @@ class GroupScenarios:
         figure(f"kafka {self.LIB} committed offsets read from the survivor {time.monotonic() - killed:.1f} s "
                f"after the controller's SIGKILL")
 
+    def test_controller_kill_steady_members(self) -> None:
+        """Three members heartbeat in a stable group; its controller is killed (SIGKILL). They find
+        the other server (NOT_COORDINATOR, then FindCoordinator), which resumes the saved generation,
+        and go on in the same generation with the same partitions: no member is told of a rebalance
+        (docs/kafka.md, "Failover without a rebalance"). A library that cannot
+        (REJOINS_AFTER_CONTROLLER_KILL) is held to what it does instead: rejoin_after_controller_kill."""
+        group = unique("G")
+        session = failover_session_timeout()
+        ms = [self.member(self.LIB, f"{self.LIB}-steady-{n}", group, session_timeout=session,
+                          rebalance_timeout=session) for n in range(3)]
+        # Their rebalance timeout is the longer session timeout, not REBALANCE_TIMEOUT.
+        held = self.wait_split(ms, settle_bound() - REBALANCE_TIMEOUT + session, "three members forming a group",
+                               sizes=[2, 2, 2])
+        before = self.groupctl_describe(group)
+        ids = sorted(m["id"] for m in before["members"])
+        self.assertEqual(sorted(m["client_id"] for m in before["members"]), sorted(m.name for m in ms), before)
+
+        def memberships() -> list[tuple[int, str]] | None:
+            got = [m.membership() for m in ms]
+            if any(x is None for x in got) or sorted(i for _, i in got) != ids or len({g for g, _ in got}) != 1:
+                return None
+            return got
+        # The split waited for every member's generation; their member ids are the described ones.
+        joined = self.wait_for(f"every member to report one generation and the member ids {ids}", memberships,
+                               HEARTBEAT_INTERVAL)
+        marks = [len(m.snapshot()) for m in ms]
+        controller = self.controller_of(group)
+        self.assertEqual((before["controller"] or {}).get("id"), controller.id, before)
+        survivor = [s for s in self.servers if s is not controller][0]
+        controller.kill9()
+        killed = time.monotonic()
+        if self.REJOINS_AFTER_CONTROLLER_KILL:
+            return self.rejoin_after_controller_kill(group, ms, marks, joined, controller, survivor, session)
+
+        def resumed() -> dict | None:
+            try:
+                d = self.groupctl_describe(group)
+            except (AssertionError, ValueError, subprocess.TimeoutExpired):
+                return None  # no controller yet
+            ok = ((d.get("controller") or {}).get("id") == survivor.id and d["generation"] == before["generation"]
+                  and sorted(m["id"] for m in d["members"]) == ids)
+            return d if ok else None
+        # The survivor claims the group within the failover bound; it reads the saved generation on
+        # the first Kafka request for it, which a member sends within a heartbeat interval.
+        self.wait_for(f"server {survivor.id} to control the group with generation {before['generation']} and "
+                      f"the members {ids}", resumed, failover_bound() + HEARTBEAT_INTERVAL)
+        took = time.monotonic() - killed
+        # Time passes to show that nothing happens. A member that does not heartbeat the survivor is
+        # dropped when the session the survivor gave it on resuming ends, or its client gives up
+        # its membership when its own session timer ends; the others then hear of the rebalance
+        # within a heartbeat interval and the join window.
+        time.sleep(session + HEARTBEAT_INTERVAL + JOIN_WINDOW_MAX)
+        for m, mark, h, j in zip(ms, marks, held, joined):
+            after = [e for e in m.snapshot()[mark:] if e["event"] in ("assigned", "revoked", "lost", "generation")]
+            self.assertEqual(after, [], f"{m.name} saw its membership change after the controller's SIGKILL: "
+                                        f"{m.describe()}")
+            self.assertEqual(m.membership(), j, m.describe())
+            self.assertEqual(m.holdings(), h, m.describe())
+            self.assertTrue(m.proc.poll() is None, m.describe())
+        after = self.groupctl_describe(group)
+        self.assertEqual((after["controller"] or {}).get("id"), survivor.id, after)
+        self.assertEqual(after["generation"], before["generation"], after)
+        self.assertEqual(sorted(m["id"] for m in after["members"]), ids, after)
+        held_after = {m["id"]: sorted(p["partition"] for p in m["held"]) for m in after["members"]}
+        held_before = {m["id"]: sorted(p["partition"] for p in m["held"]) for m in before["members"]}
+        self.assertEqual(held_after, held_before, after)
+        figure(f"kafka {self.LIB} three members went on without a rebalance; server {survivor.id} resumed "
+               f"their generation {took:.1f} s after the controller's SIGKILL")
+
+    def rejoin_after_controller_kill(self, group: str, ms: list[Member], marks: list[int],
+                                     joined: list[tuple[int, str]], controller: Server, survivor: Server,
+                                     session: float) -> None:
+        """KafkaJS (2.2.4) heartbeats the coordinator it found when it joined, and looks for another
+        only when it joins again: with that server dead, its consumer retries, gives up with the
+        connection refused (a crash) and is restarted by KafkaJS as a new member, without its member
+        id. The group then rebalances once at the survivor: the new members split every partition
+        in a new generation, and the old ones, which never come back, are dropped."""
+        killed = time.monotonic()
+        old_ids = [i for _, i in joined]
+        dead = f"127.0.0.1:{controller.kafka_port}"
+        for m, mark in zip(ms, marks):
+            crash = self.wait_for(f"{m.name} to give up on the dead controller",
+                                  lambda m=m, mark=mark: m.has("crash", mark), kafkajs_restart_bound())
+            self.assertIn(dead, crash["error"], f"{m.name}'s first crash after the SIGKILL: {m.describe()}")
+        # The restarted members join the survivor; the old members are dropped after their rebalance
+        # timeout (the session timeout here) or when their sessions end, whichever comes first. A
+        # member tells its generation with its next heartbeat.
+        def rejoined() -> tuple[list[tuple[int, str]], list[set[int]]] | None:
+            if any(m.has("assigned", mark) is None for m, mark in zip(ms, marks)):
+                return None
+            got = [m.membership() for m in ms]
+            if any(x is None or x[1] in old_ids for x in got) or len({g for g, _ in got}) != 1:
+                return None
+            held = split_of(ms, [2, 2, 2])
+            return (got, held) if held else None
+        now, held = self.wait_for("the restarted members to split every partition again in one generation, "
+                                  "each under a new member id", rejoined,
+                                  settle_bound() - REBALANCE_TIMEOUT + session + HEARTBEAT_INTERVAL)
+        self.assertNotEqual(now[0][0], joined[0][0], "the rejoin made no new generation")
+        d = self.groupctl_describe(group)
+        self.assertEqual((d["controller"] or {}).get("id"), survivor.id, d)
+        self.assertEqual(sorted(m["id"] for m in d["members"]), sorted(i for _, i in now), d)
+        figure(f"kafka {self.LIB} members rejoined as new members after the controller's SIGKILL and split "
+               f"{[sorted(h) for h in held]} within {time.monotonic() - killed:.1f} s")
+
     def read_committed(self, group: str, server: Server, bound: float) -> dict:
         """The group's committed offsets as the library reads them through ``server`` alone,
         retried until design_bound(bound) passes; a reader is stopped by its PID at the deadline."""
@@ -815,6 +962,7 @@ class ConfluentGroupTest(GroupScenarios, KafkaPortTest):
 
 class KafkaJsGroupTest(GroupScenarios, KafkaPortTest):
     LIB = "kafkajs"
+    REJOINS_AFTER_CONTROLLER_KILL = True
 
 
 # ---- admin ------------------------------------------------------------------------------------------

@@ -6,13 +6,17 @@ per event:
   {"event":"assigned","partitions":[...],"added":[...]}   every assignment: what it owns now, what is new
   {"event":"revoked","partitions":[...],"remaining":[...]} a rebalance takes these (all of them unless cooperative)
   {"event":"lost","partitions":[...]}                     librdkafka declared them lost
+  {"event":"generation","generation":N,"member_id":...}   after every assignment and when librdkafka's
+                                                          membership changes (member_common.py)
   {"event":"committed","offsets":{"P":O,...}}             a commit the driver asked for succeeded
   {"event":"committed_offsets","offsets":{"P":O|null}}    --read-committed: what the group committed
   {"event":"error","op":...,"error":...}
   {"event":"closed"}
 
-librdkafka does not expose the group's generation to the application.
-Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
+librdkafka tells the application its generation and member id only through
+the consumer group metadata (consumer_group_metadata(), serialized by
+rd_kafka_consumer_group_metadata_write): they are read from there after every
+assignment and every poll. Standard input takes one JSON command a line: {"cmd":"commit","offsets":{"P":O}}
 or {"cmd":"close"}; SIGTERM closes too. With --read-committed it joins no
 group: it reads the committed offsets of every partition (OffsetFetch through
 committed()), retrying until --deadline-s passes, and exits.
@@ -26,49 +30,41 @@ or "poll","code":N}, each distinct one once.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import queue
-import signal
+import struct
 import sys
-import threading
 import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from member_common import DistinctErrors, Membership, command_loop, emit, parser
 
-def emit(**fields) -> None:
-    sys.stdout.write(json.dumps(fields, sort_keys=True) + "\n")
-    sys.stdout.flush()
+# rd_kafka_consumer_group_metadata_write's layout (librdkafka 2.0.2): this magic, the generation
+# id as a native int32, then the group id, the member id (each NUL-terminated), and the group
+# instance id's null flag and text.
+CGMD_MAGIC = b"CGMDv2:"
 
 
-def read_commands(commands: "queue.Queue[dict]") -> None:
-    for line in sys.stdin:
-        line = line.strip()
-        if line:
-            commands.put(json.loads(line))
-    commands.put({"cmd": "close"})
+def membership_of(consumer: Consumer) -> tuple[int, str] | None:
+    """(generation, member id) as librdkafka holds them now; None if the metadata is not in the
+    layout this script knows."""
+    data = consumer.consumer_group_metadata()
+    if not isinstance(data, bytes) or not data.startswith(CGMD_MAGIC):
+        return None
+    at = len(CGMD_MAGIC)
+    (generation,) = struct.unpack_from("=i", data, at)
+    at += 4
+    group_end = data.find(b"\0", at)
+    member_end = data.find(b"\0", group_end + 1)
+    if group_end < 0 or member_end < 0:
+        return None
+    return generation, data[group_end + 1:member_end].decode(errors="replace")
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, default=6)
-    p.add_argument("--client-id", default="confluent-member")
-    p.add_argument("--session-timeout-ms", type=int, default=6000)
-    p.add_argument("--heartbeat-ms", type=int, default=1000)
-    p.add_argument("--rebalance-timeout-ms", type=int, default=10000)
+    p = parser("confluent-member")
     p.add_argument("--assignor", default="range", help="partition.assignment.strategy")
     p.add_argument("--instance-id", default="", help="group.instance.id: a static member")
-    p.add_argument("--read-committed", action="store_true")
     p.add_argument("--deadline-s", type=float, default=30.0)
-    p.add_argument("--sasl-mechanism", default="", help="SCRAM-SHA-256 or PLAIN: SASL_PLAINTEXT with it")
-    p.add_argument("--sasl-username", default="")
-    p.add_argument("--sasl-password", default=os.environ.get("GROUPCOORD_SASL_PASSWORD", ""),
-                   help="default: $GROUPCOORD_SASL_PASSWORD")
     a = p.parse_args()
 
     conf = {
@@ -87,14 +83,11 @@ def main() -> int:
     if a.sasl_mechanism:
         conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": a.sasl_mechanism,
                      "sasl.username": a.sasl_username, "sasl.password": a.sasl_password})
-    seen_errors: set[str] = set()
+    errors = DistinctErrors()
 
     def on_error(err) -> None:
         # librdkafka's client-level errors (a refused SASL exchange is _AUTHENTICATION), each once.
-        text = f"{err.name()}: {err.str()}"
-        if text not in seen_errors and len(seen_errors) < 50:
-            seen_errors.add(text)
-            emit(event="error", op="client", error=text, code=err.code())
+        errors.report("client", f"{err.name()}: {err.str()}", code=err.code())
 
     if a.sasl_mechanism:  # only then: other scenarios read "error" events as answers to their commands
         conf["error_cb"] = on_error
@@ -124,11 +117,18 @@ def main() -> int:
 
     consumer = Consumer(conf)
     owned: set[int] = set()
+    membership = Membership()
+
+    def observe(force: bool = False) -> None:
+        got = membership_of(consumer)
+        if got is not None:
+            membership.observe(*got, force=force)
 
     def on_assign(_c, partitions):
         added = sorted(tp.partition for tp in partitions if tp.topic == a.topic)
         owned.update(added)
         emit(event="assigned", partitions=sorted(owned), added=added)
+        observe(force=True)
 
     def on_revoke(_c, partitions):
         gone = sorted(tp.partition for tp in partitions if tp.topic == a.topic)
@@ -141,38 +141,28 @@ def main() -> int:
         emit(event="lost", partitions=gone)
 
     consumer.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    commands: "queue.Queue[dict]" = queue.Queue()
-    threading.Thread(target=read_commands, args=(commands,), daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: commands.put({"cmd": "close"}))
 
-    while True:
+    def poll() -> None:
         msg = consumer.poll(0.1)
         if a.sasl_mechanism and msg is not None and msg.error() is not None:
             # A consumer error (GROUP_AUTHORIZATION_FAILED among them), each once.
             err = msg.error()
-            text = f"{err.name()}: {err.str()}"
-            if text not in seen_errors and len(seen_errors) < 50:
-                seen_errors.add(text)
-                emit(event="error", op="poll", error=text, code=err.code())
+            errors.report("poll", f"{err.name()}: {err.str()}", code=err.code())
+        observe()
+
+    def commit(offsets: dict) -> None:
+        wanted = [TopicPartition(a.topic, int(k), int(v)) for k, v in offsets.items()]
         try:
-            command = commands.get_nowait()
-        except queue.Empty:
-            continue
-        if command["cmd"] == "close":
-            consumer.close()
-            emit(event="closed")
-            return 0
-        if command["cmd"] == "commit":
-            offsets = [TopicPartition(a.topic, int(k), int(v)) for k, v in command["offsets"].items()]
-            try:
-                result = consumer.commit(offsets=offsets, asynchronous=False)
-                errors = [str(tp.error) for tp in result or [] if tp.error is not None]
-                if errors:
-                    emit(event="error", op="commit", error="; ".join(errors))
-                else:
-                    emit(event="committed", offsets=command["offsets"])
-            except KafkaException as e:
-                emit(event="error", op="commit", error=str(e))
+            result = consumer.commit(offsets=wanted, asynchronous=False)
+            failed = [str(tp.error) for tp in result or [] if tp.error is not None]
+            if failed:
+                emit(event="error", op="commit", error="; ".join(failed))
+            else:
+                emit(event="committed", offsets=offsets)
+        except KafkaException as e:
+            emit(event="error", op="commit", error=str(e))
+
+    return command_loop(poll, commit, consumer.close)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ tests/kafka/driver.py. Standard output carries one JSON line per event:
 
   {"event":"assigned","partitions":[...],"generation":N}   after every assignment
   {"event":"revoked","partitions":[...]}                    before a rebalance takes them
+  {"event":"generation","generation":N,"member_id":...}     after every assignment and when kafka-python's
+                                                            membership changes (member_common.py)
   {"event":"committed","offsets":{"P":O,...}}              a commit the driver asked for succeeded
   {"event":"committed_offsets","offsets":{"P":O|null,...}}  --read-committed: what the group committed
   {"event":"error","op":...,"error":...}                    something the driver asked for failed
@@ -24,14 +26,8 @@ poll() raises (GroupAuthorizationFailedError) as {"event":"error","op":"poll",
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import logging
-import queue
-import signal
 import sys
-import threading
 import time
 
 from kafka import KafkaConsumer, TopicPartition
@@ -40,12 +36,9 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.structs import OffsetAndMetadata
 
+from member_common import DistinctErrors, Membership, command_loop, emit, parser
+
 ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-
-
-def emit(**fields) -> None:
-    sys.stdout.write(json.dumps(fields, sort_keys=True) + "\n")
-    sys.stdout.flush()
 
 
 class ErrorLog(logging.Handler):
@@ -54,39 +47,15 @@ class ErrorLog(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(level=logging.ERROR)
-        self.seen: set[str] = set()
+        self.errors = DistinctErrors()
 
     def emit(self, record: logging.LogRecord) -> None:  # noqa: A003 - logging's name
-        text = record.getMessage()
-        if text not in self.seen and len(self.seen) < 50:
-            self.seen.add(text)
-            emit(event="error", op="log", error=text)
-
-
-def read_commands(commands: "queue.Queue[dict]") -> None:
-    for line in sys.stdin:
-        line = line.strip()
-        if line:
-            commands.put(json.loads(line))
-    commands.put({"cmd": "close"})  # the driver went away: leave
+        self.errors.report("log", record.getMessage())
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, default=6)
-    p.add_argument("--client-id", default="kafka-python-member")
-    p.add_argument("--session-timeout-ms", type=int, default=6000)
-    p.add_argument("--heartbeat-ms", type=int, default=1000)
-    p.add_argument("--rebalance-timeout-ms", type=int, default=10000)
+    p = parser("kafka-python-member")
     p.add_argument("--assignor", default="range", choices=sorted(ASSIGNORS))
-    p.add_argument("--read-committed", action="store_true")
-    p.add_argument("--sasl-mechanism", default="", help="SCRAM-SHA-256 or PLAIN: SASL_PLAINTEXT with it")
-    p.add_argument("--sasl-username", default="")
-    p.add_argument("--sasl-password", default=os.environ.get("GROUPCOORD_SASL_PASSWORD", ""),
-                   help="default: $GROUPCOORD_SASL_PASSWORD")
     a = p.parse_args()
     if a.sasl_mechanism:  # only then: other scenarios read "error" events as answers to their commands
         logging.getLogger("kafka").addHandler(ErrorLog())
@@ -115,11 +84,14 @@ def main() -> int:
         emit(event="error", op="start", error=f"{type(e).__name__}: {e}", code=getattr(e, "errno", None))
         return 1
 
-    def generation() -> int | None:
-        try:  # kafka-python keeps the generation on its coordinator only
-            return consumer._coordinator._generation.generation_id  # noqa: SLF001
+    def membership_now() -> tuple[int | None, str | None]:
+        try:  # kafka-python keeps the generation and member id on its coordinator only
+            g = consumer._coordinator._generation  # noqa: SLF001
+            return g.generation_id, g.member_id
         except AttributeError:
-            return None
+            return None, None
+
+    membership = Membership()
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
@@ -127,15 +99,14 @@ def main() -> int:
 
         def on_partitions_assigned(self, assigned):
             emit(event="assigned", partitions=sorted(tp.partition for tp in assigned if tp.topic == a.topic),
-                 generation=generation())
+                 generation=membership_now()[0])
+            membership.observe(*membership_now(), force=True)
 
     consumer.subscribe([a.topic], listener=Listener())
-    commands: "queue.Queue[dict]" = queue.Queue()
-    threading.Thread(target=read_commands, args=(commands,), daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: commands.put({"cmd": "close"}))
-
     last_poll_error = ""
-    while True:
+
+    def poll() -> None:
+        nonlocal last_poll_error
         try:
             consumer.poll(timeout_ms=100)
         except Exception as e:  # noqa: BLE001 - e.g. GroupAuthorizationFailedError; the driver asserts it
@@ -146,21 +117,17 @@ def main() -> int:
                 last_poll_error = text
                 emit(event="error", op="poll", error=text, code=getattr(e, "errno", None))
             time.sleep(0.1)
+        membership.observe(*membership_now())
+
+    def commit(offsets: dict) -> None:
+        wanted = {TopicPartition(a.topic, int(k)): OffsetAndMetadata(int(v), "") for k, v in offsets.items()}
         try:
-            command = commands.get_nowait()
-        except queue.Empty:
-            continue
-        if command["cmd"] == "close":
-            consumer.close(autocommit=False)
-            emit(event="closed")
-            return 0
-        if command["cmd"] == "commit":
-            offsets = {TopicPartition(a.topic, int(k)): OffsetAndMetadata(int(v), "") for k, v in command["offsets"].items()}
-            try:
-                consumer.commit(offsets=offsets)
-                emit(event="committed", offsets=command["offsets"])
-            except Exception as e:  # noqa: BLE001 - the driver reads and asserts it
-                emit(event="error", op="commit", error=f"{type(e).__name__}: {e}")
+            consumer.commit(offsets=wanted)
+            emit(event="committed", offsets=offsets)
+        except Exception as e:  # noqa: BLE001 - the driver reads and asserts it
+            emit(event="error", op="commit", error=f"{type(e).__name__}: {e}")
+
+    return command_loop(poll, commit, lambda: consumer.close(autocommit=False))
 
 
 if __name__ == "__main__":

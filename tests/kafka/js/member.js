@@ -3,13 +3,17 @@
 // tests/kafka/driver.py. Standard output carries one JSON line per event:
 //
 //   {"event":"assigned","partitions":[...],"member_id":...,"leader":bool}  after every join and sync
+//   {"event":"generation","generation":N,"member_id":...}  the first heartbeat answered after each join,
+//                                                    and any answered in another generation or as another member
 //   {"event":"committed","offsets":{"P":O,...}}       a commit the driver asked for succeeded
 //   {"event":"committed_offsets","offsets":{"P":O|null}}  --read-committed: the group's committed offsets
 //   {"event":"crash","error":...}                    KafkaJS gave the consumer up (it restarts it)
 //   {"event":"error","op":...,"error":...}
 //   {"event":"closed"}
 //
-// KafkaJS does not expose the group's generation. Standard input takes one
+// KafkaJS tells the application its generation only with each heartbeat the
+// coordinator accepted (the HEARTBEAT instrumentation event): a "generation"
+// event reports the first one after every assignment, and every change. Standard input takes one
 // JSON command a line: {"cmd":"commit","offsets":{"P":O}} or {"cmd":"close"};
 // SIGTERM closes too. With --read-committed it joins no group: it reads the
 // committed offsets (OffsetFetch through admin.fetchOffsets), retrying until
@@ -101,11 +105,19 @@ async function member(kafka, a) {
     heartbeatInterval: a.heartbeatMs,
     maxWaitTimeInMs: 500,
   });
-  const { GROUP_JOIN, CRASH } = consumer.events;
+  const { GROUP_JOIN, HEARTBEAT, CRASH } = consumer.events;
+  let membership = null;
+  consumer.on(HEARTBEAT, (e) => {
+    const now = `${e.payload.groupGenerationId} ${e.payload.memberId}`;
+    if (now === membership) return;
+    membership = now;
+    emit({ event: 'generation', generation: e.payload.groupGenerationId, member_id: e.payload.memberId });
+  });
   consumer.on(GROUP_JOIN, (e) => {
     const assigned = (e.payload.memberAssignment && e.payload.memberAssignment[a.topic]) || [];
     emit({ event: 'assigned', partitions: [...assigned].sort((x, y) => x - y), member_id: e.payload.memberId,
       leader: e.payload.isLeader });
+    membership = null;  // the next heartbeat reports the generation of this assignment
   });
   consumer.on(CRASH, (e) => emit({ event: 'crash', error: errorText(e.payload.error), ...errorCode(e.payload.error) }));
 
