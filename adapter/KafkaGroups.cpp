@@ -330,6 +330,9 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   auto it = groups_.find(d.group);
   if (it == groups_.end() || !it->second->model) return;
   const kafka::ClassicGroup& g = *it->second->model;
+  d.kafka = true;
+  d.protocolType = g.protocolType();
+  d.protocolName = g.protocolName();
   d.generation = g.generation();
   d.members.clear();
   for (const auto& m : g.members()) {
