@@ -5,6 +5,7 @@
 
 #include "adapter/Fanout.h"
 #include "adapter/ZkErrors.h"
+#include "adapter/kafka/ClassicGroup.h"
 #include "protocol/Codec.h"
 
 namespace groupcoord::adapter {
@@ -60,7 +61,8 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
   });
   for (size_t i : toRead) {
     const std::string& name = names[i];
-    zk_.get(layout_.groupPath(name), reads->collect<zk::GetResult>([i, noteError](Listing& l, zk::GetResult g) {
+    zk_.get(layout_.groupPath(name), reads->collect<zk::GetResult>([this, reads, name, i, noteError](
+                                                                    Listing& l, zk::GetResult g) {
       auto& info = l.infos[i];
       if (g.error == zk::Error::NoNode) {
         info.error = ErrorCode::UNKNOWN_GROUP;
@@ -71,7 +73,23 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
         info.sessionTimeoutMs = s->sessionTimeoutMs;
         info.ephemeral = s->ephemeral;
         info.mode = s->mode;
+        info.kafka = s->kafka;
         info.generation = g.stat.version;
+        // A Kafka group's protocol: its saved generation's (the last
+        // stable one), when there is one.
+        if (s->kafka) {
+          zk_.get(layout_.root() + "/kafka/" + name,
+                  reads->collect<zk::GetResult>([i, noteError](Listing& k, zk::GetResult saved) {
+                    if (saved.error == zk::Error::Ok) {
+                      if (auto snapshot = kafka::decodeSnapshot(saved.data)) {
+                        k.infos[i].protocolType = snapshot->protocolType;
+                        k.infos[i].protocolName = snapshot->protocolName;
+                      }
+                    } else if (saved.error != zk::Error::NoNode) {
+                      noteError(k, saved.error);
+                    }
+                  }));
+        }
       } else {
         info.error = ErrorCode::UNKNOWN_SERVER_ERROR;
       }

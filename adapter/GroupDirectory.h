@@ -2,7 +2,8 @@
 
 // The read-only calls any server answers from ZooKeeper, whoever controls
 // the group: ListGroups (settings, generation, members, controller of each
-// group) and FetchOffsets (docs/protocol.md).
+// group, and a Kafka group's protocol from its saved generation) and
+// FetchOffsets (docs/protocol.md).
 //
 // No lock and no state: every answer is read fresh; its continuation runs
 // on the completion thread.
@@ -21,7 +22,7 @@ namespace groupcoord::adapter {
 class GroupDirectory {
  public:
   // A ListGroups naming more groups than this answers INVALID_REQUEST:
-  // each named group costs three ZooKeeper reads.
+  // each named group costs three ZooKeeper reads (four for a Kafka group).
   static constexpr size_t kMaxListedGroups = 10000;
 
   GroupDirectory(zk::Client& zk, const layout::Layout& layout, const ServerRegistry& servers, OffsetStore& offsets,

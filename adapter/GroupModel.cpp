@@ -601,6 +601,7 @@ protocol::DescribeGroupResponse GroupModel::describe(const protocol::Broker& sel
   for (auto& [p, o] : committed_.offsets) d.offsets.push_back(PartitionOffset{p.topic, p.partition, o});
   d.history = history_.all();
   d.mode = settings_.mode;
+  d.kafka = settings_.kafka;
   return d;
 }
 

@@ -29,6 +29,26 @@ Response failed(ErrorCode e) {
   return r;
 }
 
+// A commit's metadata longer than groupcoord stores (OffsetStore.h).
+bool metadataTooLarge(const k::OffsetCommitRequest::Partition& p) {
+  return p.committedMetadata && p.committedMetadata->size() > kMaxOffsetMetadataBytes;
+}
+
+// The answer of a commit that went on to its write: `error` for every
+// partition, but OFFSET_METADATA_TOO_LARGE for those whose metadata was
+// too long (they were not written).
+k::OffsetCommitResponse commitAnswer(const k::OffsetCommitRequest& r, ErrorCode error) {
+  k::OffsetCommitResponse out = k::offsetCommitAnswer(r, error);
+  for (size_t t = 0; t < r.topics.size(); ++t) {
+    for (size_t p = 0; p < r.topics[t].partitions.size(); ++p) {
+      if (metadataTooLarge(r.topics[t].partitions[p])) {
+        out.topics[t].partitions[p].error = ErrorCode::OFFSET_METADATA_TOO_LARGE;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // Member znode ops in one transaction, at most (ZooKeeper's request size
@@ -458,6 +478,9 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   auto it = groups_.find(d.group);
   if (it == groups_.end() || !it->second->model) return;
   const kafka::ClassicGroup& g = *it->second->model;
+  d.kafka = true;
+  d.protocolType = g.protocolType();
+  d.protocolName = g.protocolName();
   d.generation = g.generation();
   d.members.clear();
   for (const auto& m : g.members()) {
@@ -705,10 +728,19 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Off
 
 void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest r, k::ResponseCallback done,
                                bool retried) {
+  // A partition whose metadata is too long is not written (only it is
+  // refused); the others are, each with its metadata.
   std::vector<protocol::PartitionOffset> written;
+  std::map<protocol::TopicPartition, std::string> metadata;
   for (const auto& t : r.topics) {
-    for (const auto& p : t.partitions) written.push_back(protocol::PartitionOffset{t.name, p.partitionIndex, p.committedOffset});
+    for (const auto& p : t.partitions) {
+      if (metadataTooLarge(p)) continue;
+      written.push_back(protocol::PartitionOffset{t.name, p.partitionIndex, p.committedOffset});
+      // The last commit of a partition in the request wins, metadata too.
+      metadata[protocol::TopicPartition{t.name, p.partitionIndex}] = p.committedMetadata.value_or(std::string());
+    }
   }
+  if (written.empty()) return done(commitAnswer(r, ErrorCode::NONE));
   std::vector<zk::Op> ops;
   bool needRead = false;
   bool gone = false;
@@ -720,16 +752,16 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
     } else if (!it->second->offsets.loaded) {
       needRead = true;
     } else {
-      offsets_.writeOps(group, it->second->offsets, written, ops);
+      offsets_.writeOps(group, it->second->offsets, written, ops, metadata);
     }
   }
-  if (gone) return done(k::offsetCommitAnswer(r, ErrorCode::NOT_COORDINATOR));
+  if (gone) return done(commitAnswer(r, ErrorCode::NOT_COORDINATOR));
   auto shared = std::make_shared<k::OffsetCommitRequest>(std::move(r));
   if (needRead) {
     offsets_.read(group, {}, [this, group, shared, done = std::move(done), retried](OffsetsRead read) mutable {
       if (read.error != zk::Error::Ok) {
         spdlog::warn("kafka group {}: reading its committed offsets failed: {}", group, read.error);
-        return done(k::offsetCommitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+        return done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
       }
       {
         MutexLock lock(mu_);
@@ -744,14 +776,14 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
     });
     return;
   }
-  if (ops.empty()) return done(k::offsetCommitAnswer(*shared, ErrorCode::NONE));
+  if (ops.empty()) return done(commitAnswer(*shared, ErrorCode::NONE));
   zk_.multi(std::move(ops), [this, group, shared, written, done = std::move(done), retried](zk::MultiResult res) mutable {
     if (res.error == zk::Error::Ok) {
       {
         MutexLock lock(mu_);
         if (auto it = groups_.find(group); it != groups_.end()) it->second->offsets.apply(written);
       }
-      return done(k::offsetCommitAnswer(*shared, ErrorCode::NONE));
+      return done(commitAnswer(*shared, ErrorCode::NONE));
     }
     if ((res.error == zk::Error::NodeExists || res.error == zk::Error::NoNode) && !retried) {
       // Another writer (a rewind, a native commit) changed the offsets
@@ -763,7 +795,7 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
       return writeOffsets(group, std::move(*shared), std::move(done), true);
     }
     spdlog::warn("kafka group {}: writing committed offsets failed: {}", group, res.error);
-    done(k::offsetCommitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+    done(commitAnswer(*shared, ErrorCode::COORDINATOR_NOT_AVAILABLE));
   });
 }
 
@@ -805,11 +837,17 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Off
                     auto it = read.offsets.find(protocol::TopicPartition{topic, p});
                     return it == read.offsets.end() ? -1 : it->second;
                   };
+                  // The metadata committed with the offset; "" when none.
+                  auto metadataOf = [&](const protocol::TopicPartition& tp) -> std::string {
+                    auto it = read.metadata.find(tp);
+                    return it == read.metadata.end() ? std::string() : it->second;
+                  };
                   if (request.topics) {
                     for (const auto& t : *request.topics) {
                       k::OffsetFetchResponse::Topic topic{t.name, {}};
                       for (int32_t p : t.partitionIndexes) {
-                        topic.partitions.push_back({p, offsetOf(t.name, p), -1, std::string(), out.error});
+                        topic.partitions.push_back(
+                            {p, offsetOf(t.name, p), -1, metadataOf(protocol::TopicPartition{t.name, p}), out.error});
                       }
                       out.topics.push_back(std::move(topic));
                     }
@@ -818,7 +856,7 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Off
                     for (const auto& [tp, offset] : read.offsets) {
                       auto& topic = byTopic[tp.topic];
                       topic.name = tp.topic;
-                      topic.partitions.push_back({tp.partition, offset, -1, std::string(), ErrorCode::NONE});
+                      topic.partitions.push_back({tp.partition, offset, -1, metadataOf(tp), ErrorCode::NONE});
                     }
                     for (auto& [name, t] : byTopic) out.topics.push_back(std::move(t));
                   }

@@ -110,7 +110,8 @@ class KafkaGroups final : public protocol::kafka::Handler {
   std::optional<kafka::Snapshot> snapshotOf(const std::string& group) const EXCLUDES(mu_);
   std::optional<protocol::kafka::DescribeGroupsResponse::Group> describeLocal(const std::string& group) const
       EXCLUDES(mu_);
-  // A Kafka group's members, generation and assignments, in groupcoord's
+  // A Kafka group's members, generation, assignments and protocol (type
+  // and chosen protocol), in groupcoord's
   // DescribeGroup answer of the group (groupctl describe, the status page);
   // left as it is for any other group.
   void describeInto(protocol::DescribeGroupResponse& d) const EXCLUDES(mu_);

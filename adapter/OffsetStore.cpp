@@ -35,7 +35,28 @@ std::optional<T> parseNonNegative(std::string_view text) {
 
 }  // namespace
 
-std::optional<int64_t> parseOffset(std::string_view text) { return parseNonNegative<int64_t>(text); }
+std::string encodeOffset(int64_t offset, std::string_view metadata) {
+  std::string out = std::to_string(offset);
+  if (!metadata.empty()) {
+    out += '\n';
+    out += metadata;
+  }
+  return out;
+}
+
+std::optional<StoredOffset> parseStoredOffset(std::string_view text) {
+  const size_t newline = text.find('\n');
+  auto offset = parseNonNegative<int64_t>(text.substr(0, newline));
+  if (!offset) return std::nullopt;
+  StoredOffset out;
+  out.offset = *offset;
+  if (newline != std::string_view::npos) out.metadata = std::string(text.substr(newline + 1));
+  return out;
+}
+
+std::optional<int64_t> parseOffset(std::string_view text) {
+  return parseNonNegative<int64_t>(text.substr(0, text.find('\n')));
+}
 std::optional<int32_t> parsePartition(std::string_view text) { return parseNonNegative<int32_t>(text); }
 
 void OffsetStore::read(const std::string& group, const std::vector<std::string>& topics,
@@ -66,7 +87,10 @@ void OffsetStore::read(const std::string& group, const std::vector<std::string>&
           zk_.get(dir + "/" + name,
                   reads->collect<zk::GetResult>([noteError, t, n = *n](OffsetsRead& leaf, zk::GetResult g) {
                     if (g.error == zk::Error::Ok) {
-                      if (auto v = parseOffset(g.data)) leaf.offsets[TopicPartition{t, n}] = *v;
+                      if (auto v = parseStoredOffset(g.data)) {
+                        leaf.offsets[TopicPartition{t, n}] = v->offset;
+                        if (!v->metadata.empty()) leaf.metadata[TopicPartition{t, n}] = std::move(v->metadata);
+                      }
                     } else if (g.error != zk::Error::NoNode) {
                       noteError(leaf, g.error);
                     }
@@ -103,7 +127,8 @@ void OffsetStore::list(const std::string& group, std::function<void(OffsetsListi
 }
 
 void OffsetStore::writeOps(const std::string& group, const CommittedOffsets& known,
-                           const std::vector<PartitionOffset>& offsets, std::vector<zk::Op>& ops) const {
+                           const std::vector<PartitionOffset>& offsets, std::vector<zk::Op>& ops,
+                           const std::map<TopicPartition, std::string>& metadata) const {
   std::map<TopicPartition, int64_t> last;
   for (auto& o : offsets) last[TopicPartition{o.topic, o.partition}] = o.offset;
   std::set<std::string> created;
@@ -111,10 +136,12 @@ void OffsetStore::writeOps(const std::string& group, const CommittedOffsets& kno
     std::string dir = layout_.offsetsPath(group) + "/" + p.topic;
     if (!known.topics.count(p.topic) && created.insert(p.topic).second) ops.push_back(zk::makeCreate(dir, ""));
     std::string path = dir + "/" + std::to_string(p.partition);
+    auto m = metadata.find(p);
+    std::string data = encodeOffset(offset, m == metadata.end() ? std::string_view() : std::string_view(m->second));
     if (known.offsets.count(p)) {
-      ops.push_back(zk::makeSetData(path, std::to_string(offset)));
+      ops.push_back(zk::makeSetData(path, std::move(data)));
     } else {
-      ops.push_back(zk::makeCreate(path, std::to_string(offset)));
+      ops.push_back(zk::makeCreate(path, std::move(data)));
     }
   }
 }

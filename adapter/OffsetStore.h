@@ -1,7 +1,8 @@
 #pragma once
 
 // Committed offsets in ZooKeeper: <group>/offsets/<topic>/<partition>,
-// decimal text (docs/design.md, "ZooKeeper layout").
+// decimal text, followed by a newline and the commit's metadata string when
+// a Kafka client gave a non-empty one (docs/design.md, "ZooKeeper layout").
 //
 // No lock and no state of its own beyond what it is given: reads go
 // straight to ZooKeeper (their continuations run on the completion
@@ -38,6 +39,9 @@ struct OffsetsRead {
   zk::Error error = zk::Error::Ok;
   std::map<protocol::TopicPartition, int64_t> offsets;
   std::set<std::string> topics;
+  // The metadata strings of the offsets that carry one (a Kafka commit's);
+  // an offset without an entry has "".
+  std::map<protocol::TopicPartition, std::string> metadata;
 };
 
 // Every znode below a group's offsets znode, for its deletion.
@@ -47,7 +51,25 @@ struct OffsetsListing {
   std::vector<std::string> topics;  // offsets/<topic>
 };
 
-// Parses what an offset znode holds, or a partition znode's name.
+// The longest metadata string a Kafka OffsetCommit may store with an
+// offset, in bytes; a longer one is refused for its partition
+// (OFFSET_METADATA_TOO_LARGE) and the partition's offset is left as it was.
+inline constexpr size_t kMaxOffsetMetadataBytes = 4096;
+
+// What an offset znode holds: the offset in decimal text, then, only when
+// the metadata is not empty, a newline and the metadata as it was given
+// (it may hold newlines itself). A znode without the newline is an offset
+// with "" metadata, as every offset written before metadata was kept.
+struct StoredOffset {
+  int64_t offset = -1;
+  std::string metadata;
+  bool operator==(const StoredOffset&) const = default;
+};
+std::string encodeOffset(int64_t offset, std::string_view metadata = {});
+std::optional<StoredOffset> parseStoredOffset(std::string_view text);
+
+// Parses what an offset znode holds (its offset: metadata after a newline
+// is skipped), or a partition znode's name.
 std::optional<int64_t> parseOffset(std::string_view text);
 std::optional<int32_t> parsePartition(std::string_view text);
 
@@ -62,9 +84,12 @@ class OffsetStore {
   void list(const std::string& group, std::function<void(OffsetsListing)> done);
 
   // Adds to `ops` the writes of `offsets` (the last value of a partition
-  // wins), creating the offsets/<topic> znodes `known` lacks.
+  // wins), creating the offsets/<topic> znodes `known` lacks. A partition
+  // in `metadata` is written with that metadata string, every other one
+  // with none (an earlier commit's metadata is replaced).
   void writeOps(const std::string& group, const CommittedOffsets& known,
-                const std::vector<protocol::PartitionOffset>& offsets, std::vector<zk::Op>& ops) const;
+                const std::vector<protocol::PartitionOffset>& offsets, std::vector<zk::Op>& ops,
+                const std::map<protocol::TopicPartition, std::string>& metadata = {}) const;
 
   // FetchOffsets: the group's committed offsets, from ZooKeeper.
   void fetch(const protocol::FetchOffsetsRequest& r, std::function<void(protocol::FetchOffsetsResponse)> done);

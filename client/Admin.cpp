@@ -102,17 +102,19 @@ Result<protocol::Response> Admin::callOn(const Endpoint& server, const protocol:
     }
     connectedTo_ = server;
   }
-  // Version 1 where the API has one, until a server says it does not speak
-  // it; a client-mode CreateGroup cannot be said in version 0.
+  // The newest version of the API, one less each time a server says it
+  // does not speak it (an older server), down to version 0; a client-mode
+  // CreateGroup cannot be said below version 1.
   const protocol::ApiKey api = protocol::apiKeyOf(request);
   const auto* create = std::get_if<protocol::CreateGroupRequest>(&request);
-  const bool needsV1 = create && create->mode != protocol::AssignmentMode::SERVER;
-  int16_t version = speaksV1_ ? protocol::maxVersion(api) : protocol::kProtocolVersion;
+  const int16_t floor = create && create->mode != protocol::AssignmentMode::SERVER ? 1 : 0;
+  auto ceiling = ceiling_.find(api);
+  int16_t version = ceiling == ceiling_.end() ? protocol::maxVersion(api) : ceiling->second;
   auto r = conn_.call(request, options_.requestTimeout, version);
-  if (r.ok && version > 0 && !needsV1 && std::holds_alternative<protocol::ErrorOnlyResponse>(r.response) &&
-      protocol::responseError(r.response) == ErrorCode::UNSUPPORTED_VERSION) {
-    speaksV1_ = false;
-    r = conn_.call(request, options_.requestTimeout, protocol::kProtocolVersion);
+  while (r.ok && version > floor && std::holds_alternative<protocol::ErrorOnlyResponse>(r.response) &&
+         protocol::responseError(r.response) == ErrorCode::UNSUPPORTED_VERSION) {
+    ceiling_[api] = --version;
+    r = conn_.call(request, options_.requestTimeout, version);
   }
   if (!r.ok) {
     // A connection that timed out may still deliver the late answer: never reuse it.

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -93,9 +94,10 @@ class Admin {
   Connection conn_;
   std::optional<Endpoint> connectedTo_;
   size_t nextBootstrap_ = 0;
-  // The servers speak version 1 of CreateGroup, ListGroups, DescribeGroup
-  // (RegisterConsumer is the Consumer's); false after one said it does not.
-  bool speaksV1_ = true;
+  // The newest version of each API the servers are asked in: this codec's
+  // (protocol::maxVersion) until one answers UNSUPPORTED_VERSION, then one
+  // less each time (RegisterConsumer is the Consumer's).
+  std::map<protocol::ApiKey, int16_t> ceiling_;
 };
 
 // ErrorCode of any response, and a sentence naming the call and the server.

@@ -8,6 +8,8 @@
 //   <root>/groups/<group>/history                 PERSISTENT  HistoryRecord JSON: the last rebalance reasons
 //   <root>/groups/<group>/members/<consumer-id>   EPHEMERAL   {"client_id":..} (a Kafka group's: its Kafka members)
 //   <root>/groups/<group>/offsets/<topic>/<part>  PERSISTENT  committed offset, decimal text
+//                                                             (then "\n" and a Kafka commit's metadata,
+//                                                             when any: adapter/OffsetStore.h)
 //   <root>/kafka/<group>                          PERSISTENT  a Kafka group's last stable generation
 //                                                             (adapter/KafkaGroups.h)
 //

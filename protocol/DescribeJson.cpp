@@ -81,7 +81,10 @@ json groupInfoJson(const GroupInfo& g) {
           {"session_timeout_ms", g.sessionTimeoutMs},
           {"generation", g.generation},
           {"ephemeral", g.ephemeral},
-          {"assignment", std::string(assignmentModeName(g.mode))}};
+          {"assignment", std::string(assignmentModeName(g.mode))},
+          {"kafka", g.kafka},
+          {"protocol_type", g.protocolType},
+          {"protocol_name", g.protocolName}};
 }
 
 json describeGroupJson(const DescribeGroupResponse& d) {
@@ -95,6 +98,9 @@ json describeGroupJson(const DescribeGroupResponse& d) {
   info.generation = d.generation;
   info.ephemeral = d.ephemeral;
   info.mode = d.mode;
+  info.kafka = d.kafka;
+  info.protocolType = d.protocolType;
+  info.protocolName = d.protocolName;
 
   json topics = json::array();
   for (const auto& t : d.topics) topics.push_back({{"topic", t.topic}, {"partitions", t.partitions}});
@@ -116,11 +122,29 @@ json describeGroupJson(const DescribeGroupResponse& d) {
           {"session_timeout_ms", d.sessionTimeoutMs},
           {"ephemeral", d.ephemeral},
           {"assignment", std::string(assignmentModeName(d.mode))},
+          {"kafka", d.kafka},
+          {"protocol_type", d.protocolType},
+          {"protocol_name", d.protocolName},
           {"topics", topics},
           {"members", members},
           {"offsets", offsetsJson(offsets)},
           {"partitions", partitions},
           {"history", history}};
+}
+
+std::string protocolText(bool kafka, std::string_view protocolType, std::string_view protocolName) {
+  if (!kafka) return "groupcoord";
+  std::string out = "kafka";
+  if (!protocolType.empty()) {
+    out += " ";
+    out += protocolType;
+  }
+  if (!protocolName.empty()) {
+    out += " (";
+    out += protocolName;
+    out += ")";
+  }
+  return out;
 }
 
 std::string hexBytes(std::string_view bytes) {

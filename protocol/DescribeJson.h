@@ -26,6 +26,12 @@ nlohmann::json groupInfoJson(const GroupInfo& group);
 // The whole DescribeGroup answer, with its partition rows (PartitionRows.h).
 nlohmann::json describeGroupJson(const DescribeGroupResponse& group);
 
+// A group's protocol in a few words, as groupctl and the status page show
+// it: "groupcoord" for a native group, "kafka" for a Kafka group, with its
+// protocol type and chosen protocol (the assignor) once it has had a
+// stable generation: "kafka consumer (range)".
+std::string protocolText(bool kafka, std::string_view protocolType, std::string_view protocolName);
+
 // Two lowercase hex digits per byte ("" for none).
 std::string hexBytes(std::string_view bytes);
 

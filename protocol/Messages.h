@@ -342,7 +342,7 @@ struct ListGroupsRequest {
   static constexpr ApiKey kApi = ApiKey::ListGroups;
   std::vector<std::string> groups;  // empty: every group
   static constexpr std::string_view kName = "ListGroupsRequest";
-  static constexpr int16_t kMaxVersion = 1;
+  static constexpr int16_t kMaxVersion = 2;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.groups, "ConsumerGroups", "groups", schema::note("empty: every group"));
@@ -359,6 +359,9 @@ struct GroupInfo {
   int64_t generation = -1;
   bool ephemeral = false;
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  bool kafka = false;        // v2: a Kafka group (docs/kafka.md)
+  std::string protocolType;  // v2: a Kafka group's protocol type ("consumer"); "" none yet
+  std::string protocolName;  // v2: its chosen protocol, the assignor ("range"); "" none yet
   static constexpr std::string_view kName = "GroupInfo";
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
@@ -371,6 +374,11 @@ struct GroupInfo {
     v(m.generation, "Generation", "generation");
     v(m.ephemeral, "Ephemeral", "ephemeral");
     v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+    v(m.kafka, "Kafka", "kafka", schema::since(2), schema::note("a Kafka group (§18)"));
+    v(m.protocolType, "ProtocolType", "protocol_type", schema::since(2),
+      schema::note("a Kafka group's protocol type, e.g. \"consumer\"; \"\": none yet, or not a Kafka group"));
+    v(m.protocolName, "ProtocolName", "protocol_name", schema::since(2),
+      schema::note("a Kafka group's chosen protocol (its assignor), e.g. \"range\"; \"\": none yet"));
   }
   bool operator==(const GroupInfo&) const = default;
 };
@@ -568,7 +576,7 @@ struct DescribeGroupRequest {
   static constexpr ApiKey kApi = ApiKey::DescribeGroup;
   std::string group;
   static constexpr std::string_view kName = "DescribeGroupRequest";
-  static constexpr int16_t kMaxVersion = 1;
+  static constexpr int16_t kMaxVersion = 2;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.group, "ConsumerGroup", "group");
@@ -689,6 +697,9 @@ struct DescribeGroupResponse {
   std::vector<PartitionOffset> offsets;
   std::vector<RebalanceEvent> history;  // oldest first
   AssignmentMode mode = AssignmentMode::SERVER;  // v1
+  bool kafka = false;        // v2: a Kafka group (docs/kafka.md)
+  std::string protocolType;  // v2: a Kafka group's protocol type ("consumer"); "" none yet
+  std::string protocolName;  // v2: its chosen protocol, the assignor ("range"); "" none yet
   static constexpr std::string_view kName = "DescribeGroupResponse";
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
@@ -704,6 +715,11 @@ struct DescribeGroupResponse {
     v(m.offsets, "Offsets", "offsets", schema::note("every committed offset of the group"));
     v(m.history, "History", "history", schema::note("oldest first, at most 100"));
     v(m.mode, "AssignmentMode", "mode", schema::since(1), schema::note("0 server, 1 client"));
+    v(m.kafka, "Kafka", "kafka", schema::since(2), schema::note("a Kafka group (§18)"));
+    v(m.protocolType, "ProtocolType", "protocol_type", schema::since(2),
+      schema::note("a Kafka group's protocol type, e.g. \"consumer\"; \"\": none yet, or not a Kafka group"));
+    v(m.protocolName, "ProtocolName", "protocol_name", schema::since(2),
+      schema::note("a Kafka group's chosen protocol (its assignor), e.g. \"range\"; \"\": none yet"));
   }
   bool operator==(const DescribeGroupResponse&) const = default;
 };

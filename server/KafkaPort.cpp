@@ -13,6 +13,7 @@
 #include "common/LogRateLimiter.h"
 #include "common/Scram.h"
 #include "protocol/kafka/Codec.h"
+#include "server/Metrics.h"
 
 namespace groupcoord::server {
 
@@ -78,12 +79,17 @@ void send(net::Reply& reply, int32_t correlationId, int16_t version, const kafka
 // answers are not held back by a lost callback.
 class PendingAnswer {
  public:
-  PendingAnswer(net::Reply reply, const kafka::RequestHeader& h)
-      : reply_(std::move(reply)), api_(h.apiKey), version_(h.apiVersion), correlationId_(h.correlationId) {}
+  PendingAnswer(net::Reply reply, const kafka::RequestHeader& h, KafkaRequestMetrics* metrics)
+      : reply_(std::move(reply)),
+        api_(h.apiKey),
+        version_(h.apiVersion),
+        correlationId_(h.correlationId),
+        metrics_(metrics) {}
   ~PendingAnswer() {
     if (answered_.load(std::memory_order_acquire) || reply_.connectionClosed()) return;
     spdlog::error("the Kafka handler dropped {} (correlation id {}) without answering; answering UNKNOWN_SERVER_ERROR",
                   kafka::apiName(api_), correlationId_);
+    if (metrics_ != nullptr) metrics_->answered(api_, kafka::ErrorCode::UNKNOWN_SERVER_ERROR);
     send(reply_, correlationId_, version_, errorAnswer(api_, kafka::ErrorCode::UNKNOWN_SERVER_ERROR));
   }
   void answer(kafka::Response response) {
@@ -98,6 +104,7 @@ class PendingAnswer {
                     kafka::apiName(api_), correlationId_);
       response = errorAnswer(api_, kafka::ErrorCode::UNKNOWN_SERVER_ERROR);
     }
+    if (metrics_ != nullptr) metrics_->answered(api_, KafkaRequestMetrics::errorOf(response));
     send(reply_, correlationId_, version_, response);
   }
 
@@ -106,6 +113,7 @@ class PendingAnswer {
   const int16_t api_;
   const int16_t version_;
   const int32_t correlationId_;
+  KafkaRequestMetrics* const metrics_;
   std::atomic<bool> answered_{false};
 };
 
@@ -120,6 +128,10 @@ struct KafkaProtocol::Session final : net::ProtocolSession {
 };
 
 int32_t KafkaProtocol::minRequestBody() const { return kafka::kMinRequestBody; }
+
+void KafkaProtocol::count(int16_t api, kafka::ErrorCode error) const {
+  if (metrics_ != nullptr) metrics_->answered(api, error);
+}
 
 std::unique_ptr<net::ProtocolSession> KafkaProtocol::open(const net::Peer& peer) {
   auto s = std::make_unique<Session>();
@@ -165,6 +177,7 @@ bool KafkaProtocol::answerNow(net::ProtocolSession& session, std::span<const uin
     return false;  // the general path answers it, and logs what goes wrong
   }
   kafka::appendHeartbeatResponse(r.correlationId, r.apiVersion, error, out);
+  count(static_cast<int16_t>(kafka::ApiKey::Heartbeat), error);
   return true;
 }
 
@@ -184,10 +197,17 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
       h.apiKey == static_cast<int16_t>(kafka::ApiKey::ApiVersions)) {
     // A client trying its newest ApiVersions first: the served range, at
     // version 0, so it asks again at a version both speak.
+    count(h.apiKey, kafka::ErrorCode::UNSUPPORTED_VERSION);
     reply.send([&](std::vector<uint8_t>& out) { kafka::encodeApiVersionsFallback(h.correlationId, out); });
     return net::Dispatched::Answered;
   }
   if (decoded.status != kafka::DecodeStatus::Ok) {
+    if (metrics_ != nullptr) {
+      using Refusal = KafkaRequestMetrics::Refusal;
+      metrics_->refused(decoded.status == kafka::DecodeStatus::UnknownApi           ? Refusal::UnknownApi
+                        : decoded.status == kafka::DecodeStatus::UnsupportedVersion ? Refusal::UnsupportedVersion
+                                                                                    : Refusal::Malformed);
+    }
     uint64_t suppressed = 0;
     if (gRefusedLog.allow(&suppressed)) {
       spdlog::warn("closing the Kafka connection from {} (client id \"{}\"): {} {} version {} (correlation id {}): "
@@ -201,6 +221,7 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
   }
   if (std::holds_alternative<kafka::ApiVersionsRequest>(decoded.request)) {
     const kafka::Response answer = kafka::apiVersionsResponse();
+    count(h.apiKey, kafka::ErrorCode::NONE);
     send(reply, h.correlationId, h.apiVersion, answer);
     return net::Dispatched::Answered;
   }
@@ -211,11 +232,13 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
       kafka::SaslAuthenticateResponse out;
       out.error = kafka::ErrorCode::ILLEGAL_SASL_STATE;
       out.errorMessage = phase == Phase::Done ? "already authenticated" : "SaslHandshake first";
+      count(h.apiKey, out.error);
       reply.sendThenClose(
           [&](std::vector<uint8_t>& o) { kafka::encodeResponse(h.correlationId, h.apiVersion, out, o); });
       return net::Dispatched::Answered;
     }
     if (phase != Phase::Done) {
+      if (metrics_ != nullptr) metrics_->refused(KafkaRequestMetrics::Refusal::BeforeSasl);
       // A Kafka broker closes a connection that asks for anything else
       // before SASL has completed; so does this port.
       uint64_t suppressed = 0;
@@ -229,7 +252,7 @@ net::Dispatched KafkaProtocol::dispatch(net::ProtocolSession& session, std::span
     }
     if (s.caller.user.empty()) s.caller.user = AuthGate::authenticatedUser(*s.auth).value_or("");
   }
-  auto pending = std::make_shared<PendingAnswer>(std::move(reply), h);
+  auto pending = std::make_shared<PendingAnswer>(std::move(reply), h, metrics_);
   kafka::ResponseCallback done = [pending](kafka::Response r) { pending->answer(std::move(r)); };
   if (s.sasl) {
     admit(s, h, std::move(decoded.request), std::move(done));
@@ -267,6 +290,7 @@ net::Dispatched KafkaProtocol::handshake(Session& s, const kafka::RequestHeader&
   if (s.sasl->phase.load(std::memory_order_acquire) != SaslState::Phase::Open) {
     // Re-authentication is not served: one exchange per connection.
     out.error = kafka::ErrorCode::ILLEGAL_SASL_STATE;
+    count(h.apiKey, out.error);
     reply.sendThenClose(encode);
     return net::Dispatched::Answered;
   }
@@ -278,12 +302,14 @@ net::Dispatched KafkaProtocol::handshake(Session& s, const kafka::RequestHeader&
                    printableForLog(r.mechanism), fmt::join(out.mechanisms, ", "),
                    r.mechanism == kPlain ? " (PLAIN is not, by auth.plain)" : "", suppressedNote(suppressed));
     }
+    count(h.apiKey, out.error);
     reply.send(encode);
     return net::Dispatched::Answered;
   }
   s.sasl->plain = r.mechanism == kPlain;
   s.sasl->bare = h.apiVersion == 0;
   s.sasl->phase.store(SaslState::Phase::Mechanism, std::memory_order_release);
+  count(h.apiKey, out.error);
   reply.send(encode);
   return net::Dispatched::Answered;
 }
@@ -316,9 +342,15 @@ net::Dispatched KafkaProtocol::saslStep(Session& s, const kafka::RequestHeader* 
   std::shared_ptr<AuthSession> auth = s.auth;
   auth_->authenticate(
       s.auth, s.caller, version, std::move(request),
-      [sasl, auth, header = std::move(header), peer = s.peer, reply](protocol::Response response) mutable {
+      [sasl, auth, header = std::move(header), peer = s.peer, reply,
+       metrics = metrics_](protocol::Response response) mutable {
         const auto* answer = std::get_if<protocol::AuthenticateResponse>(&response);
         const bool ok = answer != nullptr && answer->error == protocol::ErrorCode::NONE;
+        // A bare token counts as the SaslAuthenticate it stands for.
+        if (metrics != nullptr) {
+          metrics->answered(static_cast<int16_t>(kafka::ApiKey::SaslAuthenticate),
+                            ok ? kafka::ErrorCode::NONE : kafka::ErrorCode::SASL_AUTHENTICATION_FAILED);
+        }
         const bool done = ok && AuthGate::authenticatedUser(*auth).has_value();
         const std::string message = answer != nullptr ? answer->message : std::string();
         sasl->phase.store(!ok ? SaslState::Phase::Failed : done ? SaslState::Phase::Done : SaslState::Phase::Mechanism,

@@ -38,12 +38,17 @@
 
 namespace groupcoord::server {
 
+class KafkaRequestMetrics;
+
 class KafkaProtocol final : public net::FrameProtocol {
  public:
   // `handler` must outlive every connection. `auth`: authentication on
-  // (null: off, every client may make every call).
-  explicit KafkaProtocol(protocol::kafka::Handler& handler, std::shared_ptr<AuthGate> auth = nullptr)
-      : handler_(handler), auth_(std::move(auth)) {}
+  // (null: off, every client may make every call). `metrics`: where every
+  // answer and every refused request is counted (server/Metrics.h); null:
+  // not counted. It must outlive every connection too.
+  explicit KafkaProtocol(protocol::kafka::Handler& handler, std::shared_ptr<AuthGate> auth = nullptr,
+                         KafkaRequestMetrics* metrics = nullptr)
+      : handler_(handler), auth_(std::move(auth)), metrics_(metrics) {}
 
   int32_t minRequestBody() const override;
   std::unique_ptr<net::ProtocolSession> open(const net::Peer& peer) override;
@@ -68,8 +73,12 @@ class KafkaProtocol final : public net::FrameProtocol {
   void callHandler(Session& s, const protocol::kafka::RequestHeader& h, protocol::kafka::Request request,
                    protocol::kafka::ResponseCallback done);
 
+  // Counts an answer of `api` / a refused request, when metrics are on.
+  void count(int16_t api, protocol::kafka::ErrorCode error) const;
+
   protocol::kafka::Handler& handler_;
   std::shared_ptr<AuthGate> auth_;
+  KafkaRequestMetrics* const metrics_;
 };
 
 }  // namespace groupcoord::server

@@ -1,8 +1,10 @@
 #include "server/Metrics.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace groupcoord::server {
 
@@ -101,6 +103,126 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
         metrics::Type::Histogram, [this](metrics::FamilyWriter& w) {
           for (size_t i = 0; i < heartbeatByGroupMotion_.size(); ++i) {
             w.histogram({{"group", kGroupMotions[i]}}, heartbeatByGroupMotion_[i]->snapshot(), 1e9);
+          }
+        });
+}
+
+namespace {
+
+namespace kafka = protocol::kafka;
+
+// Walks a Kafka response's fields (their `fields` lists) in wire order and
+// keeps the first error code that is not NONE.
+struct FirstKafkaError {
+  kafka::ErrorCode found = kafka::ErrorCode::NONE;
+  template <class T, class... Extra>
+  void operator()(const T& value, std::string_view, std::string_view, const Extra&...) {
+    look(value);
+  }
+  void look(const kafka::ErrorCode& e) {
+    if (found == kafka::ErrorCode::NONE) found = e;
+  }
+  template <class T>
+  void look(const std::vector<T>& values) {
+    for (const auto& v : values) look(v);
+  }
+  template <class T>
+  void look(const std::optional<T>& value) {
+    if (value) look(*value);
+  }
+  template <class T>
+  void look(const T& m) {
+    if constexpr (requires { T::fields(*this, m); }) T::fields(*this, m);
+  }
+};
+
+}  // namespace
+
+std::string_view KafkaRequestMetrics::refusalName(Refusal r) {
+  switch (r) {
+    case Refusal::UnknownApi:
+      return "unknown_api";
+    case Refusal::UnsupportedVersion:
+      return "unsupported_version";
+    case Refusal::Malformed:
+      return "malformed";
+    case Refusal::BeforeSasl:
+      return "before_sasl";
+  }
+  return "other";
+}
+
+kafka::ErrorCode KafkaRequestMetrics::errorOf(const kafka::Response& response) {
+  FirstKafkaError walk;
+  std::visit([&](const auto& r) { walk.look(r); }, response);
+  return walk.found;
+}
+
+size_t KafkaRequestMetrics::errorSlot(kafka::ErrorCode error) {
+  const int slot = static_cast<int>(error) + 1;
+  return slot >= 0 && slot < static_cast<int>(kErrorSlots) - 1 ? static_cast<size_t>(slot) : kErrorSlots - 1;
+}
+
+void KafkaRequestMetrics::answered(int16_t api, kafka::ErrorCode error) {
+  if (api < 0 || static_cast<size_t>(api) >= kApiSlots) return;
+  const auto index = static_cast<size_t>(api);
+  requests_[index].fetch_add(1, std::memory_order_relaxed);
+  if (error != kafka::ErrorCode::NONE) errors_[index][errorSlot(error)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void KafkaRequestMetrics::refused(Refusal why) {
+  refused_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t KafkaRequestMetrics::requests(kafka::ApiKey api) const {
+  const auto index = static_cast<size_t>(api);
+  return index < kApiSlots ? requests_[index].load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t KafkaRequestMetrics::errors(kafka::ApiKey api, kafka::ErrorCode error) const {
+  const auto index = static_cast<size_t>(api);
+  return index < kApiSlots ? errors_[index][errorSlot(error)].load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t KafkaRequestMetrics::refusals(Refusal why) const {
+  return refused_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
+}
+
+void KafkaRequestMetrics::registerWith(metrics::Registry& r) const {
+  r.add("groupcoord_kafka_requests_total", "Requests answered on the Kafka port, by API", metrics::Type::Counter,
+        [this](metrics::FamilyWriter& w) {
+          for (size_t api = 0; api < kApiSlots; ++api) {
+            const std::string_view name = kafka::apiName(static_cast<int16_t>(api));
+            if (name == "Unknown") continue;
+            w.value({{"api", std::string(name)}}, static_cast<double>(requests_[api].load(std::memory_order_relaxed)));
+          }
+        });
+  r.add("groupcoord_kafka_request_errors_total",
+        "Requests answered on the Kafka port with an error code (the answer's first one: its own, or a "
+        "partition's or a group's), by API and error (only pairs seen so far)",
+        metrics::Type::Counter, [this](metrics::FamilyWriter& w) {
+          for (size_t api = 0; api < kApiSlots; ++api) {
+            for (size_t slot = 0; slot < kErrorSlots; ++slot) {
+              const uint64_t n = errors_[api][slot].load(std::memory_order_relaxed);
+              if (n == 0) continue;
+              std::string name = "OTHER";
+              if (slot < kErrorSlots - 1) {
+                const auto code = static_cast<kafka::ErrorCode>(static_cast<int>(slot) - 1);
+                name = std::string(kafka::errorName(code));
+                if (name == "UNKNOWN_ERROR_CODE") name = std::to_string(static_cast<int>(code));
+              }
+              w.value({{"api", std::string(kafka::apiName(static_cast<int16_t>(api)))}, {"error", name}},
+                      static_cast<double>(n));
+            }
+          }
+        });
+  r.add("groupcoord_kafka_requests_refused_total",
+        "Kafka port requests answered by closing the connection, by reason: an API or a version the port does not "
+        "serve, a body that does not decode, a request before SASL authentication",
+        metrics::Type::Counter, [this](metrics::FamilyWriter& w) {
+          for (size_t i = 0; i < kRefusalCount; ++i) {
+            w.value({{"reason", std::string(refusalName(static_cast<Refusal>(i)))}},
+                    static_cast<double>(refused_[i].load(std::memory_order_relaxed)));
           }
         });
 }

@@ -21,6 +21,7 @@
 #include "metrics/Metrics.h"
 #include "metrics/Registry.h"
 #include "protocol/Handler.h"
+#include "protocol/kafka/Messages.h"
 #include "server/TcpServer.h"
 
 namespace groupcoord::server {
@@ -65,6 +66,51 @@ class RequestMetrics final : public RequestObserver {
   static constexpr std::array<const char*, 3> kGroupMotions{"in_step", "moving", "unknown"};
   std::array<std::unique_ptr<metrics::Histogram>, kGroupMotions.size()> heartbeatByGroupMotion_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
+};
+
+// The Kafka port's requests (server/KafkaPort.h), counted as RequestMetrics
+// counts the binary port's: every answer by API and, when it carries an
+// error code, by API and error (the answer's first code that is not NONE:
+// its own, or a partition's, a group's); and the requests the port refused
+// by closing the connection, by why. Any thread, relaxed atomic additions,
+// no lock.
+class KafkaRequestMetrics {
+ public:
+  enum class Refusal : uint8_t {
+    UnknownApi,          // an API the port does not serve
+    UnsupportedVersion,  // a served API at a version it does not
+    Malformed,           // a body that does not decode
+    BeforeSasl,          // anything but SASL before authentication
+  };
+  static constexpr size_t kRefusalCount = 4;
+  static std::string_view refusalName(Refusal r);  // "unknown_api", ...
+
+  // An answer of API `api` (a Kafka ApiKey); a key outside 0..63 is ignored.
+  void answered(int16_t api, protocol::kafka::ErrorCode error);
+  void refused(Refusal why);
+  // The error code an answer is counted with (NONE when it has none).
+  static protocol::kafka::ErrorCode errorOf(const protocol::kafka::Response& response);
+
+  uint64_t requests(protocol::kafka::ApiKey api) const;
+  uint64_t errors(protocol::kafka::ApiKey api, protocol::kafka::ErrorCode error) const;
+  uint64_t refusals(Refusal why) const;
+
+  // Adds groupcoord_kafka_requests_total (every served API, 0 included),
+  // groupcoord_kafka_request_errors_total (the pairs seen) and
+  // groupcoord_kafka_requests_refused_total (by reason). Start-up; this
+  // object must outlive the registry's scrapes.
+  void registerWith(metrics::Registry& registry) const;
+
+ private:
+  static constexpr size_t kApiSlots = 64;
+  // Error codes -1 .. kErrorSlots-3 have a slot of their own (code + 1);
+  // any other value shares the last one.
+  static constexpr size_t kErrorSlots = 130;
+  static size_t errorSlot(protocol::kafka::ErrorCode error);
+
+  std::array<std::atomic<uint64_t>, kApiSlots> requests_{};
+  std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, kApiSlots> errors_{};
+  std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
 };
 
 // Adds the connection metrics, read from `stats` at each scrape:

@@ -372,11 +372,12 @@ std::string renderFleetPage(const FleetView& fleet, int64_t nowMs) {
   if (fleet.groups.empty()) {
     body += "<p class=\"muted\">No groups yet.</p>";
   } else {
-    body += "<table><thead><tr><th>Group</th><th>Controller</th><th class=\"num\">Generation</th>"
+    body += "<table><thead><tr><th>Group</th><th>Protocol</th><th>Controller</th><th class=\"num\">Generation</th>"
             "<th class=\"num\">Members</th><th>Topics</th></tr></thead><tbody>";
     for (const auto& g : fleet.groups) {
       body += "<tr><td>" + groupLink(g.name);
       if (g.error != ErrorCode::NONE) body += " " + badge(protocol::errorName(g.error), "red");
+      body += "</td><td class=\"nowrap\">" + esc(protocol::protocolText(g.kafka, g.protocolType, g.protocolName));
       body += "</td><td>" + brokerText(g.controller) + "</td><td class=\"num\">" + std::to_string(g.generation) +
               "</td><td class=\"num\">" + std::to_string(g.members.size()) + "</td><td class=\"tags\">";
       for (const auto& t : g.topics) body += "<span class=\"badge b-gray\">" + esc(t) + "</span>";
@@ -401,6 +402,7 @@ std::string renderGroupPage(const DescribeGroupResponse& g, int64_t nowMs) {
               (t.partitions < 0 ? std::string("missing") : std::to_string(t.partitions)) + "</span> ";
   }
   body += card("Topics", "<span class=\"tags\">" + topics + "</span>");
+  body += card("Protocol", esc(protocol::protocolText(g.kafka, g.protocolType, g.protocolName)));
   body += card("Controller", brokerText(g.controller));
   body += card("Session timeout", std::to_string(g.sessionTimeoutMs) + " ms" + (g.ephemeral ? " · ephemeral" : ""));
   body += "</div>";

@@ -308,6 +308,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     // Both outlive the Backend: its last answers (at shutdown) are still
     // counted, and the registry reads the Backend's metrics.
     RequestMetrics requestMetrics;
+    KafkaRequestMetrics kafkaMetrics;  // the Kafka port's, when it is on
     metrics::Registry registry;
     std::atomic<bool> stopping{false};
 
@@ -346,8 +347,9 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
       // With authentication on, the binary port's gate: the same credentials,
       // auth.plain, throttle and permissions (docs/protocol.md, "Security on
       // the Kafka port").
-      kafkaServer =
-          std::make_unique<TcpServer>(kafkaOptions, std::make_unique<KafkaProtocol>(*kafkaHandler, tcpOptions.auth));
+      kafkaServer = std::make_unique<TcpServer>(
+          kafkaOptions, std::make_unique<KafkaProtocol>(*kafkaHandler, tcpOptions.auth, &kafkaMetrics));
+      kafkaMetrics.registerWith(registry);
       if (!kafkaServer->bind(&error)) {
         spdlog::critical("{} (kafka.listen.port)", error);
         return EXIT_UNAVAILABLE;

@@ -49,6 +49,7 @@ int DescribeCommand::run() {
             << "session timeout: " << d.sessionTimeoutMs << " ms" << (d.ephemeral ? " (ephemeral)" : "") << "\n"
             << "assignment:      " << protocol::assignmentModeName(d.mode)
             << (d.mode == protocol::AssignmentMode::CLIENT ? " (the members assign)" : "") << "\n"
+            << "protocol:        " << protocol::protocolText(d.kafka, d.protocolType, d.protocolName) << "\n"
             << "topics:          " << (topics.empty() ? "-" : joinList(topics)) << "\n\n";
   auto rows = protocol::partitionRows(d);
   if (rows.empty()) {

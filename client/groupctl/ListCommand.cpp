@@ -26,10 +26,10 @@ int ListCommand::run() {
     std::cout << "(no groups)\n";
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows{{"GROUP", "CONTROLLER", "GENERATION", "MEMBERS", "TOPICS"}};
+  std::vector<std::vector<std::string>> rows{{"GROUP", "PROTOCOL", "CONTROLLER", "GENERATION", "MEMBERS", "TOPICS"}};
   for (auto& g : groups)
-    rows.push_back({g.name, brokerText(g.controller), std::to_string(g.generation), std::to_string(g.members.size()),
-                    joinList(g.topics)});
+    rows.push_back({g.name, protocol::protocolText(g.kafka, g.protocolType, g.protocolName), brokerText(g.controller),
+                    std::to_string(g.generation), std::to_string(g.members.size()), joinList(g.topics)});
   printTable(rows);
   return kExitOk;
 }

@@ -12,14 +12,14 @@ MAX_VERSIONS = {
     1: 1,  # CreateGroup
     2: 0,  # DeleteGroup
     3: 2,  # RegisterConsumer
-    4: 1,  # ListGroups
+    4: 2,  # ListGroups
     5: 0,  # LeaveGroup
     6: 0,  # CommitOffsets
     7: 0,  # FetchOffsets
     8: 0,  # RewindConsumer
     9: 1,  # Authenticate
     10: 0,  # DrainServer
-    11: 1,  # DescribeGroup
+    11: 2,  # DescribeGroup
     12: 0,  # DescribeServers
 }
 
@@ -58,6 +58,9 @@ LAYOUTS = {
         ("generation", "i64", 0, None),
         ("ephemeral", "bool", 0, None),
         ("mode", "enum8:1", 1, None),
+        ("kafka", "bool", 2, None),
+        ("protocol_type", "str", 2, None),
+        ("protocol_name", "str", 2, None),
     ],
     "TopicState": [
         ("topic", "str", 0, None),
@@ -226,6 +229,9 @@ LAYOUTS = {
         ("offsets", ("array", "PartitionOffset"), 0, None),
         ("history", ("array", "RebalanceEvent"), 0, None),
         ("mode", "enum8:1", 1, None),
+        ("kafka", "bool", 2, None),
+        ("protocol_type", "str", 2, None),
+        ("protocol_name", "str", 2, None),
     ],
     "DescribeServersRequest": [],
     "DescribeServersResponse": [

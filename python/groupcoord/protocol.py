@@ -371,6 +371,9 @@ class GroupInfo:
     generation: int = -1
     ephemeral: bool = False
     mode: int = 0  # version 1: 0 server, 1 client
+    kafka: bool = False  # version 2: created by the Kafka port
+    protocol_type: str = ""  # version 2: a Kafka group's protocol type ("consumer"); "" none yet
+    protocol_name: str = ""  # version 2: its chosen protocol, the assignor ("range"); "" none yet
 
 
 @dataclass
@@ -696,6 +699,9 @@ class DescribeGroupResponse:
     offsets: list[PartitionOffset] = field(default_factory=list)
     history: list[RebalanceEvent] = field(default_factory=list)
     mode: int = 0  # version 1: 0 server, 1 client
+    kafka: bool = False  # version 2: created by the Kafka port
+    protocol_type: str = ""  # version 2: a Kafka group's protocol type ("consumer"); "" none yet
+    protocol_name: str = ""  # version 2: its chosen protocol, the assignor ("range"); "" none yet
     API: ClassVar = ApiKey.DESCRIBE_GROUP
 
     def __post_init__(self) -> None:

@@ -222,6 +222,27 @@ class EveryVersionTest(unittest.TestCase):
         back = p.decode_response(p.ApiKey.DESCRIBE_GROUP, p.encode_response(m, 7, 1)[4:]).response
         self.assertEqual(back, m)
 
+    def test_version_two_group_answers_carry_the_kafka_protocol(self) -> None:
+        v2 = json.loads((VECTORS.parent / "protocol-v2.json").read_text())["vectors"]
+        by_name = {v["name"]: v for v in v2}
+        listed = p.decode_response(p.ApiKey.LIST_GROUPS, bytes.fromhex(
+            by_name["ListGroups v2 response, a Kafka group and a groupcoord group"]["hex"])[4:]).response
+        self.assertEqual([(g.name, g.kafka, g.protocol_type, g.protocol_name) for g in listed.groups],
+                         [("workers", True, "consumer", "cooperative-sticky"), ("shards", False, "", "")])
+        described = p.decode_response(p.ApiKey.DESCRIBE_GROUP, bytes.fromhex(
+            by_name["DescribeGroup v2 response, a Kafka group with its protocol"]["hex"])[4:]).response
+        self.assertEqual((described.kafka, described.protocol_type, described.protocol_name),
+                         (True, "consumer", "range"))
+        # Versions 0 and 1 end where they always did.
+        g = p.GroupInfo("g", kafka=True, protocol_type="consumer", protocol_name="range")
+        for version in (0, 1):
+            self.assertEqual(p.encode_response(p.ListGroupsResponse([g]), 7, version),
+                             p.encode_response(p.ListGroupsResponse([p.GroupInfo("g")]), 7, version))
+        back = p.decode_response(p.ApiKey.LIST_GROUPS, p.encode_response(p.ListGroupsResponse([g]), 7, 2)[4:])
+        self.assertEqual(back.response.groups[0], g)
+        old = p.decode_response(p.ApiKey.LIST_GROUPS, p.encode_response(p.ListGroupsResponse([g]), 7, 1)[4:])
+        self.assertEqual(old.response.groups[0].protocol_name, "")
+
     def test_an_assignment_mode_above_client_is_malformed(self) -> None:
         frame = bytearray(p.encode_request(p.CreateGroupRequest("g", 1000, [], False, 1), 3, None, 1))
         frame[-1] = 2

@@ -173,6 +173,36 @@ TEST_F(OffsetStoreTest, FetchAnswersTheCommittedOffsets) {
   EXPECT_EQ(some.offsets, (std::vector<protocol::PartitionOffset>{{"u", 0, 3}}));
 }
 
+TEST_F(OffsetStoreTest, WriteOpsStoreMetadataAfterTheOffsetAndReadsReturnIt) {
+  makeGroup();
+  CommittedOffsets known;
+  known.offsets = read({}).offsets;
+  known.topics = {"t", "u", "empty"};
+  std::vector<zk::Op> ops;
+  // t/0 overwritten with metadata, t/1 overwritten without, w/0 created with metadata.
+  store_.writeOps("g", known, {{"t", 0, 13}, {"t", 1, 8}, {"w", 0, 4}}, ops,
+                  {{{"t", 0}, "host-a\nline two"}, {{"w", 0}, "m"}});
+  ASSERT_EQ(admin_.multiSync(ops).error, zk::Error::Ok);
+  EXPECT_EQ(ensemble_.data("/gc/groups/g/offsets/t/0"), "13\nhost-a\nline two");
+  EXPECT_EQ(ensemble_.data("/gc/groups/g/offsets/t/1"), "8");
+  EXPECT_EQ(ensemble_.data("/gc/groups/g/offsets/w/0"), "4\nm");
+  auto r = read({});
+  EXPECT_EQ(r.offsets.at({"t", 0}), 13);
+  EXPECT_EQ(r.offsets.at({"w", 0}), 4);
+  EXPECT_EQ(r.metadata, (std::map<TopicPartition, std::string>{{{"t", 0}, "host-a\nline two"}, {{"w", 0}, "m"}}));
+  // Native FetchOffsets answers the offsets only, as before.
+  auto f = fetch("g", {"t", "w"});
+  EXPECT_EQ(f.offsets, (std::vector<protocol::PartitionOffset>{{"t", 0, 13}, {"t", 1, 8}, {"w", 0, 4}}));
+  // A later commit without metadata replaces it.
+  known.offsets = r.offsets;
+  known.topics.insert("w");
+  ops.clear();
+  store_.writeOps("g", known, {{"t", 0, 14}}, ops);
+  ASSERT_EQ(admin_.multiSync(ops).error, zk::Error::Ok);
+  EXPECT_EQ(ensemble_.data("/gc/groups/g/offsets/t/0"), "14");
+  EXPECT_EQ(read({"t"}).metadata.count({"t", 0}), 0u);
+}
+
 TEST_F(OffsetStoreTest, FetchOfAMissingGroupIsUnknownGroup) {
   EXPECT_EQ(fetch("nope").error, ErrorCode::UNKNOWN_GROUP);
 }
@@ -209,6 +239,32 @@ TEST(OffsetParsing, RejectsNegativesTrailingJunkAndEmptyText) {
   }
   for (const char* bad : {"-1", "1x", "", "2147483648", "x"}) {
     EXPECT_FALSE(parsePartition(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+TEST(OffsetParsing, AnOffsetMayBeFollowedByANewlineAndItsMetadata) {
+  EXPECT_EQ(parseOffset("42\nsome metadata"), 42);
+  EXPECT_EQ(parseOffset("42\n"), 42);
+  EXPECT_EQ(parseStoredOffset("42"), (StoredOffset{42, ""}));
+  EXPECT_EQ(parseStoredOffset("42\n"), (StoredOffset{42, ""}));
+  EXPECT_EQ(parseStoredOffset("7\na\nb"), (StoredOffset{7, "a\nb"}));
+  for (const char* bad : {"", "\nm", "-1\nm", "1x\nm", " 1\nm"}) {
+    EXPECT_FALSE(parseOffset(bad).has_value()) << "'" << bad << "'";
+    EXPECT_FALSE(parseStoredOffset(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+TEST(OffsetParsing, EncodingWritesTheNewlineOnlyForMetadata) {
+  EXPECT_EQ(encodeOffset(5), "5");
+  EXPECT_EQ(encodeOffset(5, ""), "5");
+  EXPECT_EQ(encodeOffset(5, "m"), "5\nm");
+  const std::string binaryish = std::string("x\0\ny", 4);
+  for (const auto& m : {std::string(), std::string("meta"), std::string("a\nb\n"), binaryish,
+                        std::string(kMaxOffsetMetadataBytes, 'z')}) {
+    auto back = parseStoredOffset(encodeOffset(123456789012LL, m));
+    ASSERT_TRUE(back.has_value()) << m;
+    EXPECT_EQ(back->offset, 123456789012LL);
+    EXPECT_EQ(back->metadata, m);
   }
 }
 

@@ -86,14 +86,16 @@ void expectSnakeCase(const json& j, const std::string& where) {
   }
 }
 
-const std::set<std::string> kGroupInfoKeys = {"name",       "error",      "members",   "member_count",
+const std::set<std::string> kGroupInfoKeys = {"name",       "error",      "members",       "member_count",
                                               "topics",     "controller", "session_timeout_ms",
-                                              "generation", "ephemeral",  "assignment"};
+                                              "generation", "ephemeral",  "assignment",    "kafka",
+                                              "protocol_type", "protocol_name"};
 
 TEST(DescribeJsonTest, EveryKeyOfTheDocumentIsThereAndSnakeCase) {
   const json j = describeGroupJson(fullAnswer());
   EXPECT_EQ(keysOf(j), (std::set<std::string>{"group", "error", "state", "generation", "controller",
-                                              "session_timeout_ms", "ephemeral", "assignment", "topics", "members",
+                                              "session_timeout_ms", "ephemeral", "assignment", "kafka",
+                                              "protocol_type", "protocol_name", "topics", "members",
                                               "offsets", "partitions", "history"}));
   EXPECT_EQ(keysOf(j["group"]), kGroupInfoKeys);
   EXPECT_EQ(keysOf(j["controller"]), (std::set<std::string>{"id", "host", "port"}));
@@ -250,6 +252,27 @@ TEST(DescribeJsonTest, GroupInfoAsListGroupsListsIt) {
   g.controller = Broker{};
   EXPECT_EQ(groupInfoJson(g)["error"], "UNKNOWN_GROUP");
   EXPECT_TRUE(groupInfoJson(g)["controller"].is_null());
+  EXPECT_EQ(j["kafka"], false);
+  EXPECT_EQ(j["protocol_type"], "");
+  EXPECT_EQ(j["protocol_name"], "");
+}
+
+TEST(DescribeJsonTest, AKafkaGroupsProtocolIsInBothDocumentsAndInWords) {
+  DescribeGroupResponse d;
+  d.group = "workers";
+  d.kafka = true;
+  d.protocolType = "consumer";
+  d.protocolName = "cooperative-sticky";
+  const json j = describeGroupJson(d);
+  EXPECT_EQ(j["kafka"], true);
+  EXPECT_EQ(j["protocol_type"], "consumer");
+  EXPECT_EQ(j["protocol_name"], "cooperative-sticky");
+  EXPECT_EQ(j["group"]["kafka"], true) << "the GroupInfo part too";
+  EXPECT_EQ(j["group"]["protocol_name"], "cooperative-sticky");
+  EXPECT_EQ(protocolText(true, "consumer", "cooperative-sticky"), "kafka consumer (cooperative-sticky)");
+  EXPECT_EQ(protocolText(true, "consumer", ""), "kafka consumer");
+  EXPECT_EQ(protocolText(true, "", ""), "kafka");
+  EXPECT_EQ(protocolText(false, "", ""), "groupcoord");
 }
 
 TEST(DescribeJsonTest, HexBytesIsTwoLowercaseDigitsPerByte) {

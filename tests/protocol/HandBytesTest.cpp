@@ -630,5 +630,91 @@ TEST(HandBytesV2, RegisterConsumerResponseInClientModeCarriesTheChangeSinceAGene
   EXPECT_EQ(v1.size() + 4 + 8 + 4 + 2 + 3, frame.size());
 }
 
+// ---- Version 2 of ListGroups and DescribeGroup: a Kafka group's protocol ----------
+
+TEST(HandBytesV2, ListGroupsResponseEndsEachGroupInfoWithTheKafkaProtocol) {
+  auto frame = Bytes()
+                   .responseHeader(2, 70)
+                   .count(2)
+                   .str("workers").int16(0).count(0).count(1).str("orders").int32(1).str("h").uint16(7400)
+                   .int64(45000).int64(3).boolean(false).int8(0)
+                   .boolean(true).str("consumer").str("cooperative-sticky")
+                   .str("shards").int16(0).count(0).count(0).int32(-1).str("").uint16(0).int64(10000).int64(1)
+                   .boolean(false).int8(1)
+                   .boolean(false).str("").str("")
+                   .int16(0)
+                   .frame();
+  GroupInfo kafka{"workers", ErrorCode::NONE, {}, {"orders"}, Broker{1, "h", 7400}, 45000, 3, false};
+  kafka.kafka = true;
+  kafka.protocolType = "consumer";
+  kafka.protocolName = "cooperative-sticky";
+  GroupInfo native{"shards", ErrorCode::NONE, {}, {}, Broker{}, 10000, 1, false, AssignmentMode::CLIENT};
+  expectResponse(ApiKey::ListGroups, frame, {2, 70}, ListGroupsResponse{{kafka, native}, ErrorCode::NONE});
+}
+
+TEST(HandBytesV2, DescribeGroupResponseEndsWithTheKafkaProtocol) {
+  auto frame = Bytes()
+                   .responseHeader(2, 71)
+                   .str("workers").int16(0).int32(1).str("h").uint16(7400).int8(1).int64(45000).boolean(false)
+                   .int64(3)
+                   .count(0)
+                   .count(0)
+                   .count(0)
+                   .count(0)
+                   .int8(0)
+                   .boolean(true).str("consumer").str("range")
+                   .frame();
+  DescribeGroupResponse want;
+  want.group = "workers";
+  want.controller = Broker{1, "h", 7400};
+  want.state = GroupState::STABLE;
+  want.sessionTimeoutMs = 45000;
+  want.generation = 3;
+  want.kafka = true;
+  want.protocolType = "consumer";
+  want.protocolName = "range";
+  expectResponse(ApiKey::DescribeGroup, frame, {2, 71}, want);
+  // The requests carry nothing new: version 2 is the answer's.
+  expectRequest(Bytes().requestHeader(11, 2, 72, "svc").str("workers").frame(),
+                headerFor(ApiKey::DescribeGroup, 72, "svc", 2), DescribeGroupRequest{"workers"});
+  expectRequest(Bytes().requestHeader(4, 2, 73, "svc").count(1).str("workers").frame(),
+                headerFor(ApiKey::ListGroups, 73, "svc", 2), ListGroupsRequest{{"workers"}});
+}
+
+TEST(HandBytesV2, VersionsZeroAndOneOfTheGroupAnswersStayByteForByte) {
+  // Whatever the structs hold, versions 0 and 1 end where they always did.
+  GroupInfo plain{"workers", ErrorCode::NONE, {}, {"orders"}, Broker{1, "h", 7400}, 45000, 3, false};
+  GroupInfo kafka = plain;
+  kafka.kafka = true;
+  kafka.protocolType = "consumer";
+  kafka.protocolName = "range";
+  DescribeGroupResponse d;
+  d.group = "workers";
+  DescribeGroupResponse dk = d;
+  dk.kafka = true;
+  dk.protocolType = "consumer";
+  dk.protocolName = "range";
+  for (int16_t version : {0, 1}) {
+    SCOPED_TRACE(version);
+    std::vector<uint8_t> a, b;
+    encodeResponse({version, 74}, ListGroupsResponse{{plain}, ErrorCode::NONE}, a);
+    encodeResponse({version, 74}, ListGroupsResponse{{kafka}, ErrorCode::NONE}, b);
+    EXPECT_EQ(toHex(a), toHex(b));
+    std::vector<uint8_t> c, e;
+    encodeResponse({version, 75}, d, c);
+    encodeResponse({version, 75}, dk, e);
+    EXPECT_EQ(toHex(c), toHex(e));
+  }
+  // Version 2 adds exactly a bool and two strings to each.
+  std::vector<uint8_t> v1, v2;
+  encodeResponse({1, 76}, ListGroupsResponse{{kafka}, ErrorCode::NONE}, v1);
+  encodeResponse({2, 76}, ListGroupsResponse{{kafka}, ErrorCode::NONE}, v2);
+  EXPECT_EQ(v2.size() - v1.size(), 1u + (2 + 8) + (2 + 5));
+  std::vector<uint8_t> d1, d2;
+  encodeResponse({1, 77}, dk, d1);
+  encodeResponse({2, 77}, dk, d2);
+  EXPECT_EQ(d2.size() - d1.size(), 1u + (2 + 8) + (2 + 5));
+}
+
 }  // namespace
 }  // namespace groupcoord::protocol::testing

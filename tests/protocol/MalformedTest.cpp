@@ -268,7 +268,7 @@ TEST(Malformed, UnsupportedVersionKeepsCorrelationId) {
     EXPECT_EQ(d.header.clientId, "svc-1");
   }
   // The body of an unknown version is not judged by version 0's layout.
-  const DecodedRequest d = decode(Bytes().requestHeader(4, 2, 14, std::nullopt).int8(1));
+  const DecodedRequest d = decode(Bytes().requestHeader(4, 3, 14, std::nullopt).int8(1));
   EXPECT_EQ(d.status, DecodeStatus::UnsupportedVersion);
   EXPECT_EQ(d.header.correlationId, 14);
 }

@@ -59,7 +59,7 @@ TEST(MessageDocsTest, AMissingOrUnknownBlockIsRefusedWithItsName) {
 TEST(MessageDocsTest, SmallestEncodingsAreThoseTheProtocolHasAlwaysHad) {
   const std::map<std::string, std::vector<size_t>> quoted{
       {"Broker", {8, 8, 8}},          {"TopicPartition", {6, 6, 6}}, {"PartitionOffset", {14, 14, 14}},
-      {"PartitionError", {8, 8, 8}},  {"MemberMetadata", {8, 8, 8}}, {"GroupInfo", {37, 38, 38}},
+      {"PartitionError", {8, 8, 8}},  {"MemberMetadata", {8, 8, 8}}, {"GroupInfo", {37, 38, 43}},
       {"TopicState", {6, 6, 6}},      {"MemberState", {32, 38, 38}}, {"RebalanceEvent", {40, 40, 40}},
       {"ServerPlacement", {33, 33, 33}}, {"GroupMove", {18, 18, 18}},
   };
@@ -73,6 +73,7 @@ TEST(MessageDocsTest, SmallestEncodingsAreThoseTheProtocolHasAlwaysHad) {
   }
   EXPECT_EQ(structures, quoted.size());
   EXPECT_EQ(schema::smallest<GroupInfo>(0), 37u);
+  EXPECT_EQ(schema::smallest<GroupInfo>(2), 43u);  // Kafka bool and two empty strings
   EXPECT_EQ(schema::smallest<MemberState>(1), 38u);
   EXPECT_EQ(schema::smallest<MemberState>(-1), 32u);  // a version no API speaks: version 0's
 }

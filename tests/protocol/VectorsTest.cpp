@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -479,38 +480,59 @@ TEST(Vectors, EveryVersionOneVectorDecodesAndEncodesBack) {
   }
 }
 
-// Version 2 (RegisterConsumer only): the same, at version 2; the field
-// values are checked by HandBytesV2.
+// Version 2 (RegisterConsumer; ListGroups and DescribeGroup): the same, at
+// version 2; the field values are checked by HandBytesV2, and here the
+// Kafka protocol of the group answers.
 TEST(Vectors, EveryVersionTwoVectorDecodesAndEncodesBack) {
   std::ifstream in(GROUPCOORD_PROTOCOL_VECTORS_V2);
   ASSERT_TRUE(in) << "cannot read " << GROUPCOORD_PROTOCOL_VECTORS_V2;
   const json doc = json::parse(in, nullptr, false);
   ASSERT_TRUE(doc.is_object());
-  size_t requests = 0, responses = 0;
+  std::map<std::pair<std::string, int>, int> covered;
   for (const json& v : doc.at("vectors")) {
     SCOPED_TRACE(v.value("name", "?"));
     const auto frame = fromHex(v.at("hex").get<std::string>());
     ASSERT_TRUE(frame);
-    EXPECT_EQ(v.at("api"), static_cast<int>(ApiKey::RegisterConsumer));
+    const int api = v.at("api");
     EXPECT_EQ(v.at("version"), 2);
+    ++covered[std::make_pair(v.at("kind").get<std::string>(), api)];
     std::vector<uint8_t> again;
     if (v.at("kind") == "request") {
       const DecodedRequest d = decodeRequest(bodyOf(*frame));
       ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
       EXPECT_EQ(d.header.version, 2);
+      EXPECT_EQ(static_cast<int>(apiKeyOf(d.request)), api);
       encodeRequest(d.header, d.request, again);
-      ++requests;
     } else {
-      const DecodedResponse d = decodeResponse(ApiKey::RegisterConsumer, bodyOf(*frame));
+      const DecodedResponse d = decodeResponse(static_cast<ApiKey>(api), bodyOf(*frame));
       ASSERT_TRUE(d.ok) << d.detail;
       EXPECT_EQ(d.header.version, 2);
+      if (const auto* list = std::get_if<ListGroupsResponse>(&d.response)) {
+        ASSERT_EQ(list->groups.size(), 2u);
+        EXPECT_TRUE(list->groups[0].kafka);
+        EXPECT_EQ(list->groups[0].protocolType, "consumer");
+        EXPECT_EQ(list->groups[0].protocolName, "cooperative-sticky");
+        EXPECT_FALSE(list->groups[1].kafka);
+        EXPECT_EQ(list->groups[1].protocolName, "");
+      }
+      if (const auto* described = std::get_if<DescribeGroupResponse>(&d.response)) {
+        EXPECT_TRUE(described->kafka);
+        EXPECT_EQ(described->protocolType, "consumer");
+        EXPECT_EQ(described->protocolName, "range");
+        ASSERT_EQ(described->members.size(), 1u);
+        EXPECT_EQ(described->members[0].held.size(), 2u);
+      }
       encodeResponse(d.header, d.response, again);
-      ++responses;
     }
     EXPECT_EQ(toHex(again), v.at("hex").get<std::string>());
   }
-  EXPECT_EQ(requests, 2u);
-  EXPECT_EQ(responses, 2u);
+  auto seen = [&](const std::string& kind, ApiKey api) { return covered[std::make_pair(kind, static_cast<int>(api))]; };
+  for (ApiKey api : {ApiKey::ListGroups, ApiKey::DescribeGroup}) {
+    EXPECT_EQ(seen("request", api), 1) << apiName(api);
+    EXPECT_EQ(seen("response", api), 1) << apiName(api);
+  }
+  EXPECT_EQ(seen("request", ApiKey::RegisterConsumer), 2);
+  EXPECT_EQ(seen("response", ApiKey::RegisterConsumer), 2);
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 // and the leader's SyncGroup; the other server answers NOT_COORDINATOR;
 // offsets are fenced by generation; after SIGKILL of the controller the
 // other server takes the group over and accepts the same generation's
-// heartbeats, syncs and commits, with no rebalance. Requests the port
-// cannot answer close the connection.
+// heartbeats, syncs and commits, with no rebalance. A commit's metadata is
+// kept, and refused per partition when too large. Requests the port cannot
+// answer close the connection. /metrics counts the port's requests.
 
 #include <gtest/gtest.h>
 
@@ -25,12 +26,14 @@
 #include <thread>
 #include <vector>
 
+#include "client/Admin.h"
 #include "common/Layout.h"
 #include "protocol/kafka/Codec.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 #include "support/TestSession.h"
 #include "support/Timing.h"
+#include "tests/server/HttpTestUtil.h"
 #include "zk/Session.h"
 
 namespace groupcoord::testing {
@@ -156,10 +159,12 @@ class KafkaPortTest : public ::testing::Test {
   // Starts server `id` with a Kafka port; its Kafka port is kafkaPort(i).
   void startServer(int id) {
     const std::string portFile = "/tmp/" + uniqueName("kafka-port") + ".port";
+    const std::string httpPortFile = "/tmp/" + uniqueName("kafka-http-port") + ".port";
     auto s = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=" + std::to_string(id), "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
         "--zk-session-timeout-ms=" + std::to_string(kZkSessionMs), "--kafka-listen-port=0",
         "--kafka-port-file=" + portFile, "--kafka-group-initial-rebalance-delay-ms=0",
+        "--http-address=127.0.0.1", "--http-port=0", "--http-port-file=" + httpPortFile,
         // Placed once, where it stays: no handover moves the group while
         // the test watches it.
         "--handover-settle-ms=0"});
@@ -170,6 +175,14 @@ class KafkaPortTest : public ::testing::Test {
     ASSERT_GT(port, 0) << "no Kafka port in " << portFile;
     servers_.push_back(std::move(s));
     kafkaPorts_.push_back(static_cast<uint16_t>(port));
+    httpPorts_.push_back(servertest::readPortFile(httpPortFile));
+  }
+
+  // Server i's /metrics, by series.
+  std::map<std::string, double> scrape(size_t i) {
+    const servertest::HttpReply r = servertest::httpGet(httpPorts_[i], "/metrics");
+    EXPECT_EQ(r.status, 200);
+    return servertest::parseSamples(r.body);
   }
 
   // FindCoordinator until it names a controller (a new group's controller
@@ -213,7 +226,13 @@ class KafkaPortTest : public ::testing::Test {
   std::unique_ptr<zk::Session> zk_;
   std::vector<std::unique_ptr<ServerProcess>> servers_;
   std::vector<uint16_t> kafkaPorts_;
+  std::vector<uint16_t> httpPorts_;
 };
+
+// A series' value; -1 when the scrape lacks it.
+double seriesValue(const std::map<std::string, double>& samples, const std::string& series) {
+  return servertest::sample(samples, series).value_or(-1);
+}
 
 k::JoinGroupRequest joinRequest(const std::string& group, const std::string& memberId) {
   k::JoinGroupRequest r;
@@ -317,6 +336,26 @@ k::ErrorCode commit(KafkaConnection& c, const std::string& group, const std::str
   return a->topics[0].partitions[0].error;
 }
 
+// The committed offset and metadata of work/0.
+struct Committed {
+  int64_t offset = -1;
+  std::optional<std::string> metadata;
+  bool operator==(const Committed&) const = default;
+};
+
+std::optional<Committed> fetchCommitted(KafkaConnection& c, const std::string& group) {
+  k::OffsetFetchRequest r;
+  r.groupId = group;
+  r.topics = std::vector<k::OffsetFetchRequest::Topic>{{"work", {0}}};
+  auto a = c.call<k::OffsetFetchResponse>(r, 5);
+  if (!a || a->error != k::ErrorCode::NONE || a->topics.size() != 1 || a->topics[0].partitions.size() != 1) {
+    return std::nullopt;
+  }
+  const auto& p = a->topics[0].partitions[0];
+  if (p.error != k::ErrorCode::NONE) return std::nullopt;
+  return Committed{p.committedOffset, p.metadata};
+}
+
 std::optional<int64_t> fetchOffset(KafkaConnection& c, const std::string& group) {
   k::OffsetFetchRequest r;
   r.groupId = group;
@@ -401,6 +440,34 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   EXPECT_TRUE(before.members.count(g.leader) && before.members.count(g.other));
   for (const auto& [id, owner] : before.members) EXPECT_NE(owner, 0) << id << " is ephemeral";
 
+  // groupcoord's own calls name the group's protocol: ListGroups (read
+  // from ZooKeeper, on either server) and DescribeGroup (the controller's).
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    client::Admin admin({{"127.0.0.1", servers_[i]->port()}});
+    auto listed = admin.listGroups({group});
+    ASSERT_TRUE(listed.ok()) << listed.status.toString();
+    ASSERT_EQ(listed.value.size(), 1u);
+    EXPECT_TRUE(listed.value[0].kafka);
+    EXPECT_EQ(listed.value[0].protocolType, "consumer");
+    EXPECT_EQ(listed.value[0].protocolName, "range");
+  }
+  {
+    client::Admin admin({{"127.0.0.1", servers_[1 - controllerIndex]->port()}});
+    auto described = admin.describeGroup(group);
+    ASSERT_TRUE(described.ok()) << described.status.toString();
+    EXPECT_TRUE(described.value.kafka);
+    EXPECT_EQ(described.value.protocolType, "consumer");
+    EXPECT_EQ(described.value.protocolName, "range");
+    EXPECT_EQ(described.value.generation, g.generation);
+    // A groupcoord group is none of that.
+    ASSERT_TRUE(admin.createGroup("native-one", std::chrono::milliseconds(10000), {"work"}, false).ok());
+    auto native = admin.listGroups({"native-one"});
+    ASSERT_TRUE(native.ok());
+    ASSERT_EQ(native.value.size(), 1u);
+    EXPECT_FALSE(native.value[0].kafka);
+    EXPECT_EQ(native.value[0].protocolName, "");
+  }
+
   // The controller dies without a word; the other server takes the group
   // over once the ensemble expires its session, and goes on with the same
   // generation.
@@ -426,6 +493,8 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   EXPECT_EQ(synced->error, k::ErrorCode::NONE);
   EXPECT_EQ(synced->assignment, assignmentOf("work", {2, 3})) << "the same assignment, from the saved generation";
   EXPECT_EQ(fetchOffset(other, group), std::optional<int64_t>(42)) << "the committed offset, from the other server";
+  EXPECT_EQ(fetchCommitted(other, group), (std::optional<Committed>{{42, std::string("m")}}))
+      << "with the metadata it was committed with";
   EXPECT_EQ(commit(other, group, g.other, g.generation, 43), k::ErrorCode::NONE);
   // The new controller made the member znodes its own session's, at the
   // same generation.
@@ -461,6 +530,96 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   EXPECT_EQ(next.version, g.generation + 1) << "the answer went out after the version moved";
   EXPECT_EQ(next.members.size(), 1u);
   EXPECT_TRUE(next.members.count(g.other));
+}
+
+// A commit's metadata is stored with its offset (after a newline in the
+// offset znode) and fetched back; metadata over 4096 bytes is refused for
+// its partition alone, whose offset stays as it was.
+TEST_F(KafkaPortTest, CommitMetadataIsKeptAndTooLargeMetadataIsRefusedPerPartition) {
+  startServer(1);
+  const std::string group = "checkpointed";
+  const uint16_t port = coordinatorOf(group, kafkaPorts_[0]);
+  ASSERT_EQ(port, kafkaPorts_[0]);
+  KafkaConnection c(port);
+  ASSERT_TRUE(c.connected());
+  const std::string atLimit(4096, 'z');
+  const std::string overLimit(4097, 'y');
+  // A commit from outside group management (no member, no generation),
+  // which an empty group takes; retried while the controller loads it.
+  auto commitAll = [&](std::vector<k::OffsetCommitRequest::Partition> partitions) {
+    k::OffsetCommitRequest r;
+    r.groupId = group;
+    r.topics.push_back({"work", std::move(partitions)});
+    std::optional<k::OffsetCommitResponse> a;
+    for (int i = 0; i < 50; ++i) {
+      a = c.call<k::OffsetCommitResponse>(r, 7);
+      if (!a || a->topics.empty() || a->topics[0].partitions.empty() ||
+          a->topics[0].partitions[0].error != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) {
+        break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    std::vector<k::ErrorCode> errors;
+    if (a && a->topics.size() == 1) {
+      for (const auto& p : a->topics[0].partitions) errors.push_back(p.error);
+    }
+    return errors;
+  };
+  auto fetchAll = [&] {
+    k::OffsetFetchRequest r;
+    r.groupId = group;
+    r.topics = std::vector<k::OffsetFetchRequest::Topic>{{"work", {0, 1, 2, 3}}};
+    std::vector<Committed> out;
+    auto a = c.call<k::OffsetFetchResponse>(r, 5);
+    EXPECT_TRUE(a && a->error == k::ErrorCode::NONE && a->topics.size() == 1);
+    if (!a || a->topics.size() != 1) return out;
+    for (const auto& p : a->topics[0].partitions) {
+      EXPECT_EQ(p.error, k::ErrorCode::NONE);
+      out.push_back(Committed{p.committedOffset, p.metadata});
+    }
+    return out;
+  };
+  const std::string twoLines = "checkpoint 7\nsecond line";
+  EXPECT_EQ(commitAll({{0, 10, -1, -1, twoLines},
+                       {1, 11, -1, -1, overLimit},
+                       {2, 12, -1, -1, atLimit},
+                       {3, 13, -1, -1, std::nullopt}}),
+            (std::vector<k::ErrorCode>{k::ErrorCode::NONE, k::ErrorCode::OFFSET_METADATA_TOO_LARGE,
+                                       k::ErrorCode::NONE, k::ErrorCode::NONE}));
+  EXPECT_EQ(fetchAll(), (std::vector<Committed>{{10, twoLines}, {-1, std::string()}, {12, atLimit}, {13, std::string()}}))
+      << "the refused partition has no offset; the others have theirs, with their metadata";
+
+  // In ZooKeeper: the decimal offset, then a newline and the metadata when
+  // there is any.
+  const std::string offsets = root_ + "/groups/" + group + "/offsets/work/";
+  EXPECT_EQ(zk_->getSync(offsets + "0").data, "10\n" + twoLines);
+  EXPECT_EQ(zk_->getSync(offsets + "2").data, "12\n" + atLimit);
+  EXPECT_EQ(zk_->getSync(offsets + "3").data, "13");
+  EXPECT_EQ(zk_->getSync(offsets + "1").error, zk::Error::NoNode);
+
+  // Too large again, for a partition that has an offset: it keeps it and
+  // its metadata; the other partition of the same request moves on.
+  EXPECT_EQ(commitAll({{0, 20, -1, -1, overLimit}, {3, 23, -1, -1, std::string("later")}}),
+            (std::vector<k::ErrorCode>{k::ErrorCode::OFFSET_METADATA_TOO_LARGE, k::ErrorCode::NONE}));
+  EXPECT_EQ(fetchAll(), (std::vector<Committed>{{10, twoLines}, {-1, std::string()}, {12, atLimit}, {23, "later"}}));
+  // Every partition too large: nothing is written, each is refused.
+  EXPECT_EQ(commitAll({{1, 31, -1, -1, overLimit}, {2, 32, -1, -1, overLimit}}),
+            (std::vector<k::ErrorCode>{k::ErrorCode::OFFSET_METADATA_TOO_LARGE,
+                                       k::ErrorCode::OFFSET_METADATA_TOO_LARGE}));
+  EXPECT_EQ(fetchAll(), (std::vector<Committed>{{10, twoLines}, {-1, std::string()}, {12, atLimit}, {23, "later"}}));
+
+  // /metrics counted the commits by the error they answered, and the
+  // fetches, which answered none.
+  const auto m = scrape(0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_request_errors_total{api=\"OffsetCommit\",error=\"OFFSET_METADATA_TOO_LARGE\"}"),
+            3.0);
+  EXPECT_GE(seriesValue(m, "groupcoord_kafka_requests_total{api=\"OffsetCommit\"}"), 3.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_total{api=\"OffsetFetch\"}"), 3.0);
+  EXPECT_GE(seriesValue(m, "groupcoord_kafka_requests_total{api=\"FindCoordinator\"}"), 1.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_total{api=\"JoinGroup\"}"), 0.0) << "every served API is listed";
+  for (const auto& [series, value] : m) {
+    EXPECT_FALSE(series.starts_with("groupcoord_kafka_request_errors_total{api=\"OffsetFetch\"")) << series;
+  }
 }
 
 TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
@@ -510,6 +669,17 @@ TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
     ASSERT_TRUE(c.sendRaw(bad));
     EXPECT_FALSE(c.readFrame());
   }
+  // /metrics: the answers by API and error, the refusals by reason. The
+  // connections are closed, so every answer above has been counted.
+  const auto m = scrape(0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_total{api=\"ApiVersions\"}"), 3.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_request_errors_total{api=\"ApiVersions\",error=\"UNSUPPORTED_VERSION\"}"),
+            1.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_refused_total{reason=\"unknown_api\"}"), 1.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_refused_total{reason=\"malformed\"}"), 1.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_refused_total{reason=\"unsupported_version\"}"), 0.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_refused_total{reason=\"before_sasl\"}"), 0.0);
+  EXPECT_EQ(seriesValue(m, "groupcoord_kafka_requests_total{api=\"Heartbeat\"}"), 0.0) << "the malformed one is not an answer";
 }
 
 }  // namespace

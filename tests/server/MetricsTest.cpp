@@ -290,6 +290,65 @@ TEST(RequestMetrics, StampedHeartbeatsAreTimedFromTheirArrivalByTheirGroupsMotio
   EXPECT_EQ(sample(samples, "groupcoord_heartbeat_latency_seconds_bucket{group=\"moving\",le=\"1.58e-05\"}"), 1.0);
 }
 
+TEST(KafkaRequestMetrics, AnAnswerCountsWithItsFirstErrorCodeWhereverItIs) {
+  namespace k = protocol::kafka;
+  using K = KafkaRequestMetrics;
+  EXPECT_EQ(K::errorOf(k::Response(k::HeartbeatResponse{})), k::ErrorCode::NONE);
+  k::HeartbeatResponse hb;
+  hb.error = k::ErrorCode::REBALANCE_IN_PROGRESS;
+  EXPECT_EQ(K::errorOf(k::Response(hb)), k::ErrorCode::REBALANCE_IN_PROGRESS);
+  // No error of its own: a partition's.
+  k::OffsetCommitResponse commit;
+  commit.topics.push_back({"t", {{0, k::ErrorCode::NONE}, {1, k::ErrorCode::OFFSET_METADATA_TOO_LARGE}}});
+  EXPECT_EQ(K::errorOf(k::Response(commit)), k::ErrorCode::OFFSET_METADATA_TOO_LARGE);
+  commit.topics[0].partitions[1].error = k::ErrorCode::NONE;
+  EXPECT_EQ(K::errorOf(k::Response(commit)), k::ErrorCode::NONE);
+  // A group's, in a list of groups.
+  k::DescribeGroupsResponse groups;
+  groups.groups.resize(2);
+  groups.groups[1].error = k::ErrorCode::GROUP_AUTHORIZATION_FAILED;
+  EXPECT_EQ(K::errorOf(k::Response(groups)), k::ErrorCode::GROUP_AUTHORIZATION_FAILED);
+}
+
+TEST(KafkaRequestMetrics, AnswersAreCountedByApiAndErrorAndRefusalsByReason) {
+  namespace k = protocol::kafka;
+  KafkaRequestMetrics m;
+  const auto key = [](k::ApiKey a) { return static_cast<int16_t>(a); };
+  m.answered(key(k::ApiKey::Heartbeat), k::ErrorCode::NONE);
+  m.answered(key(k::ApiKey::Heartbeat), k::ErrorCode::REBALANCE_IN_PROGRESS);
+  m.answered(key(k::ApiKey::Heartbeat), k::ErrorCode::REBALANCE_IN_PROGRESS);
+  m.answered(key(k::ApiKey::OffsetCommit), k::ErrorCode::OFFSET_METADATA_TOO_LARGE);
+  m.answered(key(k::ApiKey::OffsetCommit), static_cast<k::ErrorCode>(31000));  // no slot of its own
+  m.answered(-1, k::ErrorCode::NONE);                                          // ignored
+  m.answered(500, k::ErrorCode::NONE);                                         // ignored
+  m.refused(KafkaRequestMetrics::Refusal::UnknownApi);
+  m.refused(KafkaRequestMetrics::Refusal::BeforeSasl);
+  m.refused(KafkaRequestMetrics::Refusal::BeforeSasl);
+  EXPECT_EQ(m.requests(k::ApiKey::Heartbeat), 3u);
+  EXPECT_EQ(m.errors(k::ApiKey::Heartbeat, k::ErrorCode::REBALANCE_IN_PROGRESS), 2u);
+  EXPECT_EQ(m.errors(k::ApiKey::Heartbeat, k::ErrorCode::NONE), 0u);
+  EXPECT_EQ(m.requests(k::ApiKey::OffsetCommit), 2u);
+  EXPECT_EQ(m.refusals(KafkaRequestMetrics::Refusal::BeforeSasl), 2u);
+
+  Registry r;
+  m.registerWith(r);
+  const auto samples = parseSamples(r.render());
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_total{api=\"Heartbeat\"}"), 3.0);
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_total{api=\"OffsetCommit\"}"), 2.0);
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_total{api=\"JoinGroup\"}"), 0.0);
+  EXPECT_FALSE(sample(samples, "groupcoord_kafka_requests_total{api=\"Unknown\"}")) << "only served APIs";
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_request_errors_total{api=\"Heartbeat\",error=\"REBALANCE_IN_PROGRESS\"}"),
+            2.0);
+  EXPECT_EQ(
+      sample(samples, "groupcoord_kafka_request_errors_total{api=\"OffsetCommit\",error=\"OFFSET_METADATA_TOO_LARGE\"}"),
+      1.0);
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_request_errors_total{api=\"OffsetCommit\",error=\"OTHER\"}"), 1.0);
+  EXPECT_FALSE(sample(samples, "groupcoord_kafka_request_errors_total{api=\"Heartbeat\",error=\"NONE\"}"));
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_refused_total{reason=\"unknown_api\"}"), 1.0);
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_refused_total{reason=\"before_sasl\"}"), 2.0);
+  EXPECT_EQ(sample(samples, "groupcoord_kafka_requests_refused_total{reason=\"malformed\"}"), 0.0);
+}
+
 TEST(RequestMetrics, ConnectionFamiliesReadTheServerStats) {
   TcpServerStats stats;
   stats.connectionsOpen = 3;

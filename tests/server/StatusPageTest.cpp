@@ -148,6 +148,25 @@ TEST(StatusPageTest, GroupPageShowsOwnersWaitingPartitionsOffsetsAndNewestEventF
   EXPECT_LT(resized, joined);  // generation 7 above generation 6
 }
 
+TEST(StatusPageTest, BothPagesShowAGroupsProtocol) {
+  DescribeGroupResponse kafka = hostileGroup();
+  kafka.kafka = true;
+  kafka.protocolType = "consumer";
+  kafka.protocolName = "range";
+  const std::string group = renderGroupPage(kafka, kNow);
+  EXPECT_NE(group.find(">Protocol<"), std::string::npos);
+  EXPECT_NE(group.find("kafka consumer (range)"), std::string::npos);
+  EXPECT_NE(renderGroupPage(hostileGroup(), kNow).find("<div class=\"v\">groupcoord</div>"), std::string::npos);
+  FleetView fleet = hostileFleet();
+  ASSERT_FALSE(fleet.groups.empty());
+  fleet.groups[0].kafka = true;
+  fleet.groups[0].protocolType = "consumer";
+  fleet.groups[0].protocolName = "cooperative-sticky";
+  const std::string page = renderFleetPage(fleet, kNow);
+  EXPECT_NE(page.find("<th>Protocol</th>"), std::string::npos);
+  EXPECT_NE(page.find("kafka consumer (cooperative-sticky)"), std::string::npos);
+}
+
 TEST(StatusPageTest, FleetPageEscapesAndLinksEachGroup) {
   const std::string html = renderFleetPage(hostileFleet(), kNow);
   EXPECT_EQ(html.find(kHostile), std::string::npos);
