@@ -78,7 +78,7 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
         // A Kafka group's protocol: its saved generation's (the last
         // stable one), when there is one.
         if (s->kafka) {
-          zk_.get(layout_.root() + "/kafka/" + name,
+          zk_.get(layout_.kafkaGroupPath(name),
                   reads->collect<zk::GetResult>([i, noteError](Listing& k, zk::GetResult saved) {
                     if (saved.error == zk::Error::Ok) {
                       if (auto snapshot = kafka::decodeSnapshot(saved.data)) {

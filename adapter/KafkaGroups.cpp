@@ -89,6 +89,7 @@ struct KafkaGroups::Entry {
 struct KafkaGroups::Loaded {
   zk::GetResult saved;
   zk::ChildrenResult members;
+  OffsetsRead offsets;
 };
 
 KafkaGroups::KafkaGroups(zk::Client& zk, const layout::Layout& layout, OffsetStore& offsets, const TimeSource& time,
@@ -154,6 +155,8 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
     zk_.getChildren(layout_.membersPath(group), reads->collect<zk::ChildrenResult>([](Loaded& l, zk::ChildrenResult r) {
       l.members = std::move(r);
     }));
+    // Its committed offsets, for commits and for describe.
+    offsets_.read(group, {}, reads->collect<OffsetsRead>([](Loaded& l, OffsetsRead r) { l.offsets = std::move(r); }));
     reads->release();
     *error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
     return nullptr;
@@ -182,6 +185,11 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t vers
     }
     e.version = version;
     e.found.insert(read.members.children.begin(), read.members.children.end());
+    if (read.offsets.error == zk::Error::Ok || read.offsets.error == zk::Error::NoNode) {
+      e.offsets.offsets = std::move(read.offsets.offsets);
+      e.offsets.topics = std::move(read.offsets.topics);
+      e.offsets.loaded = true;
+    }
     std::optional<kafka::Snapshot> s;
     if (read.saved.error == zk::Error::Ok) {
       s = kafka::decodeSnapshot(read.saved.data);
@@ -494,6 +502,13 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   }
   std::sort(d.members.begin(), d.members.end(),
             [](const auto& a, const auto& b) { return a.consumerId < b.consumerId; });
+  // Kafka commits are written here, not by the native model.
+  if (it->second->offsets.loaded) {
+    d.offsets.clear();
+    for (const auto& [tp, offset] : it->second->offsets.offsets) {
+      d.offsets.push_back(protocol::PartitionOffset{tp.topic, tp.partition, offset});
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------

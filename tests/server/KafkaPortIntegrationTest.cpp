@@ -459,6 +459,14 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
     EXPECT_EQ(described.value.protocolType, "consumer");
     EXPECT_EQ(described.value.protocolName, "range");
     EXPECT_EQ(described.value.generation, g.generation);
+    EXPECT_EQ(described.value.members.size(), 2u);
+    // The Kafka commit is among the group's offsets, as groupctl describe
+    // and the status page show them.
+    bool committed = false;
+    for (const auto& o : described.value.offsets) {
+      if (o.topic == "work" && o.partition == 0) committed = o.offset == 42;
+    }
+    EXPECT_TRUE(committed) << "work/0 committed at 42";
     // A groupcoord group is none of that.
     ASSERT_TRUE(admin.createGroup("native-one", std::chrono::milliseconds(10000), {"work"}, false).ok());
     auto native = admin.listGroups({"native-one"});
