@@ -42,7 +42,7 @@ before they run (each replacement is printed).
 import argparse
 import os
 import re
-import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -325,6 +325,8 @@ def run_blocks(args):
             server.kill()
     print(f"docs-check run: {len(blocks)} runnable block(s) of {args.page}, {len(failures)} failed"
           + ("" if not failures else f" (groupcoordd's log: {server_log.name})"))
+    if not failures:
+        shutil.rmtree(scratch, ignore_errors=True)
     return 1 if failures else 0
 
 
