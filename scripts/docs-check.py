@@ -7,7 +7,10 @@ started page works as written.
       (git's tracked and untracked-but-not-ignored files) must name a file or
       folder that exists, and an anchor (`#...`) must be a heading of the file
       it points into (GitHub's rule for heading anchors). Links in code blocks
-      and code spans are not links. Exit 1 and one line per broken link.
+      and code spans are not links. Also: every command of the README's
+      blocks marked `<!-- docs-check: tour -->` must be a runnable command
+      of docs/getting-started.md, so the tour runs as the page does. Exit 1
+      and one line per broken link or stray command.
 
   docs-check.py run --build-dir DIR [--source-dir DIR] [--zk CONNECT]
       Runs the command blocks of docs/getting-started.md marked runnable,
@@ -158,12 +161,51 @@ def check_links(root):
         print(b)
     print(f"docs-check links: {count} relative link(s) in {len(markdown_files(root))} Markdown file(s), "
           f"{len(broken)} broken")
-    return 1 if broken else 0
+    tour = check_tour(root)
+    print(f"docs-check links: the README's tour: {len(tour)} command(s) not on the getting started page")
+    return 1 if broken or tour else 0
 
 
 # ------------------------------------------------------------- run blocks
 
 MARK = re.compile(r"^<!--\s*docs-check:\s*(.*?)\s*-->\s*$")
+
+
+def tour_blocks(path):
+    """The command blocks of `path` marked `<!-- docs-check: tour -->`: the
+    README's tour, whose every command must be one of getting started's
+    runnable ones (so the two cannot drift apart)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        m = MARK.match(line.strip())
+        if not m or m.group(1).strip() != "tour":
+            continue
+        j = i + 1
+        fence = FENCE.match(lines[j]) if j < len(lines) else None
+        if not fence:
+            found.append((i + 1, None))
+            continue
+        k = j + 1
+        while k < len(lines) and not lines[k].lstrip().startswith(fence.group(1)):
+            found += [(k + 1, lines[k].strip())] if lines[k].strip() else []
+            k += 1
+    return found
+
+
+def check_tour(root, page="docs/getting-started.md"):
+    runnable = {c.strip() for b in runnable_blocks(os.path.join(root, page)) for c in b["commands"]}
+    broken = []
+    for rel in ("README.md",):
+        for number, command in tour_blocks(os.path.join(root, rel)):
+            if command is None:
+                broken.append(f"{rel}:{number}: a docs-check tour mark must come right before a fenced block")
+            elif command not in runnable:
+                broken.append(f"{rel}:{number}: '{command}' is not a runnable command of {page}")
+    for b in broken:
+        print(b)
+    return broken
 
 
 def runnable_blocks(page):
@@ -172,7 +214,7 @@ def runnable_blocks(page):
     blocks, i = [], 0
     while i < len(lines):
         m = MARK.match(lines[i].strip())
-        if not m:
+        if not m or m.group(1).strip() == "tour":
             i += 1
             continue
         spec = {"expect": [], "exit": 0, "within": 0.0, "background": False, "line": i + 1}
