@@ -291,7 +291,7 @@ inline constexpr Option kOptions[] = {
                     "one is drained).",
                     true),
     detail::integer(detail::kPlacement, "placement.epsilon.percent", "PCT", 10, 1, 1000,
-                    "Groups are placed by load (README, \"How groups are placed and moved\"): no server is given "
+                    "Groups are placed by load (docs/design.md, \"Placement\"): no server is given "
                     "more than ceil((1 + PCT/100) x total weight / servers); a group whose preferred server is full "
                     "goes to the next in its own hash order."),
     detail::integer(detail::kPlacement, "placement.margin.percent", "PCT", 5, 0, 1000,
