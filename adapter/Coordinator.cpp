@@ -105,13 +105,11 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
     auto group = groups_.find(g);
     return group ? group->kafkaGeneration() : std::nullopt;
   };
-  hooks.writeMembers = [this](const std::string& g, std::vector<zk::Op> ops, int moves, KafkaHooks::Written done) {
+  hooks.writeMembers = [this](const std::string& g, std::vector<zk::Op> ops, int32_t version, int moves,
+                              KafkaHooks::Written done) {
     auto group = groups_.find(g);
     if (!group) return done(std::nullopt, false, "the group is no longer controlled here");
-    group->writeKafka(std::move(ops), moves, [done = std::move(done)](std::optional<int32_t> version, bool busy,
-                                                                      std::string why) {
-      done(version, busy, std::move(why));
-    });
+    group->writeKafka(std::move(ops), version, moves, std::move(done));
   };
   hooks.newMemberId = [this](const std::string& clientId) { return memberIds_.next(clientId); };
   kafka_ = std::make_unique<KafkaGroups>(zk_, layout_, offsets_, time_,
@@ -460,7 +458,10 @@ void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol:
 
 void Coordinator::route(const Caller& caller, const protocol::RequestHeader&, protocol::RewindConsumerRequest r,
                         ResponseCallback& done) {
-  toController(r, done, [&](GroupController& g) { g.rewind(r, std::move(done), caller); });
+  toController(r, done, [&](GroupController& g) {
+    if (g.kafkaGroup() == std::optional<bool>(true)) return kafka_->rewind(r, std::move(done));
+    g.rewind(r, std::move(done), caller);
+  });
 }
 
 void Coordinator::route(const Caller&, const protocol::RequestHeader&, protocol::DescribeGroupRequest r,

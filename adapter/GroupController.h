@@ -125,13 +125,14 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   std::optional<int32_t> kafkaGeneration() const EXCLUDES(mu_);
   // A Kafka group's member znodes (docs/kafka.md, "How Kafka groups live"):
   // `memberOps` in one transaction with `moves` setData of the group znode
-  // (each moves the generation by one), or with a check of its version when
-  // `moves` is 0, so nothing is written if anybody else wrote the group.
+  // from `version` (each moves the generation by one), or with a check of
+  // `version` when `moves` is 0, so nothing is written if anybody else
+  // wrote the group since the Kafka side knew it at `version`.
   // `done` (without the lock) gets the version after it, or nullopt and
   // why not: `busy` with a write of its own (try again), or the
   // transaction failed (the group is then read again).
   using KafkaWritten = std::function<void(std::optional<int32_t> version, bool busy, std::string why)>;
-  void writeKafka(std::vector<zk::Op> memberOps, int moves, KafkaWritten done) EXCLUDES(mu_);
+  void writeKafka(std::vector<zk::Op> memberOps, int32_t version, int moves, KafkaWritten done) EXCLUDES(mu_);
   // Everything known about the group, from memory; `self` is this server
   // as clients reach it.
   protocol::DescribeGroupResponse describe(const protocol::Broker& self) const EXCLUDES(mu_);

@@ -230,7 +230,7 @@ std::optional<int32_t> GroupController::kafkaGeneration() const {
   return model_.generation();
 }
 
-void GroupController::writeKafka(std::vector<zk::Op> memberOps, int moves, KafkaWritten done) {
+void GroupController::writeKafka(std::vector<zk::Op> memberOps, int32_t version, int moves, KafkaWritten done) {
   std::string refused;
   {
     LockedOutbox lk(mu_, &quietUntil_);
@@ -238,7 +238,6 @@ void GroupController::writeKafka(std::vector<zk::Op> memberOps, int moves, Kafka
     if (phase != GroupPhase::Idle || phase_.handover() != HandoverStage::None || !ctx_.connected) {
       refused = fmt::format("the group is busy ({})", toString(phase));
     } else {
-      const int32_t version = model_.generation();
       const std::string path = ctx_.layout.groupPath(name_);
       std::vector<zk::Op> ops = std::move(memberOps);
       if (moves == 0) ops.push_back(zk::makeCheck(path, version));

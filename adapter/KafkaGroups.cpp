@@ -257,12 +257,12 @@ void KafkaGroups::reconcile(const std::string& group, Entry& e, Answers& out) {
   const int moves = last ? std::max(0, e.model->generation() - e.version) : 0;
   if (ops.empty() && moves == 0) return;
   e.writing = true;
-  out.push_back([this, group, serial = e.serial, ops = std::move(ops), moves, removed = std::move(removed),
-                 created = std::move(created)]() mutable {
-    hooks_.writeMembers(group, std::move(ops), moves,
+  out.push_back([this, group, serial = e.serial, ops = std::move(ops), version = e.version, moves,
+                 removed = std::move(removed), created = std::move(created)]() mutable {
+    hooks_.writeMembers(group, std::move(ops), version, moves,
                         [this, group, serial, removed = std::move(removed), created = std::move(created)](
-                            std::optional<int32_t> version, bool busy, std::string why) mutable {
-                          written(group, serial, std::move(removed), std::move(created), version, busy,
+                            std::optional<int32_t> after, bool busy, std::string why) mutable {
+                          written(group, serial, std::move(removed), std::move(created), after, busy,
                                   std::move(why));
                         });
   });
@@ -306,6 +306,64 @@ void KafkaGroups::written(const std::string& group, uint64_t serial, std::vector
     }
   }
   run(out);
+}
+
+void KafkaGroups::rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done) {
+  using protocol::ErrorCode;
+  protocol::RewindConsumerResponse answer;
+  std::vector<protocol::PartitionOffset> accepted;
+  for (const auto& o : r.offsets) {
+    // A topic name becomes a znode's name.
+    const bool valid = protocol::isValidName(o.topic) && o.partition >= 0 && o.offset >= 0;
+    answer.results.push_back(protocol::PartitionError{o.topic, o.partition,
+                                                      valid ? ErrorCode::NONE : ErrorCode::INVALID_REQUEST});
+    if (valid) accepted.push_back(o);
+  }
+  if (accepted.empty()) return done(std::move(answer));
+  std::vector<zk::Op> ops;
+  int32_t version = -1;
+  uint64_t serial = 0;
+  {
+    MutexLock lock(mu_);
+    k::ErrorCode refusal = k::ErrorCode::NONE;
+    Entry* e = entryFor(r.group, &refusal);
+    if (e != nullptr && !e->writing && e->offsets.loaded) {
+      offsets_.writeOps(r.group, e->offsets, accepted, ops);
+      version = e->version;
+      serial = e->serial;
+      e->writing = true;
+    }
+  }
+  if (ops.empty()) {
+    // Loading, or busy with a rebalance's write: the client asks again.
+    answer.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+    return done(std::move(answer));
+  }
+  hooks_.writeMembers(r.group, std::move(ops), version, 1,
+                      [this, group = r.group, serial, answer = std::move(answer), done = std::move(done)](
+                          std::optional<int32_t> moved, bool busy, std::string why) mutable {
+                        Answers out;
+                        {
+                          MutexLock lock(mu_);
+                          auto it = groups_.find(group);
+                          if (it != groups_.end() && it->second->serial == serial) {
+                            it->second->writing = false;
+                            if (moved || !busy) {
+                              forget(group, *it->second, out);
+                              groups_.erase(it);
+                            }
+                          }
+                        }
+                        run(out);
+                        if (moved) {
+                          spdlog::info("kafka group {}: rewound, generation {}; its members join again", group,
+                                       *moved);
+                        } else {
+                          spdlog::warn("kafka group {}: rewinding it failed: {}", group, why);
+                          answer.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+                        }
+                        done(std::move(answer));
+                      });
 }
 
 void KafkaGroups::forget(const std::string& group, Entry& e, Answers& out) {
@@ -408,6 +466,18 @@ void KafkaGroups::tick(TimePoint now) {
         forget(it->first, e, out);
         it = groups_.erase(it);
         continue;
+      }
+      if (!e.loading && !e.writing && e.model) {
+        const std::optional<int32_t> v = hooks_.generationOf(it->first);
+        if (v && *v != e.version) {
+          // Somebody else moved the generation (a rewind): the members
+          // join again, and find the rewound offsets.
+          spdlog::info("kafka group {}: its generation moved to {} outside its Kafka members; they join again",
+                       it->first, *v);
+          forget(it->first, e, out);
+          it = groups_.erase(it);
+          continue;
+        }
       }
       if (e.retry) reconcile(it->first, e, out);
       if (e.model) {

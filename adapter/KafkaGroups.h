@@ -69,12 +69,13 @@ struct KafkaHooks {
   // A group's generation: the group znode's version as its controller
   // knows it; nullopt while it is not known to match ZooKeeper.
   std::function<std::optional<int32_t>(const std::string& group)> generationOf;
-  // Writes member znode ops with `moves` generation moves (0: a version
-  // check) in one transaction (GroupController::writeKafka); `done` gets
-  // the version after it, or nullopt with `busy` (try again) or why it
-  // failed.
+  // Writes member znode ops with `moves` generation moves from `version`
+  // (0: a check of `version`) in one transaction
+  // (GroupController::writeKafka); `done` gets the version after it, or
+  // nullopt with `busy` (try again) or why it failed.
   using Written = std::function<void(std::optional<int32_t> version, bool busy, std::string why)>;
-  std::function<void(const std::string& group, std::vector<zk::Op> ops, int moves, Written done)> writeMembers;
+  std::function<void(const std::string& group, std::vector<zk::Op> ops, int32_t version, int moves, Written done)>
+      writeMembers;
   // A fresh member id (adapter/MemberIds.h): a znode name.
   std::function<std::string(const std::string& clientId)> newMemberId;
 };
@@ -102,6 +103,11 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // longer controlled here forgotten (their waiting requests answered
   // NOT_COORDINATOR). The coordinator's ticker.
   void tick(TimePoint now) EXCLUDES(mu_);
+  // RewindConsumer (groupctl rewind) of a Kafka group controlled here: the
+  // offsets written and the generation moved in one transaction; then the
+  // group's Kafka state is forgotten, so its members join again and fetch
+  // the rewound offsets.
+  void rewind(const protocol::RewindConsumerRequest& r, protocol::ResponseCallback done) EXCLUDES(mu_);
   // Every waiting request answered NOT_COORDINATOR; the table emptied.
   void stop() EXCLUDES(mu_);
 

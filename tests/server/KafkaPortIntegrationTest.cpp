@@ -630,6 +630,47 @@ TEST_F(KafkaPortTest, CommitMetadataIsKeptAndTooLargeMetadataIsRefusedPerPartiti
   }
 }
 
+TEST_F(KafkaPortTest, ARewindMakesTheMembersJoinAgainAndFindTheRewoundOffset) {
+  startServer(1);
+  const std::string group = "rewound-workers";
+  const uint16_t port = coordinatorOf(group, kafkaPorts_[0]);
+  ASSERT_EQ(port, kafkaPorts_[0]);
+  KafkaConnection a(port), b(port);
+  ASSERT_TRUE(a.connected() && b.connected());
+  const FormedGroup g = formGroup(a, b, group);
+  ASSERT_GE(g.generation, 1);
+  ASSERT_EQ(commit(a, group, g.leader, g.generation, 42), k::ErrorCode::NONE);
+
+  // groupctl rewind: the offsets and a generation move in one transaction,
+  // as for a native group.
+  client::Admin admin({{"127.0.0.1", servers_[0]->port()}});
+  auto rewound = admin.rewind(group, {protocol::PartitionOffset{"work", 0, 5}});
+  ASSERT_TRUE(rewound.ok()) << rewound.status.toString();
+  EXPECT_GT(inZk(group).version, g.generation);
+
+  // The members' generation is gone: their heartbeats say so, they join
+  // again, at the group znode's next version, and fetch the rewound offset.
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kSessionMs));
+  k::ErrorCode hb = k::ErrorCode::NONE;
+  while (Clock::now() < deadline) {
+    hb = heartbeat(a, group, g.leader, g.generation);
+    if (hb != k::ErrorCode::NONE && hb != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(hb, k::ErrorCode::UNKNOWN_MEMBER_ID) << k::errorName(hb);
+  std::optional<k::JoinGroupResponse> joined;
+  for (int i = 0; i < 3 && (!joined || joined->error == k::ErrorCode::MEMBER_ID_REQUIRED); ++i) {
+    joined = a.call<k::JoinGroupResponse>(joinRequest(group, joined ? joined->memberId : ""), 5);
+    ASSERT_TRUE(joined);
+  }
+  ASSERT_EQ(joined->error, k::ErrorCode::NONE);
+  const InZk now = inZk(group);
+  EXPECT_EQ(joined->generationId, now.version);
+  EXPECT_EQ(now.members.size(), 1u);
+  EXPECT_TRUE(now.members.count(joined->memberId));
+  EXPECT_EQ(fetchOffset(a, group), std::optional<int64_t>(5));
+}
+
 TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
   startServer(1);
   // ApiVersions above the served maximum: the served list at version 0.
