@@ -1199,6 +1199,54 @@ def group_refusal(m: Member) -> dict | None:
     return None
 
 
+class TlsTest(KafkaPortTest):
+    """Both servers with TLS (--tls-certificate-file, --tls-key-file): the Kafka port speaks TLS as
+    the binary port does, and every client connects with SSL, trusting the test's CA."""
+
+    def setUp(self) -> None:
+        self.tls_dir = tempfile.mkdtemp(prefix="groupcoord-kafka-tls-")
+        self.addCleanup(shutil.rmtree, self.tls_dir, True)
+        d = self.tls_dir
+        Path(d, "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        for step in (
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{d}/ca.key", "-out",
+                 f"{d}/ca.pem", "-days", "2", "-subj", "/CN=groupcoord Kafka test CA"],
+                ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{d}/server.key", "-out",
+                 f"{d}/server.csr", "-subj", "/CN=127.0.0.1"],
+                ["openssl", "x509", "-req", "-in", f"{d}/server.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
+                 "-CAcreateserial", "-out", f"{d}/server.pem", "-days", "2", "-extfile", f"{d}/san.cnf"]):
+            r = subprocess.run(step, capture_output=True, text=True, timeout=design_bound(COMMAND_TIMEOUT))
+            if r.returncode != 0:
+                self.fail(f"{' '.join(step)} exited {r.returncode}: {r.stderr}")
+        super().setUp()
+
+    def server_args(self) -> list[str]:
+        return [f"--tls-certificate-file={self.tls_dir}/server.pem", f"--tls-key-file={self.tls_dir}/server.key"]
+
+    def test_each_client_over_tls(self) -> None:
+        """Each library speaks SSL to the Kafka port; its member alone gets every partition."""
+        started = time.monotonic()
+        ms = [self.member(lib, f"{lib}-tls", unique(f"tls-{lib}"), ["--ssl-ca", f"{self.tls_dir}/ca.pem"])
+              for lib in SASL_LIBS]
+        for m in ms:
+            self.wait_split([m], settle_bound(), f"{m.lib} over TLS")
+        figure(f"kafka tls: {[m.lib for m in ms]} each got all {TOPIC_PARTITIONS} partitions within "
+               f"{time.monotonic() - started:.1f} s")
+        for m in ms:
+            self.assert_clean_exit(m, design_bound(REBALANCE_TIMEOUT))
+
+    def test_plaintext_client_gets_nowhere(self) -> None:
+        """A client that does not speak TLS to the TLS port never gets an assignment, and the
+        servers carry on."""
+        m = self.member("confluent", "confluent-plaintext", unique("tls-plain"))
+        # The time a new group takes to form (claim, join window, initial delay) to get an
+        # assignment it must not get.
+        time.sleep(CLAIM_FALLBACK + JOIN_WINDOW_MAX + INITIAL_REBALANCE_DELAY)
+        self.assertIsNone(m.has("assigned"), m.describe())
+        for s in self.servers:
+            self.assertTrue(s.running(), f"server {s.id} exited: {s.log()[-2000:]}")
+
+
 class SaslTest(KafkaPortTest):
     """Both servers with --auth-credentials-file and --auth-permissions-file: every client speaks
     SASL_PLAINTEXT with SCRAM-SHA-256 (docs/protocol.md, "Security on the Kafka port")."""

@@ -47,6 +47,7 @@ def parser(client_id: str) -> argparse.ArgumentParser:
     p.add_argument("--heartbeat-ms", type=int, default=1000)
     p.add_argument("--rebalance-timeout-ms", type=int, default=10000)
     p.add_argument("--read-committed", action="store_true")
+    p.add_argument("--ssl-ca", default="", help="PEM CA file: TLS to the Kafka port, trusting it (SSL, or SASL_SSL)")
     p.add_argument("--sasl-mechanism", default="", help="SCRAM-SHA-256 or PLAIN: SASL_PLAINTEXT with it")
     p.add_argument("--sasl-username", default="")
     p.add_argument("--sasl-password", default=os.environ.get("GROUPCOORD_SASL_PASSWORD", ""),

@@ -21,6 +21,7 @@ or {"cmd":"close"}; SIGTERM closes too. With --read-committed it joins no
 group: it reads the committed offsets of every partition (OffsetFetch through
 committed()), retrying until --deadline-s passes, and exits.
 
+--ssl-ca FILE speaks TLS (SSL, or SASL_SSL with SASL), trusting the CAs in FILE.
 --sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL_PLAINTEXT as
 --sasl-username, the secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD.
 With SASL, librdkafka's client errors (error_cb: _AUTHENTICATION, ...) and consumer errors
@@ -83,6 +84,8 @@ def main() -> int:
     if a.sasl_mechanism:
         conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": a.sasl_mechanism,
                      "sasl.username": a.sasl_username, "sasl.password": a.sasl_password})
+    if a.ssl_ca:
+        conf.update({"security.protocol": "SASL_SSL" if a.sasl_mechanism else "SSL", "ssl.ca.location": a.ssl_ca})
     errors = DistinctErrors()
 
     def on_error(err) -> None:

@@ -16,6 +16,7 @@ or {"cmd":"close"}. SIGTERM closes too. With --read-committed it joins no
 group: it reads the group's committed offsets of every partition once
 (OffsetFetch through committed()) and exits.
 
+--ssl-ca FILE speaks TLS (SSL, or SASL_SSL with SASL), trusting the CAs in FILE.
 --sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL_PLAINTEXT as
 --sasl-username, the secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD.
 With SASL, errors kafka-python only logs (a connection lost while authenticating among
@@ -68,6 +69,9 @@ def main() -> int:
     if a.sasl_mechanism:
         common.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism=a.sasl_mechanism,
                       sasl_plain_username=a.sasl_username, sasl_plain_password=a.sasl_password)
+    if a.ssl_ca:
+        common.update(security_protocol="SASL_SSL" if a.sasl_mechanism else "SSL", ssl_cafile=a.ssl_ca,
+                      ssl_check_hostname=True)
 
     if a.read_committed:
         consumer = KafkaConsumer(**common)

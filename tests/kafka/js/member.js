@@ -19,11 +19,13 @@
 // committed offsets (OffsetFetch through admin.fetchOffsets), retrying until
 // --deadline-s passes, and exits.
 //
+// --ssl-ca FILE speaks TLS to the Kafka port, trusting the CA certificates in FILE.
 // --sasl-mechanism SCRAM-SHA-256 (or PLAIN) connects with SASL as --sasl-username, the
 // secret from --sasl-password or $GROUPCOORD_SASL_PASSWORD. Errors carry "code" and "type"
 // where KafkaJS gives a Kafka error code; with SASL, errors it only logs come as {"event":"error","op":"log"}.
 'use strict';
 
+const fs = require('fs');
 const readline = require('readline');
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -31,13 +33,14 @@ function parseArgs(argv) {
   const a = {
     bootstrap: '', group: '', topic: '', partitions: 6, clientId: 'kafkajs-member',
     sessionTimeoutMs: 6000, heartbeatMs: 1000, rebalanceTimeoutMs: 10000, readCommitted: false, deadlineS: 30,
-    saslMechanism: '', saslUsername: '', saslPassword: process.env.GROUPCOORD_SASL_PASSWORD || '',
+    saslMechanism: '', saslUsername: '', saslPassword: process.env.GROUPCOORD_SASL_PASSWORD || '', sslCa: '',
   };
   const names = {
     '--bootstrap': 'bootstrap', '--group': 'group', '--topic': 'topic', '--partitions': 'partitions',
     '--client-id': 'clientId', '--session-timeout-ms': 'sessionTimeoutMs', '--heartbeat-ms': 'heartbeatMs',
     '--rebalance-timeout-ms': 'rebalanceTimeoutMs', '--deadline-s': 'deadlineS',
     '--sasl-mechanism': 'saslMechanism', '--sasl-username': 'saslUsername', '--sasl-password': 'saslPassword',
+    '--ssl-ca': 'sslCa',
   };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--read-committed') { a.readCommitted = true; continue; }
@@ -186,6 +189,8 @@ async function main() {
     // SASL_PLAINTEXT with --sasl-mechanism (scram-sha-256 or plain, as KafkaJS names them).
     sasl: a.saslMechanism ? { mechanism: a.saslMechanism.toLowerCase(), username: a.saslUsername,
       password: a.saslPassword } : undefined,
+    // TLS with --ssl-ca: the Kafka port's certificate must chain to it.
+    ssl: a.sslCa ? { ca: [fs.readFileSync(a.sslCa, 'utf8')] } : undefined,
     // A reader retries by itself (readCommitted): KafkaJS's own backoff, doubling up to
     // maxRetryTime, would have it wait long after the group has a controller again.
     retry: a.readCommitted ? { initialRetryTime: 100, maxRetryTime: 500, retries: 1 }
