@@ -18,6 +18,9 @@ join window) plus the scheduling allowance. Every process started here is
 stopped here by its PID. Nothing is skipped: a missing server, client
 library or ensemble fails the test.
 
+AdminTest has each library's admin client list, describe and delete a group
+(KafkaJS's through js/admin.js, one call a run, its result a JSON line).
+
 SaslTest runs the servers with a credentials file and a permissions file:
 every client speaks SASL_PLAINTEXT with SCRAM-SHA-256 (docs/kafka.md, "Security").
 
@@ -1047,6 +1050,71 @@ class AdminTest(KafkaPortTest):
             self.assertNotIn(group, [x.id for x in admin.list_groups(timeout=timeout)])
         finally:
             rd.close()
+
+    def kafkajs_admin(self, op: str, *groups: str) -> dict:
+        """One call of KafkaJS's admin client (js/admin.js: list, describe or delete) through the
+        running servers: its JSON result, or {"error", "name", "code", "type", ...} when KafkaJS
+        threw. Each request is bounded as the other admin clients' are; each of its 1 + 1 tries
+        (--retries 1) may take that long, and the run as a whole is a hang guard besides."""
+        request = design_bound(ZK_SESSION_TIMEOUT)
+        args = [NODE, str(JS_DIR / "admin.js"), "--bootstrap", self.bootstrap(), "--client-id", "kafkajs-admin",
+                "--request-timeout-ms", str(round(request * 1000)), "--retries", "1", op, *groups]
+        r = subprocess.run(args, capture_output=True, text=True, cwd=str(HERE),
+                           timeout=2 * request + design_bound(COMMAND_TIMEOUT))
+        lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+        if r.returncode not in (0, 2) or len(lines) != 1:
+            raise AssertionError(f"admin.js {op} {' '.join(groups)} exited {r.returncode}: "
+                                 f"{r.stdout}{r.stderr[-1500:]}")
+        got = json.loads(lines[0])
+        self.assertEqual(got["op"], op, got)
+        self.assertEqual("error" in got, r.returncode == 2, got)
+        return got
+
+    def test_kafkajs_admin(self) -> None:
+        """KafkaJS 2.2.4's admin client (js/admin.js): listGroups, describeGroups and deleteGroups.
+        KafkaJS's consumers use its round-robin assignor, protocol name "RoundRobinAssigner"."""
+        group = unique("G")
+        ms = self.two_members("kafkajs", group)
+        # A server lists the groups it controls; KafkaJS asks every broker and merges the answers:
+        # the group is listed once.
+        listed = self.kafkajs_admin("list")
+        self.assertNotIn("error", listed)
+        self.assertEqual([g for g in listed["groups"] if g["group_id"] == group],
+                         [{"group_id": group, "protocol_type": "consumer"}], listed)
+
+        described = self.kafkajs_admin("describe", group)
+        self.assertEqual(len(described.get("groups", [])), 1, described)
+        d = described["groups"][0]
+        self.assertEqual((d["error_code"], d["group_id"], d["state"], d["protocol_type"], d["protocol"]),
+                         (0, group, "Stable", "consumer", "RoundRobinAssigner"), d)
+        self.assertEqual(sorted(m["client_id"] for m in d["members"]), ["kafkajs-admin-0", "kafkajs-admin-1"], d)
+        # The described members are the ones the members say they are, each subscribed to the topic
+        # and assigned what it owns.
+        owned = {m.membership()[1]: sorted(m.holdings()) for m in ms}
+        self.assertEqual({m["member_id"]: m["assignment"].get(self.topic) for m in d["members"]}, owned, d)
+        for m in d["members"]:
+            self.assertEqual(m["topics"], [self.topic], d)
+            self.assertEqual(sorted(m["assignment"]), [self.topic], d)
+
+        # A group with members is not deleted: KafkaJS throws KafkaJSDeleteGroupsError, the group
+        # refused with NON_EMPTY_GROUP (68).
+        refused = self.kafkajs_admin("delete", group)
+        self.assertEqual(refused.get("name"), "KafkaJSDeleteGroupsError", f"deleting a group with members: {refused}")
+        self.assertEqual(refused.get("groups"), [{"group_id": group, "error_code": 68, "type": "NON_EMPTY_GROUP"}],
+                         f"deleting a group with members: {refused}")
+        for m in ms:
+            self.assert_clean_exit(m, design_bound(REBALANCE_TIMEOUT))
+
+        def empty() -> dict | None:
+            got = self.kafkajs_admin("describe", group)
+            return got if [(g["state"], g["members"]) for g in got.get("groups", [])] == [("Empty", [])] else None
+        self.wait_for("the group to be Empty after its members left", empty, settle_bound())
+        deleted = self.kafkajs_admin("delete", group)
+        self.assertEqual(deleted, {"op": "delete", "results": [{"group_id": group, "error_code": 0}]},
+                         "deleting the empty group")
+        listed = self.kafkajs_admin("list")
+        self.assertNotIn("error", listed)
+        self.assertNotIn(group, [g["group_id"] for g in listed["groups"]])
 
 
 # ---- mixed groups, assignors, static members, kcat --------------------------------------------------------
