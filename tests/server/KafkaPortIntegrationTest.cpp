@@ -357,15 +357,8 @@ std::optional<Committed> fetchCommitted(KafkaConnection& c, const std::string& g
 }
 
 std::optional<int64_t> fetchOffset(KafkaConnection& c, const std::string& group) {
-  k::OffsetFetchRequest r;
-  r.groupId = group;
-  r.topics = std::vector<k::OffsetFetchRequest::Topic>{{"work", {0}}};
-  auto a = c.call<k::OffsetFetchResponse>(r, 5);
-  if (!a || a->error != k::ErrorCode::NONE || a->topics.size() != 1 || a->topics[0].partitions.size() != 1) {
-    return std::nullopt;
-  }
-  if (a->topics[0].partitions[0].error != k::ErrorCode::NONE) return std::nullopt;
-  return a->topics[0].partitions[0].committedOffset;
+  auto committed = fetchCommitted(c, group);
+  return committed ? std::optional<int64_t>(committed->offset) : std::nullopt;
 }
 
 TEST_F(KafkaPortTest, MetadataListsEveryServerAndTheTopic) {
