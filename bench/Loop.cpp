@@ -67,7 +67,7 @@ void Loop::authenticateAs(std::string user, std::string secret) {
 
 uint64_t Loop::authFailures() { return credentials().failures; }
 
-int Loop::connect(uint16_t port) {
+int Loop::openSocket(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     ++failedConnects_;
@@ -95,6 +95,25 @@ int Loop::connect(uint16_t port) {
   ev.data.u32 = static_cast<uint32_t>(id);
   ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
   conns_.push_back(std::move(c));
+  return id;
+}
+
+int Loop::connectStream(uint16_t port, StreamFn reader) {
+  const int id = openSocket(port);
+  if (id >= 0) conns_[id]->stream = std::move(reader);
+  return id;
+}
+
+void Loop::write(int conn, std::span<const uint8_t> bytes) {
+  if (!isOpen(conn)) return;
+  Conn& c = *conns_[conn];
+  if (c.out.empty()) dirty_.push_back(conn);
+  c.out.insert(c.out.end(), bytes.begin(), bytes.end());
+}
+
+int Loop::connect(uint16_t port) {
+  const int id = openSocket(port);
+  if (id < 0) return id;
   if (credentials().set) {
     send(id, protocol::AuthenticateRequest{credentials().user, credentials().secret, "", ""},
          [](const protocol::Response* r, uint64_t) {
@@ -193,6 +212,14 @@ void Loop::onReadable(int conn) {
     fail(conn);
     return;
   }
+  if (c.stream) {
+    // The reader may write on this connection, or close it.
+    const StreamFn reader = c.stream;
+    const size_t used = reader(true, std::span<const uint8_t>(c.in.data(), c.in.size()));
+    if (!isOpen(conn)) return;
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(std::min(used, c.in.size())));
+    return;
+  }
   size_t off = 0;
   const uint64_t now = nowNs();
   while (c.in.size() - off >= 4) {
@@ -241,6 +268,11 @@ void Loop::fail(int conn, bool lost) {
   // inside the code that is closing.
   for (auto& p : pending) {
     after(0, [p = std::move(p)] { failPending(p); });
+  }
+  if (c.stream) {
+    StreamFn reader = std::move(c.stream);
+    c.stream = nullptr;
+    if (lost) after(0, [reader = std::move(reader)] { reader(false, {}); });
   }
 }
 

@@ -31,6 +31,12 @@ using ResponseFn = std::function<void(const protocol::Response* response, uint64
 // `ok` false when the connection failed): for another protocol on the same
 // framing, which the caller decodes itself (the Kafka port).
 using FrameFn = std::function<void(bool ok, std::span<const uint8_t> body, uint64_t latencyNs)>;
+// A byte-stream connection's reader (connectStream): called with all the
+// bytes received and not yet consumed; returns how many it consumed (the
+// rest is handed again, with more, next time). Called once with `ok` false
+// and nothing when the connection fails or is closed by the peer (not after
+// close()).
+using StreamFn = std::function<size_t(bool ok, std::span<const uint8_t> data)>;
 
 class Loop {
  public:
@@ -47,6 +53,14 @@ class Loop {
   // Authenticate of version 0 with this user and secret, pipelined ahead of
   // the connection's first request (groupcoordd holds what follows an
   // Authenticate until it is answered). Answers other than NONE are counted.
+  // A new connection to 127.0.0.1:port carrying any protocol: what it
+  // receives goes to `reader` as it comes (no framing, no pending requests;
+  // send with write()). For other systems' protocols (ZooKeeper's, HTTP/2).
+  // -1 when the connect failed.
+  int connectStream(uint16_t port, StreamFn reader);
+  // Queues bytes on a connection; written when the loop next runs.
+  void write(int conn, std::span<const uint8_t> bytes);
+
   static void authenticateAs(std::string user, std::string secret);
   static uint64_t authFailures();
   bool isOpen(int conn) const;
@@ -99,6 +113,7 @@ class Loop {
     size_t outOff = 0;
     bool wantWrite = false;
     std::deque<Pending> pending;
+    StreamFn stream;  // set: a byte-stream connection (connectStream)
   };
   struct Timer {
     uint64_t at;
@@ -107,6 +122,7 @@ class Loop {
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
+  int openSocket(uint16_t port);  // a connected socket in the epoll set; its id, or -1
   void queue(int conn, const uint8_t* data, size_t size, protocol::ApiKey api, ResponseFn done, FrameFn raw = {});
   void flush(int conn);
   void onReadable(int conn);
