@@ -81,6 +81,10 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
   hooks.ensure = [this](const std::string& g, std::function<void(int32_t, std::string)> done) {
     ensureKafkaGroup(g, std::move(done));
   };
+  hooks.placementOf = [this](const std::string& g) {
+    const int32_t target = placement_.target(g);
+    return target >= 0 ? target : servers_.preferredServer(g);
+  };
   hooks.controlled = [this] { return controlledGroups(); };
   hooks.deleteGroup = [this](const std::string& g, std::function<void(bool, bool, std::string)> done) {
     auto group = groups_.find(g);

@@ -231,8 +231,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   TimePoint nextWeightsCheck_;
   void dropGroup(const std::string& group, protocol::ErrorCode answer, const char* why);
   bool mayClaim() const;
-  // The Kafka port's FindCoordinator for a group not known yet: creates it
-  // as a Kafka group (or finds it) and waits for its controller.
+  // A Kafka group's first JoinGroup or OffsetCommit, and FindCoordinator
+  // for a group with no controller yet: creates it as a Kafka group (or
+  // finds it) and waits for its controller.
   void ensureKafkaGroup(const std::string& group, std::function<void(int32_t controller, std::string why)> done);
   // Creates the group's znodes with settings `s`, then waits for its
   // controller. A group that exists already is accepted when

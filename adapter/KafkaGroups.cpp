@@ -29,6 +29,21 @@ Response failed(ErrorCode e) {
   return r;
 }
 
+// OffsetFetch answered without reading: `e` for the group and every
+// partition asked for, no offset (-1).
+k::OffsetFetchResponse fetchRefusal(const k::OffsetFetchRequest& r, ErrorCode e) {
+  k::OffsetFetchResponse out;
+  out.error = e;
+  if (r.topics) {
+    for (const auto& t : *r.topics) {
+      k::OffsetFetchResponse::Topic topic{t.name, {}};
+      for (int32_t p : t.partitionIndexes) topic.partitions.push_back({p, -1, -1, std::string(), e});
+      out.topics.push_back(std::move(topic));
+    }
+  }
+  return out;
+}
+
 // A commit's metadata longer than groupcoord stores (OffsetStore.h).
 bool metadataTooLarge(const k::OffsetCommitRequest::Partition& p) {
   return p.committedMetadata && p.committedMetadata->size() > kMaxOffsetMetadataBytes;
@@ -108,6 +123,31 @@ void KafkaGroups::run(Answers& out) {
 void KafkaGroups::handle(const protocol::Caller& caller, const k::RequestHeader& header, k::Request request,
                          k::ResponseCallback done) {
   std::visit([&](auto& r) { route(caller, header, std::move(r), done); }, request);
+}
+
+bool KafkaGroups::unclaimed(const std::string& group) {
+  if (!protocol::isValidName(group) || hooks_.controlsHere(group) || hooks_.controllerOf(group) >= 0) return false;
+  MutexLock lock(mu_);
+  return !stopped_;
+}
+
+void KafkaGroups::made(const std::string& group, std::function<void(bool ok)> then) {
+  hooks_.ensure(group, [group, then = std::move(then)](int32_t controller, std::string why) {
+    if (controller < 0) spdlog::warn("kafka group {}: could not make it: {}", group, why);
+    then(controller >= 0);
+  });
+}
+
+ErrorCode KafkaGroups::notServedYet(const std::string& group, ErrorCode error) const {
+  return error == ErrorCode::NOT_COORDINATOR && hooks_.controllerOf(group) == hooks_.selfId
+             ? ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+             : error;
+}
+
+void KafkaGroups::absent(const std::string& group, std::function<void(bool absent)> then) {
+  zk_.exists(layout_.groupPath(group), [then = std::move(then)](zk::ExistsResult r) {
+    then(r.error == zk::Error::NoNode);
+  });
 }
 
 KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* error) {
@@ -561,11 +601,25 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   d.protocolName = g.protocolName();
   d.generation = g.generation();
   d.members.clear();
+  // Times as groupctl shows them: wall-clock milliseconds, from this
+  // server's clock's reading of how long ago each was.
+  const TimePoint now = time_.now();
+  const int64_t wallNow = time_.wallMs();
+  auto wallOf = [&](TimePoint t) {
+    return wallNow - std::chrono::duration_cast<Millis>(now - t).count();
+  };
+  std::map<std::string, kafka::MemberActivity> activity;
+  for (auto& a : g.activity()) activity.emplace(a.memberId, std::move(a));
   for (const auto& m : g.members()) {
     protocol::MemberState s;
     s.consumerId = m.memberId;
     s.clientId = m.clientId;
     s.host = m.clientHost.starts_with("/") ? m.clientHost.substr(1) : m.clientHost;
+    if (auto a = activity.find(m.memberId); a != activity.end()) {
+      s.port = a->second.clientPort;
+      if (a->second.joinedAt) s.joinedAtMs = wallOf(*a->second.joinedAt);
+      s.lastHeardMs = wallOf(a->second.lastHeard);
+    }
     s.held = partitionsOf(m.assignment);
     std::sort(s.held.begin(), s.held.end());
     d.members.push_back(std::move(s));
@@ -676,22 +730,52 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Fin
   };
   const int32_t controller = hooks_.controllerOf(r.key);
   if (controller >= 0) return done(at(controller));
-  hooks_.ensure(r.key, [done = std::move(done), at, answer](int32_t c, std::string why) {
-    if (c < 0) return done(answer(ErrorCode::COORDINATOR_NOT_AVAILABLE, why));
-    done(at(c));
+  zk_.exists(layout_.groupPath(r.key), [this, group = r.key, done = std::move(done), at,
+                                        answer](zk::ExistsResult res) mutable {
+    if (res.error == zk::Error::NoNode) {
+      // Not made by being looked up: its first JoinGroup or OffsetCommit
+      // makes it, on the server named here, the one that would control it.
+      int32_t where = hooks_.placementOf(group);
+      if (where < 0 || hooks_.brokerOf(where).isNone()) where = hooks_.selfId;
+      return done(at(where));
+    }
+    if (res.error != zk::Error::Ok) {
+      return done(answer(ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                         fmt::format("reading the group in ZooKeeper failed ({}); ask again", res.error)));
+    }
+    // It exists and has no controller yet (one is taking it over): wait for it.
+    hooks_.ensure(group, [done = std::move(done), at, answer](int32_t c, std::string why) {
+      if (c < 0) return done(answer(ErrorCode::COORDINATOR_NOT_AVAILABLE, why));
+      done(at(c));
+    });
   });
 }
 
 void KafkaGroups::route(const protocol::Caller& caller, const k::RequestHeader& h, k::JoinGroupRequest r,
                         k::ResponseCallback& done) {
   if (!protocol::isValidName(r.groupId)) return done(failed<k::JoinGroupResponse>(ErrorCode::INVALID_GROUP_ID));
+  if (unclaimed(r.groupId)) {
+    const std::string group = r.groupId;
+    auto call = std::make_shared<std::pair<k::JoinGroupRequest, k::ResponseCallback>>(std::move(r), std::move(done));
+    return made(group, [this, caller, h, call](bool ok) {
+      if (ok) return join(caller, h, std::move(call->first), call->second);
+      auto resp = failed<k::JoinGroupResponse>(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+      resp.memberId = call->first.memberId;
+      call->second(resp);
+    });
+  }
+  join(caller, h, std::move(r), done);
+}
+
+void KafkaGroups::join(const protocol::Caller& caller, const k::RequestHeader& h, k::JoinGroupRequest r,
+                       k::ResponseCallback& done) {
   Answers out;
   {
     MutexLock lock(mu_);
     ErrorCode error = ErrorCode::NONE;
     Entry* e = entryFor(r.groupId, &error);
     if (e == nullptr) {
-      auto resp = failed<k::JoinGroupResponse>(error);
+      auto resp = failed<k::JoinGroupResponse>(notServedYet(r.groupId, error));
       resp.memberId = r.memberId;
       out.push_back([done = std::move(done), resp] { done(resp); });
     } else {
@@ -701,6 +785,7 @@ void KafkaGroups::route(const protocol::Caller& caller, const k::RequestHeader& 
       a.version = h.apiVersion;
       a.clientId = h.clientId.value_or("");
       a.clientHost = "/" + caller.host;
+      a.clientPort = caller.port;
       a.freshMemberId = hooks_.newMemberId(a.clientId);
       a.request = std::move(r);
       kafka::Effects fx;
@@ -713,6 +798,14 @@ void KafkaGroups::route(const protocol::Caller& caller, const k::RequestHeader& 
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::SyncGroupRequest r,
                         k::ResponseCallback& done) {
+  // A group no server controls: a member of a group that is gone is told
+  // so (it joins again, which makes the group), not sent to look for a
+  // coordinator that would send it back here.
+  if (unclaimed(r.groupId)) {
+    return absent(r.groupId, [done = std::move(done)](bool gone) {
+      done(failed<k::SyncGroupResponse>(gone ? ErrorCode::UNKNOWN_MEMBER_ID : ErrorCode::NOT_COORDINATOR));
+    });
+  }
   Answers out;
   {
     MutexLock lock(mu_);
@@ -741,6 +834,12 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::S
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::HeartbeatRequest r,
                         k::ResponseCallback& done) {
+  // As SyncGroup's.
+  if (unclaimed(r.groupId)) {
+    return absent(r.groupId, [done = std::move(done)](bool gone) {
+      done(failed<k::HeartbeatResponse>(gone ? ErrorCode::UNKNOWN_MEMBER_ID : ErrorCode::NOT_COORDINATOR));
+    });
+  }
   Answers out;
   ErrorCode error = ErrorCode::NONE;
   {
@@ -779,6 +878,12 @@ bool KafkaGroups::heartbeatNow(const protocol::Caller&, const k::HeartbeatView& 
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::LeaveGroupRequest r,
                         k::ResponseCallback& done) {
+  // As SyncGroup's.
+  if (unclaimed(r.groupId)) {
+    return absent(r.groupId, [done = std::move(done)](bool gone) {
+      done(failed<k::LeaveGroupResponse>(gone ? ErrorCode::UNKNOWN_MEMBER_ID : ErrorCode::NOT_COORDINATOR));
+    });
+  }
   Answers out;
   ErrorCode error = ErrorCode::NONE;
   {
@@ -796,11 +901,24 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Lea
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::OffsetCommitRequest r,
                         k::ResponseCallback& done) {
+  if (unclaimed(r.groupId)) {
+    const std::string group = r.groupId;
+    auto call = std::make_shared<std::pair<k::OffsetCommitRequest, k::ResponseCallback>>(std::move(r), std::move(done));
+    return made(group, [this, call](bool ok) {
+      if (ok) return commit(std::move(call->first), call->second);
+      call->second(k::offsetCommitAnswer(call->first, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+    });
+  }
+  commit(std::move(r), done);
+}
+
+void KafkaGroups::commit(k::OffsetCommitRequest r, k::ResponseCallback& done) {
   ErrorCode error = ErrorCode::NONE;
   {
     MutexLock lock(mu_);
     Entry* e = entryFor(r.groupId, &error);
     if (e != nullptr) error = e->model->commitCheck(r.generationId, r.memberId, r.groupInstanceId, time_.now());
+    if (e == nullptr) error = notServedYet(r.groupId, error);
   }
   if (error != ErrorCode::NONE) return done(k::offsetCommitAnswer(r, error));
   for (const auto& t : r.topics) {
@@ -886,19 +1004,16 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::OffsetFetchRequest r,
                         k::ResponseCallback& done) {
-  auto refuse = [&](ErrorCode e) {
-    k::OffsetFetchResponse out;
-    out.error = e;
-    if (r.topics) {
-      for (const auto& t : *r.topics) {
-        k::OffsetFetchResponse::Topic topic{t.name, {}};
-        for (int32_t p : t.partitionIndexes) topic.partitions.push_back({p, -1, -1, std::string(), e});
-        out.topics.push_back(std::move(topic));
-      }
-    }
-    done(std::move(out));
-  };
+  auto refuse = [&](ErrorCode e) { done(fetchRefusal(r, e)); };
   if (!protocol::isValidName(r.groupId)) return refuse(ErrorCode::INVALID_GROUP_ID);
+  // A group that does not exist has no offsets (and is not made by asking).
+  if (unclaimed(r.groupId)) {
+    const std::string group = r.groupId;
+    auto request = std::make_shared<k::OffsetFetchRequest>(std::move(r));
+    return absent(group, [request, done = std::move(done)](bool gone) {
+      done(fetchRefusal(*request, gone ? ErrorCode::NONE : ErrorCode::NOT_COORDINATOR));
+    });
+  }
   if (!hooks_.controlsHere(r.groupId)) return refuse(ErrorCode::NOT_COORDINATOR);
   std::vector<std::string> names;
   if (r.topics) {
@@ -974,6 +1089,7 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Lis
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::DescribeGroupsRequest r,
                         k::ResponseCallback& done) {
   k::DescribeGroupsResponse out;
+  std::vector<size_t> unknown;  // no server controls them: Dead if ZooKeeper has none
   for (const auto& name : r.groups) {
     k::DescribeGroupsResponse::Group g;
     g.groupId = name;
@@ -989,17 +1105,31 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Des
       g.error = ErrorCode::NOT_COORDINATOR;
     } else {
       g.groupState = "Dead";
+      unknown.push_back(out.groups.size());
     }
     if (r.includeAuthorizedOperations) g.authorizedOperations = 0;
     out.groups.push_back(std::move(g));
   }
-  done(std::move(out));
+  if (unknown.empty()) return done(std::move(out));
+  auto reads = Fanout<k::DescribeGroupsResponse>::start(
+      zk_, [done = std::move(done)](k::DescribeGroupsResponse answer) { done(std::move(answer)); });
+  reads->update([&](k::DescribeGroupsResponse& answer) { answer = std::move(out); });
+  for (size_t i : unknown) {
+    // It exists and is between controllers: the client asks again.
+    absent(r.groups[i], reads->collect<bool>([i](k::DescribeGroupsResponse& answer, bool gone) {
+      if (gone) return;
+      answer.groups[i].groupState.clear();
+      answer.groups[i].error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+    }));
+  }
+  reads->release();
 }
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::DeleteGroupsRequest r,
                         k::ResponseCallback& done) {
   k::DeleteGroupsResponse out;
   std::vector<std::pair<size_t, std::string>> toDelete;
+  std::vector<size_t> unknown;  // no server controls them: not found if ZooKeeper has none
   for (const auto& name : r.groupsNames) {
     out.results.push_back(k::DeleteGroupsResponse::Result{name, ErrorCode::NONE});
     ErrorCode& e = out.results.back().error;
@@ -1007,6 +1137,7 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Del
       e = ErrorCode::INVALID_GROUP_ID;
     } else if (!hooks_.controlsHere(name)) {
       e = hooks_.controllerOf(name) >= 0 ? ErrorCode::NOT_COORDINATOR : ErrorCode::GROUP_ID_NOT_FOUND;
+      if (e == ErrorCode::GROUP_ID_NOT_FOUND) unknown.push_back(out.results.size() - 1);
     } else {
       MutexLock lock(mu_);
       auto it = groups_.find(name);
@@ -1025,6 +1156,12 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Del
   auto deletions = Fanout<k::DeleteGroupsResponse>::start(
       zk_, [done = std::move(done)](k::DeleteGroupsResponse answer) { done(std::move(answer)); });
   deletions->update([&](k::DeleteGroupsResponse& answer) { answer = std::move(out); });
+  for (size_t i : unknown) {
+    // It exists and is between controllers: the client asks again.
+    absent(r.groupsNames[i], deletions->collect<bool>([i](k::DeleteGroupsResponse& answer, bool gone) {
+      if (!gone) answer.results[i].error = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+    }));
+  }
   for (auto& [i, name] : toDelete) {
     auto collected = deletions->collect<Deleted>([i = i](k::DeleteGroupsResponse& answer, Deleted d) {
       answer.results[i].error =

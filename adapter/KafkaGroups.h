@@ -55,6 +55,11 @@ struct KafkaHooks {
   // (bounded) for its controller: the controller's id, or -1 with `error`
   // saying why not.
   std::function<void(const std::string& group, std::function<void(int32_t controller, std::string error)>)> ensure;
+  // The server that would control the group (-1: none known): the
+  // placement's target, or for a group it does not know yet the
+  // rendezvous choice among the live servers. Where FindCoordinator sends
+  // a group that does not exist yet.
+  std::function<int32_t(const std::string& group)> placementOf;
   // The groups controlled here.
   std::function<std::vector<std::string>()> controlled;
   // Deletes a group controlled here (its members must have left): "" or
@@ -145,6 +150,25 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // a generation that became stable is written first.
   void deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) REQUIRES(mu_);
   static void run(Answers& out);
+  // Whether no server controls the group (and this one is not stopping).
+  // A call that makes its group (JoinGroup, OffsetCommit, as Kafka makes a
+  // group on either) then creates it as a Kafka group (made()), waiting for
+  // its controller; FindCoordinator only names where a new group would be,
+  // so that looking a group up (an admin client's describe or delete, a
+  // typo) leaves nothing behind. Any other call asks absent(): whether
+  // ZooKeeper has no such group.
+  bool unclaimed(const std::string& group) EXCLUDES(mu_);
+  void made(const std::string& group, std::function<void(bool ok)> then);
+  void absent(const std::string& group, std::function<void(bool absent)> then);
+  // A JoinGroup's or OffsetCommit's refusal `error` from entryFor(), but
+  // COORDINATOR_LOAD_IN_PROGRESS for NOT_COORDINATOR when the group is
+  // claimed here and not served yet (a group its first join just made):
+  // the client asks here again rather than looking for another coordinator.
+  protocol::kafka::ErrorCode notServedYet(const std::string& group, protocol::kafka::ErrorCode error) const;
+  // JoinGroup and OffsetCommit once their group exists.
+  void join(const protocol::Caller& c, const protocol::kafka::RequestHeader& h, protocol::kafka::JoinGroupRequest r,
+            protocol::kafka::ResponseCallback& done) EXCLUDES(mu_);
+  void commit(protocol::kafka::OffsetCommitRequest r, protocol::kafka::ResponseCallback& done) EXCLUDES(mu_);
 
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::ApiVersionsRequest r, protocol::kafka::ResponseCallback& done);

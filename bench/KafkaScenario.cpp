@@ -166,8 +166,9 @@ class KafkaWire {
   int32_t correlation_ = 0;
 };
 
-// FindCoordinator for `group` until it names a coordinator (the first one
-// creates the group as a Kafka group); fails the run after 30 s.
+// FindCoordinator for `group` until it names a coordinator (for a new group,
+// the server its first JoinGroup or OffsetCommit makes it on); fails the run
+// after 30 s.
 void findCoordinator(Loop& loop, KafkaWire& wire, int conn, const std::string& group) {
   const uint64_t until = nowNs() + 30 * kSec;
   std::string last = "no answer";
@@ -183,11 +184,29 @@ void findCoordinator(Loop& loop, KafkaWire& wire, int conn, const std::string& g
   fail("FindCoordinator for " + group + ": " + last);
 }
 
-// The controller reads a group's saved generation on the group's first
-// request (answered COORDINATOR_LOAD_IN_PROGRESS meanwhile): done here, with
+// The group is made by a standalone commit (offset 0 of `topic`'s partition
+// 0, as a tool resetting offsets commits), and the controller reads its
+// saved generation on the group's first request (answered
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile): both done here, the second with
 // a heartbeat of no member, before anything is timed, so that the figures
 // are those of a group the controller already serves.
-void loadGroup(Loop& loop, KafkaWire& wire, int conn, const std::string& group) {
+void makeGroup(Loop& loop, KafkaWire& wire, int conn, const std::string& group, const std::string& topic) {
+  ErrorCode committed = ErrorCode::UNKNOWN_SERVER_ERROR;
+  for (int attempt = 0; attempt < 100 && committed != ErrorCode::NONE; ++attempt) {
+    k::OffsetCommitRequest c;
+    c.groupId = group;
+    c.generationId = -1;
+    c.topics.push_back({topic, {{0, 0, -1, -1, std::string()}}});
+    auto r = wire.call(conn, c);
+    if (r && std::holds_alternative<k::OffsetCommitResponse>(*r)) {
+      const auto& a = std::get<k::OffsetCommitResponse>(*r);
+      if (a.topics.size() == 1 && a.topics[0].partitions.size() == 1) committed = a.topics[0].partitions[0].error;
+    }
+    if (committed != ErrorCode::NONE) loop.runFor(kRetryNs);
+  }
+  if (committed != ErrorCode::NONE) {
+    fail("a standalone commit did not make Kafka group " + group + ": " + std::string(k::errorName(committed)));
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto r = wire.call(conn, k::HeartbeatRequest{group, -1, "none", std::nullopt});
     if (errorIn<k::HeartbeatResponse>(r ? &*r : nullptr) == ErrorCode::UNKNOWN_MEMBER_ID) return;
@@ -482,7 +501,7 @@ class KafkaGroupMembers {
 };
 
 // A fresh topic of `partitions` in ZooKeeper and a fresh Kafka group made
-// by FindCoordinator, checked through the port's Metadata.
+// by a standalone commit, checked through the port's Metadata.
 std::pair<std::string, std::string> freshGroup(const Args& args, Loop& loop, KafkaWire& wire, uint16_t port,
                                                const std::string& prefix, int32_t partitions) {
   const std::string topic = prefix + "-t-" + stamp();
@@ -492,7 +511,7 @@ std::pair<std::string, std::string> freshGroup(const Args& args, Loop& loop, Kaf
   const int conn = loop.connect(port);
   if (conn < 0) fail("cannot connect to the Kafka port " + std::to_string(port));
   findCoordinator(loop, wire, conn, group);
-  loadGroup(loop, wire, conn, group);
+  makeGroup(loop, wire, conn, group, topic);
   // The topic watch may take a moment to show a new topic.
   int32_t listed = -1;
   for (int attempt = 0; attempt < 50 && listed != partitions; ++attempt) {
@@ -534,7 +553,7 @@ double kafkaHeartbeatInstructions(uint16_t kafkaPort, int pid, const std::string
   const int conn = loop.connect(kafkaPort);
   if (conn < 0) fail("cannot connect to the Kafka port " + std::to_string(kafkaPort));
   findCoordinator(loop, wire, conn, group);
-  loadGroup(loop, wire, conn, group);
+  makeGroup(loop, wire, conn, group, group + "-t");
   // One member: MEMBER_ID_REQUIRED, JoinGroup again, SyncGroup as leader.
   k::JoinGroupRequest join;
   join.groupId = group;

@@ -407,27 +407,35 @@ kafka::Response refusedAnswer(const kafka::Request& request, int16_t api) {
 }
 
 // The binary port's call that does to a group what a Kafka request does
-// (docs/protocol.md, "Security on the Kafka port"), and the group it names;
-// nullopt for requests that name none.
-std::optional<std::pair<protocol::ApiKey, std::string_view>> groupCallOf(const kafka::Request& request) {
+// (docs/protocol.md, "Security on the Kafka port"), the group it names, and
+// CreateGroup besides for the calls that make a missing group (JoinGroup,
+// OffsetCommit); nullopt for requests that name none.
+struct GroupCall {
+  protocol::ApiKey api;
+  std::string_view group;
+  bool makes = false;
+};
+std::optional<GroupCall> groupCallOf(const kafka::Request& request) {
   using protocol::ApiKey;
-  using Call = std::pair<ApiKey, std::string_view>;
   return std::visit(
-      [](const auto& r) -> std::optional<Call> {
+      [](const auto& r) -> std::optional<GroupCall> {
         using R = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<R, kafka::FindCoordinatorRequest>) {
-          // It creates the group when missing, as CreateGroup does.
-          if (r.keyType == 0) return Call{ApiKey::CreateGroup, r.key};
-        } else if constexpr (std::is_same_v<R, kafka::JoinGroupRequest> || std::is_same_v<R, kafka::SyncGroupRequest>) {
-          return Call{ApiKey::RegisterConsumer, r.groupId};
+          // Every member asks it first, and a missing group is made where
+          // it answers: judged as CreateGroup.
+          if (r.keyType == 0) return GroupCall{ApiKey::CreateGroup, r.key};
+        } else if constexpr (std::is_same_v<R, kafka::JoinGroupRequest>) {
+          return GroupCall{ApiKey::RegisterConsumer, r.groupId, true};
+        } else if constexpr (std::is_same_v<R, kafka::SyncGroupRequest>) {
+          return GroupCall{ApiKey::RegisterConsumer, r.groupId};
         } else if constexpr (std::is_same_v<R, kafka::HeartbeatRequest>) {
-          return Call{ApiKey::Heartbeat, r.groupId};
+          return GroupCall{ApiKey::Heartbeat, r.groupId};
         } else if constexpr (std::is_same_v<R, kafka::LeaveGroupRequest>) {
-          return Call{ApiKey::LeaveGroup, r.groupId};
+          return GroupCall{ApiKey::LeaveGroup, r.groupId};
         } else if constexpr (std::is_same_v<R, kafka::OffsetCommitRequest>) {
-          return Call{ApiKey::CommitOffsets, r.groupId};
+          return GroupCall{ApiKey::CommitOffsets, r.groupId, true};
         } else if constexpr (std::is_same_v<R, kafka::OffsetFetchRequest>) {
-          return Call{ApiKey::FetchOffsets, r.groupId};
+          return GroupCall{ApiKey::FetchOffsets, r.groupId};
         }
         return std::nullopt;
       },
@@ -484,7 +492,9 @@ void KafkaProtocol::admit(Session& s, const kafka::RequestHeader& h, kafka::Requ
   };
   auto ask = [&](auto r, kafka::ResponseCallback d) { callHandler(s, h, kafka::Request(std::move(r)), std::move(d)); };
   if (auto call = groupCallOf(request)) {
-    if (allows(call->first, call->second)) return callHandler(s, h, std::move(request), std::move(done));
+    if (allows(call->api, call->group) && (!call->makes || allows(protocol::ApiKey::CreateGroup, call->group))) {
+      return callHandler(s, h, std::move(request), std::move(done));
+    }
     return done(refusedAnswer(request, h.apiKey));
   }
   if (auto* r = std::get_if<kafka::DescribeGroupsRequest>(&request)) {

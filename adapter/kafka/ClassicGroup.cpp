@@ -236,6 +236,7 @@ ClassicGroup::Member& ClassicGroup::addMember(Ticket t, const JoinArgs& a, const
   m.pendingJoin = t;
   m.joinVersion = a.version;
   m.joinOrder = joins_++;
+  m.joinedAt = now;
   if (r.groupInstanceId) instances_[*r.groupInstanceId] = id;
   if (initialDelay_) newMemberAdded_ = true;
   return m;
@@ -245,6 +246,7 @@ void ClassicGroup::takeJoin(Member& m, const JoinArgs& a, TimePoint now) {
   const auto& r = a.request;
   m.view.clientId = a.clientId;
   m.view.clientHost = a.clientHost;
+  m.clientPort = a.clientPort;
   m.view.protocols = r.protocols;
   m.view.sessionTimeoutMs = r.sessionTimeoutMs;
   // Version 0 has no rebalance timeout: the session timeout serves as one.
@@ -643,6 +645,16 @@ Snapshot ClassicGroup::snapshot() const {
 std::vector<MemberView> ClassicGroup::members() const {
   std::vector<MemberView> v;
   for (const Member* m : byJoinOrder()) v.push_back(m->view);
+  return v;
+}
+
+std::vector<MemberActivity> ClassicGroup::activity() const {
+  std::vector<MemberActivity> v;
+  for (const Member* m : byJoinOrder()) {
+    // Every renewal sets the deadline one session timeout ahead.
+    v.push_back(MemberActivity{m->view.memberId, m->clientPort, m->joinedAt,
+                               m->sessionDeadline - Millis(m->view.sessionTimeoutMs)});
+  }
   return v;
 }
 

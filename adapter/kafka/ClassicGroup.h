@@ -61,6 +61,7 @@ struct JoinArgs {
   int16_t version = 0;       // the request's; decides MEMBER_ID_REQUIRED (4 and later)
   std::string clientId;      // the request header's client id ("" when null)
   std::string clientHost;    // the peer's address, for DescribeGroups
+  uint16_t clientPort = 0;   // the peer's source port (0: not known), for groupctl describe
   std::string freshMemberId; // the id a new member gets, made unique by the caller
 };
 
@@ -92,6 +93,16 @@ struct MemberView {
   std::vector<wire::JoinGroupRequest::Protocol> protocols;  // as the member last sent them
   std::string assignment;                                    // "" until the leader's sync
   bool operator==(const MemberView&) const = default;
+};
+
+// What groupctl describe shows of a member beyond its MemberView: where it
+// connects from and when it was last heard. Not made durable: a member a
+// new controller resumed has no join time here.
+struct MemberActivity {
+  std::string memberId;
+  uint16_t clientPort = 0;
+  std::optional<TimePoint> joinedAt;
+  TimePoint lastHeard{};  // its last join, sync, heartbeat or commit
 };
 
 // A stable generation, as made durable (encode/decode below) and as a new
@@ -159,6 +170,7 @@ class ClassicGroup {
   // The current generation as Snapshot (meaningful when Stable).
   Snapshot snapshot() const;
   std::vector<MemberView> members() const;
+  std::vector<MemberActivity> activity() const;
 
  private:
   struct Member {
@@ -169,6 +181,8 @@ class ClassicGroup {
     std::optional<Ticket> pendingSync;
     int16_t syncVersion = 0;
     uint64_t joinOrder = 0;  // when it first joined: the leader falls to the earliest
+    uint16_t clientPort = 0;
+    std::optional<TimePoint> joinedAt;  // not known for a member resumed from a snapshot
   };
 
   // The join paths (ClassicGroup.cpp): a member id the group does not know

@@ -42,6 +42,7 @@ struct Harness {
   ClassicGroup g;
   TimePoint now = kT0;
   Ticket nextTicket = 1;
+  uint16_t port = 0;  // the source port the next joins come from
   std::map<Ticket, wire::JoinGroupResponse> joins;
   std::map<Ticket, wire::SyncGroupResponse> syncs;
   Effects last;
@@ -72,6 +73,7 @@ struct Harness {
     a.version = version;
     a.clientId = "client-" + (memberId.empty() ? fresh : memberId);
     a.clientHost = "/10.0.0.1";
+    a.clientPort = port;
     a.freshMemberId = fresh;
     Ticket t = nextTicket++;
     Effects e;
@@ -401,6 +403,7 @@ TEST(KafkaClassicGroupTest, LeaveDuringCompletingRebalanceAnswersParkedSyncs) {
   Harness h;
   h.join("", "a", 3);
   h.join("", "b", 3);
+  h.port = 41000;  // a's connection: a join again names where it came from last
   h.join("a", "unused", 3);
   ASSERT_EQ(h.g.state(), State::CompletingRebalance);
   Ticket sb = h.sync("b", 2);
@@ -693,6 +696,7 @@ TEST(KafkaClassicGroupTest, CommitCheck) {
 
   h.join("", "a", 3);
   h.join("", "b", 3);
+  h.port = 41000;  // a's connection: a join again names where it came from last
   h.join("a", "unused", 3);
   ASSERT_EQ(h.g.state(), State::CompletingRebalance);
   EXPECT_EQ(h.g.commitCheck(2, "a", std::nullopt, h.now), ErrorCode::REBALANCE_IN_PROGRESS);
@@ -821,6 +825,41 @@ TEST(KafkaClassicGroupTest, SnapshotRoundTripAndResumeKeepTheGenerationAndAssign
   EXPECT_EQ(empty.state(), State::Empty);
   EXPECT_EQ(empty.generation(), 4);
   EXPECT_EQ(empty.commitCheck(-1, "", std::nullopt, later), ErrorCode::NONE);
+}
+
+// What groupctl describe shows beyond the snapshot: each member's source
+// port, when it joined and when it was last heard (its last join, sync,
+// heartbeat or commit); a member resumed from a snapshot has no join time.
+TEST(KafkaClassicGroupTest, ActivityShowsEachMembersPortJoinTimeAndLastHeard) {
+  Harness h;
+  h.port = 41000;
+  h.join("", "a", 3);
+  h.port = 41001;
+  h.advance(Millis(500));
+  h.join("", "b", 3);
+  h.port = 41000;  // a's connection: a join again names where it came from last
+  h.join("a", "unused", 3);
+  ASSERT_EQ(h.g.state(), State::CompletingRebalance);
+  const TimePoint formed = h.now;
+  h.advance(Millis(2000));
+  EXPECT_EQ(h.heartbeat("a", h.g.generation()), ErrorCode::NONE);
+  auto activity = h.g.activity();
+  ASSERT_EQ(activity.size(), 2u);
+  EXPECT_EQ(activity[0].memberId, "a");
+  EXPECT_EQ(activity[0].clientPort, 41000);
+  EXPECT_EQ(activity[0].joinedAt, std::optional<TimePoint>(kT0));
+  EXPECT_EQ(activity[0].lastHeard, formed + Millis(2000)) << "its heartbeat";
+  EXPECT_EQ(activity[1].memberId, "b");
+  EXPECT_EQ(activity[1].clientPort, 41001);
+  EXPECT_EQ(activity[1].joinedAt, std::optional<TimePoint>(kT0 + Millis(500)));
+  EXPECT_EQ(activity[1].lastHeard, formed) << "its join";
+
+  Harness resumed;
+  resumed.formStable({"x"});
+  auto r = resumed.g.activity();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].joinedAt.has_value()) << "not known to this controller";
+  EXPECT_EQ(r[0].lastHeard, resumed.now);
 }
 
 TEST(KafkaClassicGroupTest, DecodeSnapshotRejectsEveryTruncationAndMalformedInput) {

@@ -1112,9 +1112,16 @@ class AdminTest(KafkaPortTest):
         deleted = self.kafkajs_admin("delete", group)
         self.assertEqual(deleted, {"op": "delete", "results": [{"group_id": group, "error_code": 0}]},
                          "deleting the empty group")
+        # Looking a group up makes nothing: the deleted group, and a name never used, are
+        # described Dead (KafkaJS asks FindCoordinator first) and listed by no server after.
+        typo = group + "-typo"
+        gone = self.kafkajs_admin("describe", group, typo)
+        self.assertEqual(sorted((g["group_id"], g["error_code"], g["state"]) for g in gone.get("groups", [])),
+                         sorted([(group, 0, "Dead"), (typo, 0, "Dead")]), gone)
         listed = self.kafkajs_admin("list")
         self.assertNotIn("error", listed)
         self.assertNotIn(group, [g["group_id"] for g in listed["groups"]])
+        self.assertNotIn(typo, [g["group_id"] for g in listed["groups"]])
 
 
 # ---- mixed groups, assignors, static members, kcat --------------------------------------------------------

@@ -10,11 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -29,6 +24,7 @@
 #include "client/Admin.h"
 #include "common/Layout.h"
 #include "protocol/kafka/Codec.h"
+#include "support/KafkaWire.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 #include "support/TestSession.h"
@@ -42,82 +38,6 @@ namespace {
 namespace k = protocol::kafka;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// One blocking connection to a Kafka port.
-class KafkaConnection {
- public:
-  explicit KafkaConnection(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    timeval tv{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~KafkaConnection() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return fd_ >= 0; }
-
-  bool sendRaw(const std::vector<uint8_t>& frame) {
-    size_t off = 0;
-    while (off < frame.size()) {
-      const ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  // A whole response frame's body; nullopt when the server closed the
-  // connection (or nothing came within the receive timeout).
-  std::optional<std::vector<uint8_t>> readFrame() {
-    uint8_t size[4];
-    if (!readAll(size, 4)) return std::nullopt;
-    const uint32_t n = (uint32_t{size[0]} << 24) | (uint32_t{size[1]} << 16) | (uint32_t{size[2]} << 8) | size[3];
-    std::vector<uint8_t> body(n);
-    if (!readAll(body.data(), n)) return std::nullopt;
-    return body;
-  }
-
-  // Sends `request` at `version` and reads its answer.
-  template <class Response, class Request>
-  std::optional<Response> call(const Request& request, int16_t version) {
-    k::RequestHeader h;
-    h.apiKey = static_cast<int16_t>(Request::kApiKey);
-    h.apiVersion = version;
-    h.correlationId = ++correlation_;
-    h.clientId = "kafka-port-test";
-    std::vector<uint8_t> frame;
-    k::encodeRequest(h, k::Request(request), frame);
-    if (!sendRaw(frame)) return std::nullopt;
-    auto body = readFrame();
-    if (!body) return std::nullopt;
-    k::DecodedResponse d = k::decodeResponse(Request::kApiKey, version, *body);
-    if (!d.ok || d.correlationId != h.correlationId) {
-      ADD_FAILURE() << "undecodable answer to " << k::apiName(h.apiKey) << ": " << d.detail;
-      return std::nullopt;
-    }
-    return std::get<Response>(d.response);
-  }
-
- private:
-  bool readAll(uint8_t* p, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t r = ::recv(fd_, p + got, n - got, 0);
-      if (r <= 0) return false;
-      got += static_cast<size_t>(r);
-    }
-    return true;
-  }
-  int fd_ = -1;
-  int32_t correlation_ = 0;
-};
 
 constexpr int32_t kSessionMs = 10000;
 constexpr int64_t kZkSessionMs = 4000;
@@ -190,7 +110,7 @@ class KafkaPortTest : public ::testing::Test {
   uint16_t coordinatorOf(const std::string& group, uint16_t askAt) {
     const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(2 * kZkSessionMs + 3000));
     while (Clock::now() < deadline) {
-      KafkaConnection c(askAt);
+      KafkaWire c(askAt);
       k::FindCoordinatorRequest r;
       r.key = group;
       auto a = c.call<k::FindCoordinatorResponse>(r, 2);
@@ -252,7 +172,7 @@ struct FormedGroup {
   int32_t generation = -1;
 };
 
-FormedGroup formGroup(KafkaConnection& a, KafkaConnection& b, const std::string& group) {
+FormedGroup formGroup(KafkaWire& a, KafkaWire& b, const std::string& group) {
   FormedGroup g;
   // The controller reads the group's saved generation on the first request
   // and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, which clients retry.
@@ -280,8 +200,8 @@ FormedGroup formGroup(KafkaConnection& a, KafkaConnection& b, const std::string&
   EXPECT_EQ(joinedA->leader, joinedB->leader);
   EXPECT_EQ(joinedA->protocolName, "range");
   const bool aLeads = joinedA->leader == joinedA->memberId;
-  KafkaConnection& leaderConn = aLeads ? a : b;
-  KafkaConnection& otherConn = aLeads ? b : a;
+  KafkaWire& leaderConn = aLeads ? a : b;
+  KafkaWire& otherConn = aLeads ? b : a;
   const auto& leaderJoin = aLeads ? *joinedA : *joinedB;
   const auto& otherJoin = aLeads ? *joinedB : *joinedA;
   EXPECT_EQ(leaderJoin.members.size(), 2u) << "the leader gets every member";
@@ -315,7 +235,7 @@ FormedGroup formGroup(KafkaConnection& a, KafkaConnection& b, const std::string&
   return g;
 }
 
-k::ErrorCode heartbeat(KafkaConnection& c, const std::string& group, const std::string& member, int32_t generation) {
+k::ErrorCode heartbeat(KafkaWire& c, const std::string& group, const std::string& member, int32_t generation) {
   k::HeartbeatRequest r;
   r.groupId = group;
   r.memberId = member;
@@ -324,7 +244,7 @@ k::ErrorCode heartbeat(KafkaConnection& c, const std::string& group, const std::
   return a ? a->error : k::ErrorCode::UNKNOWN_SERVER_ERROR;
 }
 
-k::ErrorCode commit(KafkaConnection& c, const std::string& group, const std::string& member, int32_t generation,
+k::ErrorCode commit(KafkaWire& c, const std::string& group, const std::string& member, int32_t generation,
                     int64_t offset) {
   k::OffsetCommitRequest r;
   r.groupId = group;
@@ -343,7 +263,7 @@ struct Committed {
   bool operator==(const Committed&) const = default;
 };
 
-std::optional<Committed> fetchCommitted(KafkaConnection& c, const std::string& group) {
+std::optional<Committed> fetchCommitted(KafkaWire& c, const std::string& group) {
   k::OffsetFetchRequest r;
   r.groupId = group;
   r.topics = std::vector<k::OffsetFetchRequest::Topic>{{"work", {0}}};
@@ -356,7 +276,7 @@ std::optional<Committed> fetchCommitted(KafkaConnection& c, const std::string& g
   return Committed{p.committedOffset, p.metadata};
 }
 
-std::optional<int64_t> fetchOffset(KafkaConnection& c, const std::string& group) {
+std::optional<int64_t> fetchOffset(KafkaWire& c, const std::string& group) {
   auto committed = fetchCommitted(c, group);
   return committed ? std::optional<int64_t>(committed->offset) : std::nullopt;
 }
@@ -367,7 +287,7 @@ TEST_F(KafkaPortTest, MetadataListsEveryServerAndTheTopic) {
   const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
   std::optional<k::MetadataResponse> m;
   while (Clock::now() < deadline) {
-    KafkaConnection c(kafkaPorts_[0]);
+    KafkaWire c(kafkaPorts_[0]);
     k::MetadataRequest r;
     r.topics = std::vector<k::MetadataRequest::Topic>{{"work"}, {"missing"}};
     m = c.call<k::MetadataResponse>(r, 4);
@@ -403,7 +323,7 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
 
   // The other server is not the group's coordinator.
   {
-    KafkaConnection c(otherPort);
+    KafkaWire c(otherPort);
     auto a = c.call<k::JoinGroupResponse>(joinRequest(group, ""), 5);
     ASSERT_TRUE(a);
     EXPECT_EQ(a->error, k::ErrorCode::NOT_COORDINATOR);
@@ -411,7 +331,7 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
 
   FormedGroup g;
   {
-    KafkaConnection a(controllerPort), b(controllerPort);
+    KafkaWire a(controllerPort), b(controllerPort);
     ASSERT_TRUE(a.connected() && b.connected());
     g = formGroup(a, b, group);
     ASSERT_GE(g.generation, 1);
@@ -453,6 +373,18 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
     EXPECT_EQ(described.value.protocolName, "range");
     EXPECT_EQ(described.value.generation, g.generation);
     EXPECT_EQ(described.value.members.size(), 2u);
+    // Each member as groupctl describe shows it: where it connects from,
+    // when it joined and when it was last heard (wall-clock ms).
+    const int64_t wallNow =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (const auto& m : described.value.members) {
+      EXPECT_EQ(m.host, "127.0.0.1") << m.consumerId;
+      EXPECT_NE(m.port, 0) << m.consumerId << ": its source port";
+      EXPECT_GT(m.joinedAtMs, 0) << m.consumerId;
+      EXPECT_GE(m.lastHeardMs, m.joinedAtMs) << m.consumerId;
+      EXPECT_LE(m.lastHeardMs, wallNow + 1000) << m.consumerId << ": not in the future";
+    }
     // The Kafka commit is among the group's offsets, as groupctl describe
     // and the status page show them.
     bool committed = false;
@@ -473,7 +405,7 @@ TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   // over once the ensemble expires its session, and goes on with the same
   // generation.
   servers_[controllerIndex]->kill9();
-  KafkaConnection leader(otherPort), other(otherPort);
+  KafkaWire leader(otherPort), other(otherPort);
   const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(2 * kZkSessionMs + 3000));
   k::ErrorCode last = k::ErrorCode::UNKNOWN_SERVER_ERROR;
   while (Clock::now() < deadline) {
@@ -541,7 +473,7 @@ TEST_F(KafkaPortTest, CommitMetadataIsKeptAndTooLargeMetadataIsRefusedPerPartiti
   const std::string group = "checkpointed";
   const uint16_t port = coordinatorOf(group, kafkaPorts_[0]);
   ASSERT_EQ(port, kafkaPorts_[0]);
-  KafkaConnection c(port);
+  KafkaWire c(port);
   ASSERT_TRUE(c.connected());
   const std::string atLimit(4096, 'z');
   const std::string overLimit(4097, 'y');
@@ -623,12 +555,91 @@ TEST_F(KafkaPortTest, CommitMetadataIsKeptAndTooLargeMetadataIsRefusedPerPartiti
   }
 }
 
+// Looking a group up makes nothing: FindCoordinator names the server that
+// would control a new group, and DescribeGroups, DeleteGroups, OffsetFetch
+// and Heartbeat answer for a group that is not there (Dead, not found, no
+// offset, unknown member) without making it, as an admin client's describe
+// of a mistyped name does. Its first JoinGroup makes it; once deleted, it
+// stays deleted however often it is looked up.
+TEST_F(KafkaPortTest, LookingAGroupUpMakesNothingAndItsFirstJoinDoes) {
+  startServer(1);
+  startServer(2);
+  const std::string group = "looked-up";
+  const layout::Layout l(root_);
+  auto made = [&] { return zk_->getSync(l.groupPath(group)).error != zk::Error::NoNode; };
+  auto lookUps = [&](const std::string& when) {
+    // Both servers name the same one, the placement's, once each has seen
+    // the other.
+    uint16_t port = 0, other = 0;
+    const auto agreed = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+    do {
+      port = coordinatorOf(group, kafkaPorts_[0]);
+      other = coordinatorOf(group, kafkaPorts_[1]);
+      if (port != other) std::this_thread::sleep_for(100ms);
+    } while (port != other && Clock::now() < agreed);
+    ASSERT_NE(port, 0) << when;
+    EXPECT_EQ(other, port) << when << ": both servers name the same one";
+    KafkaWire c(port);
+    k::DescribeGroupsRequest describe;
+    describe.groups = {group};
+    auto described = c.call<k::DescribeGroupsResponse>(describe, 4);
+    ASSERT_TRUE(described) << c.lastError();
+    ASSERT_EQ(described->groups.size(), 1u);
+    EXPECT_EQ(described->groups[0].error, k::ErrorCode::NONE) << when;
+    EXPECT_EQ(described->groups[0].groupState, "Dead") << when;
+    k::DeleteGroupsRequest remove;
+    remove.groupsNames = {group};
+    auto removed = c.call<k::DeleteGroupsResponse>(remove, 1);
+    ASSERT_TRUE(removed) << c.lastError();
+    ASSERT_EQ(removed->results.size(), 1u);
+    EXPECT_EQ(removed->results[0].error, k::ErrorCode::GROUP_ID_NOT_FOUND) << when;
+    EXPECT_EQ(fetchOffset(c, group), std::optional<int64_t>(-1)) << when << ": no offset, and no error";
+    EXPECT_EQ(heartbeat(c, group, "nobody", 1), k::ErrorCode::UNKNOWN_MEMBER_ID) << when;
+    EXPECT_FALSE(made()) << when << ": looking it up made nothing";
+  };
+  lookUps("before its first join");
+
+  const uint16_t port = coordinatorOf(group, kafkaPorts_[0]);
+  {
+    KafkaWire a(port), b(port);
+    const FormedGroup g = formGroup(a, b, group);
+    ASSERT_GE(g.generation, 1);
+    EXPECT_TRUE(made());
+    for (auto [conn, id] : {std::pair{&a, g.leader}, std::pair{&b, g.other}}) {
+      k::LeaveGroupRequest leave;
+      leave.groupId = group;
+      leave.memberId = id;
+      auto left = conn->call<k::LeaveGroupResponse>(leave, 1);
+      ASSERT_TRUE(left) << conn->lastError();
+      EXPECT_EQ(left->error, k::ErrorCode::NONE);
+    }
+  }
+  // Empty now: deleted (asked again while the members' removal is written).
+  KafkaWire c(port);
+  k::DeleteGroupsRequest remove;
+  remove.groupsNames = {group};
+  std::optional<k::DeleteGroupsResponse> removed;
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  do {
+    removed = c.call<k::DeleteGroupsResponse>(remove, 1);
+    ASSERT_TRUE(removed && removed->results.size() == 1) << c.lastError();
+    if (removed->results[0].error != k::ErrorCode::COORDINATOR_NOT_AVAILABLE &&
+        removed->results[0].error != k::ErrorCode::NON_EMPTY_GROUP) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  } while (Clock::now() < deadline);
+  EXPECT_EQ(removed->results[0].error, k::ErrorCode::NONE) << k::errorName(removed->results[0].error);
+  EXPECT_FALSE(made());
+  lookUps("after it was deleted");
+}
+
 TEST_F(KafkaPortTest, ARewindMakesTheMembersJoinAgainAndFindTheRewoundOffset) {
   startServer(1);
   const std::string group = "rewound-workers";
   const uint16_t port = coordinatorOf(group, kafkaPorts_[0]);
   ASSERT_EQ(port, kafkaPorts_[0]);
-  KafkaConnection a(port), b(port);
+  KafkaWire a(port), b(port);
   ASSERT_TRUE(a.connected() && b.connected());
   const FormedGroup g = formGroup(a, b, group);
   ASSERT_GE(g.generation, 1);
@@ -668,7 +679,7 @@ TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
   startServer(1);
   // ApiVersions above the served maximum: the served list at version 0.
   {
-    KafkaConnection c(kafkaPorts_[0]);
+    KafkaWire c(kafkaPorts_[0]);
     k::RequestHeader h;
     h.apiKey = static_cast<int16_t>(k::ApiKey::ApiVersions);
     h.apiVersion = 3;
@@ -676,7 +687,7 @@ TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
     h.clientId = "x";
     std::vector<uint8_t> frame;
     k::encodeRequest(h, k::Request(k::ApiVersionsRequest{}), frame);
-    ASSERT_TRUE(c.sendRaw(frame));
+    ASSERT_TRUE(c.sendBytes(frame));
     auto body = c.readFrame();
     ASSERT_TRUE(body);
     auto d = k::decodeResponse(k::ApiKey::ApiVersions, 0, *body);
@@ -688,7 +699,7 @@ TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
   // An API the port does not serve (Produce, key 0): nothing is answered
   // and the connection closes, after what came before it is answered.
   {
-    KafkaConnection c(kafkaPorts_[0]);
+    KafkaWire c(kafkaPorts_[0]);
     auto before = c.call<k::ApiVersionsResponse>(k::ApiVersionsRequest{}, 2);
     ASSERT_TRUE(before);
     std::vector<uint8_t> produce = {0, 0, 0, 10, 0, 0, 0, 3, 0, 0, 0, 1, 0xff, 0xff};
@@ -699,16 +710,16 @@ TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
     h.correlationId = 77;
     k::encodeRequest(h, k::Request(k::ApiVersionsRequest{}), ahead);
     ahead.insert(ahead.end(), produce.begin(), produce.end());
-    ASSERT_TRUE(c.sendRaw(ahead));
+    ASSERT_TRUE(c.sendBytes(ahead));
     auto answered = c.readFrame();
     ASSERT_TRUE(answered) << "the request before the refused one is answered";
     EXPECT_FALSE(c.readFrame()) << "then the connection closes";
   }
   // A malformed body of a served API closes the connection too.
   {
-    KafkaConnection c(kafkaPorts_[0]);
+    KafkaWire c(kafkaPorts_[0]);
     std::vector<uint8_t> bad = {0, 0, 0, 12, 0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 5};  // Heartbeat v3, truncated
-    ASSERT_TRUE(c.sendRaw(bad));
+    ASSERT_TRUE(c.sendBytes(bad));
     EXPECT_FALSE(c.readFrame());
   }
   // /metrics: the answers by API and error, the refusals by reason. The

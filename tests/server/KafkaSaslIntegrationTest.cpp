@@ -7,10 +7,6 @@
 // PLAIN as auth.plain allows; team A's user on team B's group.
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +25,7 @@
 #include "protocol/Codec.h"
 #include "protocol/kafka/Codec.h"
 #include "server/Auth.h"
+#include "support/KafkaWire.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
 #include "support/TestSession.h"
@@ -50,107 +47,9 @@ std::chrono::milliseconds answerWait() { return designBound(kZkSessionTimeout + 
 const std::string kRules =
     "allow user:a-svc join,commit,fetch,describe,create prefix:team-a.\n"
     "allow user:b-svc join,commit,fetch,describe,create,delete prefix:team-b.\n"
+    "allow user:a-svc join,commit,fetch,describe prefix:shared.\n"
+    "allow user:b-svc join,commit,fetch,describe,create prefix:shared.\n"
     "allow role:admin all group:*\n";
-
-// One Kafka connection over a raw socket: whole frames out, whole frames in.
-class KafkaWire {
- public:
-  explicit KafkaWire(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~KafkaWire() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  KafkaWire(const KafkaWire&) = delete;
-  KafkaWire& operator=(const KafkaWire&) = delete;
-  bool connected() const { return connected_; }
-
-  bool sendBytes(const std::vector<uint8_t>& bytes) {
-    size_t at = 0;
-    while (at < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      at += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  // A bare frame: the length, then `token` (a SASL token after handshake version 0).
-  bool sendBare(const std::string& token) {
-    std::vector<uint8_t> out;
-    const uint32_t n = static_cast<uint32_t>(token.size());
-    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(n >> shift));
-    out.insert(out.end(), token.begin(), token.end());
-    return sendBytes(out);
-  }
-  bool send(const k::Request& request, int16_t version) {
-    k::RequestHeader h;
-    h.apiKey = static_cast<int16_t>(std::visit([](const auto& r) { return r.kApiKey; }, request));
-    h.apiVersion = version;
-    h.correlationId = ++correlationId_;
-    h.clientId = "kafka-sasl-test";
-    std::vector<uint8_t> out;
-    k::encodeRequest(h, request, out);
-    return sendBytes(out);
-  }
-  // The next frame's body (without its length); nullopt when the server
-  // closed the connection or nothing came within `wait`.
-  std::optional<std::vector<uint8_t>> readFrame(std::chrono::milliseconds wait) {
-    std::vector<uint8_t> size;
-    if (!readExactly(4, wait, &size)) return std::nullopt;
-    const uint32_t n = (uint32_t{size[0]} << 24) | (uint32_t{size[1]} << 16) | (uint32_t{size[2]} << 8) | size[3];
-    std::vector<uint8_t> body;
-    if (!readExactly(n, wait, &body)) return std::nullopt;
-    return body;
-  }
-  template <class Response>
-  std::optional<Response> call(const k::Request& request, int16_t version, std::chrono::milliseconds wait) {
-    if (!send(request, version)) return std::nullopt;
-    auto body = readFrame(wait);
-    if (!body) return std::nullopt;
-    k::DecodedResponse d = k::decodeResponse(Response::kApiKey, version, *body);
-    if (!d.ok || d.correlationId != correlationId_) return std::nullopt;
-    return std::get<Response>(std::move(d.response));
-  }
-  // Whether the server closes the connection within `wait` (reading and
-  // dropping whatever it sends first).
-  bool closedByServer(std::chrono::milliseconds wait) {
-    const auto end = std::chrono::steady_clock::now() + wait;
-    uint8_t buf[512];
-    while (std::chrono::steady_clock::now() < end) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-    }
-    return false;
-  }
-
- private:
-  bool readExactly(size_t n, std::chrono::milliseconds wait, std::vector<uint8_t>* out) {
-    const auto end = std::chrono::steady_clock::now() + wait;
-    out->resize(n);
-    size_t at = 0;
-    while (at < n) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      const ssize_t got = ::recv(fd_, out->data() + at, n - at, 0);
-      if (got <= 0) return false;
-      at += static_cast<size_t>(got);
-    }
-    return true;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  int32_t correlationId_ = 0;
-};
 
 std::string text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
 
@@ -418,6 +317,39 @@ TEST_F(KafkaSaslTest, PlainIsOfferedAsAuthPlainAllows) {
     ASSERT_TRUE(done.has_value());
     EXPECT_EQ(done->error, ErrorCode::NONE);
   }
+}
+
+// JoinGroup and OffsetCommit make a missing group, so they take CreateGroup's
+// permission besides their own, as FindCoordinator does: a user who may
+// join and commit but not create makes nothing through any of them.
+TEST_F(KafkaSaslTest, AUserWhoMayNotCreateMakesNoGroupByJoiningOrCommitting) {
+  auto server = startServer();
+  const std::string g = "shared.jobs";
+  const layout::Layout l(root_);
+  constexpr auto kRefused = ErrorCode::GROUP_AUTHORIZATION_FAILED;
+  auto a = as("a-svc");
+  auto found = findCoordinator(*a, g);
+  ASSERT_TRUE(found.has_value()) << server->log();
+  EXPECT_EQ(found->error, kRefused);
+  auto joined = join(*a, g);
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_EQ(joined->error, kRefused);
+  k::OffsetCommitRequest commit;
+  commit.groupId = g;
+  commit.generationId = -1;
+  commit.topics = {{"alpha", {{0, 42, -1, -1, std::string()}}}};
+  auto committed = a->call<k::OffsetCommitResponse>(commit, 2, answerWait());
+  ASSERT_TRUE(committed.has_value());
+  ASSERT_EQ(committed->topics.size(), 1u);
+  ASSERT_EQ(committed->topics[0].partitions.size(), 1u);
+  EXPECT_EQ(committed->topics[0].partitions[0].error, kRefused);
+  EXPECT_EQ(zk_->getSync(l.groupPath(g)).error, zk::Error::NoNode) << "nothing was made";
+  // The user who may create makes it by its join.
+  auto b = as("b-svc");
+  auto made = join(*b, g);
+  ASSERT_TRUE(made.has_value());
+  EXPECT_EQ(made->error, ErrorCode::NONE) << k::errorName(made->error);
+  EXPECT_EQ(zk_->getSync(l.groupPath(g)).error, zk::Error::Ok);
 }
 
 TEST_F(KafkaSaslTest, TeamAsUserGetsGroupAuthorizationFailedOnTeamBsGroup) {

@@ -24,6 +24,7 @@
 'use strict';
 
 const { Kafka, AssignerProtocol, logLevel } = require('kafkajs');
+const { emit, errorText, errorCode } = require('./common');
 
 function parseArgs(argv) {
   const a = { bootstrap: '', clientId: 'kafkajs-admin', requestTimeoutMs: 30000, retries: 1, op: '', groups: [] };
@@ -45,22 +46,6 @@ function parseArgs(argv) {
     throw new Error('usage: admin.js --bootstrap H:P [options] list | describe GROUP... | delete GROUP...');
   }
   return a;
-}
-
-function emit(fields) {
-  process.stdout.write(JSON.stringify(fields) + '\n');
-}
-
-function errorText(e) {
-  return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`;
-}
-
-// The Kafka error code and type of an error, looked for through KafkaJS's wrappers.
-function errorCode(e) {
-  for (let x = e, depth = 0; x && depth < 8; x = x.originalError || x.cause, depth++) {
-    if (typeof x.code === 'number') return { code: x.code, type: x.type || null };
-  }
-  return { code: null, type: null };
 }
 
 // A member's metadata or assignment bytes, decoded; what does not decode is kept as hex.

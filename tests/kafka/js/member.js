@@ -28,6 +28,7 @@
 const fs = require('fs');
 const readline = require('readline');
 const { Kafka, logLevel } = require('kafkajs');
+const { emit, errorText, errorCode } = require('./common');
 
 function parseArgs(argv) {
   const a = {
@@ -51,23 +52,6 @@ function parseArgs(argv) {
   }
   if (!a.bootstrap || !a.group || !a.topic) throw new Error('--bootstrap, --group and --topic are required');
   return a;
-}
-
-function emit(fields) {
-  process.stdout.write(JSON.stringify(fields) + '\n');
-}
-
-function errorText(e) {
-  return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`;
-}
-
-// The Kafka error code and type of an error, looked for through KafkaJS's wrappers
-// (a retry error keeps what it gave up on in originalError).
-function errorCode(e) {
-  for (let x = e, depth = 0; x && depth < 8; x = x.originalError || x.cause, depth++) {
-    if (typeof x.code === 'number') return { code: x.code, type: x.type || null };
-  }
-  return { code: null, type: null };
 }
 
 async function readCommitted(kafka, a) {
