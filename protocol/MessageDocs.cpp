@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "protocol/Messages.h"
+#include "protocol/kafka/Messages.h"
 
 namespace groupcoord::protocol::docs {
 
@@ -150,7 +151,139 @@ std::string structuresTable(const std::vector<StructDoc>& all) {
   return out.str();
 }
 
+// ---- The Kafka port's messages (protocol/kafka/Messages.h) ---------------------
+
+// For people, as Kafka's message definitions name the types; nullability
+// is shown here since Kafka's fields, unlike groupcoord's, may be null.
+template <typename T>
+std::string kafkaType(const schema::Field& f) {
+  if constexpr (schema::IsOptional<T>::value) {
+    const std::string from = f.nullableSince > 0 ? " (" + versionsText(f.nullableSince, -1) + ")" : "";
+    return "nullable" + from + " " + kafkaType<typename schema::IsOptional<T>::Value>(f);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return f.bytes ? "bytes" : "string";
+  } else if constexpr (schema::IsVector<T>::value) {
+    return "[" + kafkaType<typename schema::IsVector<T>::Element>(schema::Field{}) + "]";
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return "bool";
+  } else if constexpr (std::is_same_v<T, Uuid>) {
+    return "uuid";
+  } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
+    return "int" + std::to_string(8 * sizeof(T));
+  } else {
+    return std::string(T::kName);
+  }
+}
+
+// One row per field of a Kafka structure.
+struct KafkaRows {
+  std::ostringstream& out;
+  int count = 0;
+  template <typename V, typename... Options>
+  void operator()(const V&, const char* wire, const char* python, Options... options) {
+    const schema::Field f = schema::field(wire, python, options...);
+    out << "| " << f.wire << " | " << kafkaType<V>(f) << " | "
+        << versionsText(f.since, f.until == schema::kEveryVersion ? -1 : f.until) << " |" << cell(f.note) << " |\n";
+    ++count;
+  }
+};
+
+// A Kafka structure's table, and the structures it nests, each once, in the
+// order they first appear.
+struct KafkaTables {
+  std::ostringstream& out;
+  std::vector<std::string> done;
+
+  template <typename T>
+  void nested() {
+    if constexpr (schema::IsOptional<T>::value) {
+      nested<typename schema::IsOptional<T>::Value>();
+    } else if constexpr (schema::IsVector<T>::value) {
+      nested<typename schema::IsVector<T>::Element>();
+    } else if constexpr (schema::Described<T>) {
+      table<T>(std::string(T::kName));
+    }
+  }
+
+  template <typename T>
+  void table(const std::string& heading) {
+    if (std::find(done.begin(), done.end(), heading) != done.end()) return;
+    done.push_back(heading);
+    std::ostringstream rowsOut;
+    KafkaRows rows{rowsOut};
+    T sample{};
+    T::fields(rows, sample);
+    out << '\n' << "| " << heading << " | type | versions | |\n|---|---|---|---|\n";
+    if (rows.count == 0) out << "| (no field) | | | |\n";
+    out << rowsOut.str();
+    T::fields(*this, sample);
+  }
+
+  // Visits each field for the structures it nests.
+  template <typename V, typename... Options>
+  void operator()(const V&, const char*, const char*, Options...) {
+    nested<V>();
+  }
+};
+
+template <typename Q, typename A>
+std::string kafkaBlock(bool served) {
+  std::ostringstream out;
+  const int16_t flexible = kafka::firstFlexibleVersion<Q>();
+  out << "ApiKey " << static_cast<int>(Q::kApiKey) << ", versions coded "
+      << versionsText(Q::kMinVersion, Q::kMaxVersion) << "; ";
+  if (flexible <= Q::kMaxVersion) {
+    out << "flexible from version " << flexible << " (request header 2, response header 1)";
+  } else {
+    out << "none flexible (request header 1, response header 0)";
+  }
+  out << (served ? "; served.\n" : "; coded, not served: not in ApiVersions.\n");
+  KafkaTables tables{out, {}};
+  tables.table<Q>("request");
+  tables.table<A>("response");
+  return out.str();
+}
+
+// The block of the Kafka API named `api` ("Heartbeat"), or "".
+std::string kafkaApiBlock(std::string_view api) {
+  std::string found;
+  auto scan = [&]<typename Q, typename A>(bool served) {
+    if (found.empty() && Q::kName == std::string(api) + "Request") found = kafkaBlock<Q, A>(served);
+  };
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (scan.template operator()<std::variant_alternative_t<I, kafka::Request>,
+                              std::variant_alternative_t<I, kafka::Response>>(true),
+     ...);
+  }(std::make_index_sequence<std::variant_size_v<kafka::Request>>{});
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (scan.template operator()<std::variant_alternative_t<I, kafka::UnservedRequest>,
+                              std::variant_alternative_t<I, kafka::UnservedResponse>>(false),
+     ...);
+  }(std::make_index_sequence<std::variant_size_v<kafka::UnservedRequest>>{});
+  return found;
+}
+
+// Every Kafka API coded, served or not, by ApiKey.
+std::vector<std::pair<int, std::string>> kafkaApis() {
+  std::vector<std::pair<int, std::string>> out;
+  auto add = [&](int key, std::string_view requestName) {
+    out.emplace_back(key, std::string(requestName.substr(0, requestName.size() - std::string_view("Request").size())));
+  };
+  auto addAll = [&]<typename Requests, size_t... I>(std::index_sequence<I...>) {
+    (add(static_cast<int>(std::variant_alternative_t<I, Requests>::kApiKey),
+         std::variant_alternative_t<I, Requests>::kName),
+     ...);
+  };
+  addAll.template operator()<kafka::Request>(std::make_index_sequence<std::variant_size_v<kafka::Request>>{});
+  addAll.template operator()<kafka::UnservedRequest>(
+      std::make_index_sequence<std::variant_size_v<kafka::UnservedRequest>>{});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+std::string kafkaBlockName(std::string_view api) { return std::string(kKafkaBlockPrefix) + std::string(api); }
 
 std::vector<StructDoc> describeAll() {
   std::vector<StructDoc> all;
@@ -200,6 +333,7 @@ std::string pythonLayouts() {
 }
 
 std::string fieldsBlock(std::string_view name) {
+  if (name.starts_with(kKafkaBlockPrefix)) return kafkaApiBlock(name.substr(kKafkaBlockPrefix.size()));
   const auto all = describeAll();
   std::ostringstream out;
   if (name == kStructuresBlock) return structuresTable(all);
@@ -219,7 +353,8 @@ std::string fieldsBlock(std::string_view name) {
 }
 
 std::string beginMarker(std::string_view name) {
-  return "<!-- fields of " + std::string(name) + ": printed from protocol/Messages.h by scripts/dev.sh generate -->";
+  const char* from = name.starts_with(kKafkaBlockPrefix) ? "protocol/kafka/Messages.h" : "protocol/Messages.h";
+  return "<!-- fields of " + std::string(name) + ": printed from " + from + " by scripts/dev.sh generate -->";
 }
 
 std::string endMarker(std::string_view name) { return "<!-- end of the fields of " + std::string(name) + " -->"; }
@@ -227,6 +362,7 @@ std::string endMarker(std::string_view name) { return "<!-- end of the fields of
 std::vector<std::string> requiredBlocks() {
   std::vector<std::string> names{std::string(kStructuresBlock)};
   for (int k = 0; k < kApiCount; ++k) names.emplace_back(apiName(static_cast<ApiKey>(k)));
+  for (const auto& [key, api] : kafkaApis()) names.push_back(kafkaBlockName(api));
   return names;
 }
 

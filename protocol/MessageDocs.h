@@ -45,9 +45,13 @@ std::string pythonLayouts();
 
 // The markdown block that stands between the markers of `name` in
 // docs/protocol.md: an API's request and response tables ("Heartbeat"), a
-// structure's table ("MemberState"), or kStructuresBlock.
+// structure's table ("MemberState"), kStructuresBlock, or a Kafka API's
+// request, response and nested structures (kafkaBlockName("Heartbeat"),
+// from protocol/kafka/Messages.h, served or coded only).
 std::string fieldsBlock(std::string_view name);
 inline constexpr std::string_view kStructuresBlock = "shared structures";
+inline constexpr std::string_view kKafkaBlockPrefix = "Kafka ";
+std::string kafkaBlockName(std::string_view api);
 
 // docs/protocol.md with every marked block replaced by what it must hold.
 // Sets *error (and returns "") when a required block is missing, a block's
@@ -58,9 +62,9 @@ std::string withFieldBlocks(const std::string& protocolMd, std::string* error);
 std::string beginMarker(std::string_view name);
 std::string endMarker(std::string_view name);
 
-// The blocks docs/protocol.md must have: every API, and kStructuresBlock
-// (which lists every structure's fields). A structure may have a block of
-// its own as well.
+// The blocks docs/protocol.md must have: every API, kStructuresBlock
+// (which lists every structure's fields), and every Kafka API. A structure
+// may have a block of its own as well.
 std::vector<std::string> requiredBlocks();
 
 }  // namespace groupcoord::protocol::docs

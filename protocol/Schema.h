@@ -35,6 +35,13 @@
 
 namespace groupcoord::protocol {
 
+// A 16-byte UUID as Kafka's flexible messages carry it (a topic id): the
+// bytes in wire order, most significant first.
+struct Uuid {
+  std::array<uint8_t, 16> bytes{};
+  bool operator==(const Uuid&) const = default;
+};
+
 namespace schema {
 
 inline constexpr int16_t kEveryVersion = std::numeric_limits<int16_t>::max();
@@ -122,45 +129,58 @@ struct ClosedEnum : std::false_type {};
 // multiplies an array's count by before it trusts the count
 // (docs/protocol.md, §8).
 template <typename T>
-size_t smallestValue(bool asBytes, int16_t version, int16_t newest);
+size_t smallestValue(bool asBytes, int16_t version, int16_t newest, bool flexible = false);
 
 // Sums the smallest encodings of the fields a version carries.
 struct SmallestSum {
   size_t total = 0;
   int16_t version = 0;
   int16_t newest = 0;
+  bool flexible = false;
   template <typename V, typename... Options>
   void operator()(const V&, const char* wire, const char* python, Options... options) {
     const Field f = field(wire, python, options...);
-    if (f.carriedAt(version, newest)) total += smallestValue<V>(f.bytes, version, newest);
+    if (f.carriedAt(version, newest)) total += smallestValue<V>(f.bytes, version, newest, flexible);
   }
 };
 
 template <typename T>
-size_t smallestOf(int16_t version, int16_t newest) {
-  SmallestSum sum{0, version, newest};
+size_t smallestOf(int16_t version, int16_t newest, bool flexible = false) {
+  SmallestSum sum{0, version, newest, flexible};
   T sample{};
   T::fields(sum, sample);
   return sum.total;
 }
 
+// `flexible`: a flexible version of a Kafka message (docs/protocol.md, "The
+// Kafka port"), where lengths and counts are unsigned varints (one byte at
+// the least) and every structure ends with its tagged fields (a count, one
+// byte at the least).
 template <typename T>
-size_t smallestValue(bool asBytes, int16_t version, int16_t newest) {
+size_t smallestValue(bool asBytes, int16_t version, int16_t newest, bool flexible) {
   if constexpr (std::is_same_v<T, std::string>) {
-    return asBytes ? 4 : 2;
+    return flexible ? 1 : asBytes ? 4 : 2;
   } else if constexpr (IsOptional<T>::value) {
-    // Null is a length or count of -1: as small as the value's own prefix.
-    return smallestValue<typename IsOptional<T>::Value>(asBytes, version, newest);
+    if constexpr (Described<typename IsOptional<T>::Value>) {
+      return 1;  // a nullable structure: its presence byte, -1 for null
+    } else {
+      // Null is a length or count of -1 (flexible: 0): as small as the
+      // value's own prefix.
+      return smallestValue<typename IsOptional<T>::Value>(asBytes, version, newest, flexible);
+    }
   } else if constexpr (IsVector<T>::value) {
-    return 4;
+    return flexible ? 1 : 4;
+  } else if constexpr (std::is_same_v<T, Uuid>) {
+    return 16;
   } else if constexpr (std::is_same_v<T, bool>) {
     return 1;
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
     return sizeof(T);
   } else {
     static_assert(Described<T>,
-                  "a field is a number, a bool, a string, a vector, an optional of those, or a described structure");
-    return smallestOf<T>(version, newest);
+                  "a field is a number, a bool, a string, a UUID, a vector, an optional of those, or a described "
+                  "structure");
+    return smallestOf<T>(version, newest, flexible) + (flexible ? 1 : 0);
   }
 }
 
@@ -171,15 +191,16 @@ size_t smallestValue(bool asBytes, int16_t version, int16_t newest) {
 inline constexpr int16_t kVersions = 8;
 
 template <typename T>
-size_t smallest(int16_t version) {
-  static const std::array<uint32_t, kVersions> table = [] {
-    std::array<uint32_t, kVersions> out{};
+size_t smallest(int16_t version, bool flexible = false) {
+  static const std::array<std::array<uint32_t, kVersions>, 2> table = [] {
+    std::array<std::array<uint32_t, kVersions>, 2> out{};
     for (int16_t v = 0; v < kVersions; ++v) {
-      out[static_cast<size_t>(v)] = static_cast<uint32_t>(smallestValue<T>(false, v, v));
+      out[0][static_cast<size_t>(v)] = static_cast<uint32_t>(smallestValue<T>(false, v, v, false));
+      out[1][static_cast<size_t>(v)] = static_cast<uint32_t>(smallestValue<T>(false, v, v, true));
     }
     return out;
   }();
-  return table[version >= 0 && version < kVersions ? static_cast<size_t>(version) : 0];
+  return table[flexible ? 1 : 0][version >= 0 && version < kVersions ? static_cast<size_t>(version) : 0];
 }
 
 }  // namespace schema

@@ -190,10 +190,118 @@ bool Reader::readNullableCount(std::optional<size_t>& count, size_t minElementBy
   return true;
 }
 
-bool Reader::refuseNull(const char* field, bool asArray) {
+bool Reader::refuseNull(const char* field, bool asArray, size_t lengthBytes) {
   if (failure_ != Failure::None) return false;
-  pos_ -= 4;  // both lengths are int32
+  pos_ -= lengthBytes;
   return fail(asArray ? Failure::NullArray : Failure::NullBytes, field, -1, 0);
+}
+
+bool Reader::readUnsignedVarint(uint32_t& v, const char* field) {
+  if (failure_ != Failure::None) return false;
+  const size_t start = pos_;
+  uint64_t value = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (remaining() == 0) {
+      pos_ = start;
+      return fail(Failure::Truncated, field, 0, static_cast<size_t>(i) + 1);
+    }
+    const uint8_t b = data_[pos_++];
+    value |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (value > 0xffffffffu) break;
+      v = static_cast<uint32_t>(value);
+      return true;
+    }
+  }
+  pos_ = start;
+  return fail(Failure::BadVarint, field, 0, 0);
+}
+
+bool Reader::readCompactText(std::optional<std::string_view>& v, size_t maxLength, const char* field) {
+  const size_t start = pos_;
+  uint32_t n = 0;
+  if (!readUnsignedVarint(n, field)) return false;
+  if (n == 0) {
+    v.reset();
+    return true;
+  }
+  const size_t len = n - 1;
+  if (len > maxLength) {
+    pos_ = start;
+    return fail(Failure::LengthTooLarge, field, static_cast<int64_t>(len), 0);
+  }
+  if (remaining() < len) return fail(Failure::LengthBeyondEnd, field, static_cast<int64_t>(len), len);
+  v.emplace(reinterpret_cast<const char*>(data_ + pos_), len);
+  pos_ += len;
+  return true;
+}
+
+bool Reader::readCompactStringView(std::string_view& v, const char* field) {
+  std::optional<std::string_view> text;
+  if (!readCompactText(text, kMaxStringBytes, field)) return false;
+  if (!text) {
+    pos_ -= 1;  // the offset of the length itself
+    return fail(Failure::NullNotAllowed, field, -1, 0);
+  }
+  v = *text;
+  return true;
+}
+
+bool Reader::readCompactNullableStringView(std::optional<std::string_view>& v, const char* field) {
+  return readCompactText(v, kMaxStringBytes, field);
+}
+
+bool Reader::readCompactNullableBytesView(std::optional<std::string_view>& v, const char* field) {
+  return readCompactText(v, static_cast<size_t>(INT32_MAX), field);
+}
+
+bool Reader::readCompactNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field) {
+  uint32_t n = 0;
+  if (!readUnsignedVarint(n, field)) return false;
+  if (n == 0) {
+    count.reset();
+    return true;
+  }
+  const uint64_t c = n - 1;
+  if (c * minElementBytes > remaining() || c > kMaxArrayCount) {
+    return fail(Failure::CountBeyondEnd, field, static_cast<int64_t>(c), minElementBytes);
+  }
+  count = static_cast<size_t>(c);
+  return true;
+}
+
+bool Reader::skipTaggedFields() {
+  constexpr const char* kField = "TaggedFields";
+  uint32_t count = 0;
+  if (!readUnsignedVarint(count, kField)) return false;
+  // Each takes two bytes at the least (its tag and its size).
+  if (uint64_t{count} * 2 > remaining()) return fail(Failure::CountBeyondEnd, kField, count, 2);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t tag = 0;
+    uint32_t size = 0;
+    if (!readUnsignedVarint(tag, kField) || !readUnsignedVarint(size, kField)) return false;
+    if (remaining() < size) return fail(Failure::LengthBeyondEnd, kField, size, size);
+    pos_ += size;
+  }
+  return true;
+}
+
+bool Reader::readUuid(std::array<uint8_t, 16>& v, const char* field) {
+  if (!need(16, field)) return false;
+  std::copy(data_ + pos_, data_ + pos_ + 16, v.begin());
+  pos_ += 16;
+  return true;
+}
+
+bool Reader::readPresence(bool& present, const char* field) {
+  int8_t b = 0;
+  if (!readInt8(b, field)) return false;
+  if (b != -1 && b != 1) {
+    pos_ -= 1;
+    return fail(Failure::BadPresence, field, b, 1);
+  }
+  present = b == 1;
+  return true;
 }
 
 bool Reader::expectEnd() {
@@ -233,6 +341,12 @@ std::string Reader::describeFailure() const {
       return name + ": value " + value + at + " is not one of the field's values";
     case Failure::TrailingBytes:
       return value + " bytes after the last field" + at;
+    case Failure::BadVarint:
+      return name + ": unsigned varint longer than 5 bytes or above 2^32-1" + at;
+    case Failure::LengthTooLarge:
+      return name + ": compact string length " + value + at + " above " + std::to_string(kMaxStringBytes);
+    case Failure::BadPresence:
+      return name + ": presence byte " + value + at + ", must be -1 (null) or 1";
   }
   return "unknown failure";
 }
@@ -268,6 +382,40 @@ void Writer::writeNullableString(const std::optional<std::string>& v) {
 size_t Writer::writeCount(size_t count) {
   const size_t n = std::min(count, kMaxArrayCount);
   writeInt32(static_cast<int32_t>(n));
+  return n;
+}
+
+void Writer::writeUnsignedVarint(uint32_t v) {
+  while (v >= 0x80) {
+    out_.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out_.push_back(static_cast<uint8_t>(v));
+}
+
+void Writer::writeCompactString(std::string_view v) {
+  const size_t n = std::min(v.size(), kMaxStringBytes);
+  writeUnsignedVarint(static_cast<uint32_t>(n + 1));
+  out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data()) + n);
+}
+
+void Writer::writeCompactNullableString(const std::optional<std::string>& v) {
+  if (!v) {
+    writeCompactNull();
+    return;
+  }
+  writeCompactString(*v);
+}
+
+void Writer::writeCompactBytes(std::string_view v) {
+  const size_t n = std::min(v.size(), static_cast<size_t>(INT32_MAX));
+  writeUnsignedVarint(static_cast<uint32_t>(n + 1));
+  out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data()) + n);
+}
+
+size_t Writer::writeCompactCount(size_t count) {
+  const size_t n = std::min(count, kMaxArrayCount);
+  writeUnsignedVarint(static_cast<uint32_t>(n + 1));
   return n;
 }
 

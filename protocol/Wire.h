@@ -10,6 +10,7 @@
 // read a whole message and look once at the end. A failure never throws and
 // never allocates; describeFailure() builds the log text only when asked.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,9 @@ class Reader {
     BadBool,           // a bool byte other than 0 or 1
     BadEnum,           // an int8 enum byte above its largest value
     TrailingBytes,     // bytes left after the last field
+    BadVarint,         // an unsigned varint longer than 5 bytes or above 2^32-1
+    LengthTooLarge,    // a compact string length above kMaxStringBytes
+    BadPresence,       // a nullable structure's presence byte other than -1 or 1
   };
 
   explicit Reader(std::span<const uint8_t> bytes) : data_(bytes.data()), size_(bytes.size()) {}
@@ -80,10 +84,34 @@ class Reader {
   // readCount.
   bool readNullableBytes(std::optional<std::string>& v, const char* field);
   bool readNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field);
-  // Records that the -1 just read by readNullableBytes (asArray false) or
-  // readNullableCount (asArray true) is not allowed for `field`, at the
-  // offset of the length itself. Returns false.
-  bool refuseNull(const char* field, bool asArray);
+  // Records that the null just read by readNullableBytes (asArray false) or
+  // readNullableCount (asArray true), or their compact forms, is not allowed
+  // for `field`, at the offset of the length itself (lengthBytes before the
+  // position: 4, or 1 for a compact length). Returns false.
+  bool refuseNull(const char* field, bool asArray, size_t lengthBytes = 4);
+
+  // Kafka's flexible versions (docs/protocol.md, "The Kafka port"). An
+  // unsigned varint: 7 bits a byte, least significant first, at most 5
+  // bytes and at most 2^32-1.
+  bool readUnsignedVarint(uint32_t& v, const char* field);
+  // Compact forms: an unsigned varint of length + 1 (count + 1), 0 meaning
+  // null. A compact string is at most kMaxStringBytes long, as Kafka's own
+  // decoder requires; null where it is not nullable is malformed.
+  bool readCompactStringView(std::string_view& v, const char* field);
+  bool readCompactNullableStringView(std::optional<std::string_view>& v, const char* field);
+  bool readCompactNullableBytesView(std::optional<std::string_view>& v, const char* field);
+  // As readNullableCount: fails unless count * minElementBytes fits in what
+  // remains.
+  bool readCompactNullableCount(std::optional<size_t>& count, size_t minElementBytes, const char* field);
+  // A structure's tagged fields: a count, then each a tag, a size and that
+  // many bytes. None is known here, so all are skipped; each size is
+  // checked against what remains.
+  bool skipTaggedFields();
+  // 16 bytes.
+  bool readUuid(std::array<uint8_t, 16>& v, const char* field);
+  // A nullable structure's int8 presence byte: -1 null (present false), 1
+  // present; anything else is malformed.
+  bool readPresence(bool& present, const char* field);
   // Fails with TrailingBytes unless every byte was read.
   bool expectEnd();
 
@@ -95,6 +123,7 @@ class Reader {
   // A nullable string (Length int16) or nullable bytes (int32): -1 gives nullopt.
   template <typename Length>
   bool readNullableText(std::optional<std::string_view>& v, const char* field);
+  bool readCompactText(std::optional<std::string_view>& v, size_t maxLength, const char* field);
   bool fail(Failure f, const char* field, int64_t value, size_t need);
   bool need(size_t n, const char* field);
   uint64_t takeBigEndian(size_t n);
@@ -142,6 +171,17 @@ class Writer {
   void writeBytes(std::string_view v);
   // Writes min(count, kMaxArrayCount) and returns it: write that many elements.
   size_t writeCount(size_t count);
+
+  // Kafka's flexible versions: the compact forms Reader reads (a string is
+  // cut at kMaxStringBytes as writeString does).
+  void writeUnsignedVarint(uint32_t v);
+  void writeCompactString(std::string_view v);
+  void writeCompactNullableString(const std::optional<std::string>& v);
+  void writeCompactBytes(std::string_view v);
+  void writeCompactNull() { out_.push_back(0); }  // a null compact string, bytes or array
+  size_t writeCompactCount(size_t count);
+  void writeNoTaggedFields() { out_.push_back(0); }
+  void writeUuid(const std::array<uint8_t, 16>& v) { out_.insert(out_.end(), v.begin(), v.end()); }
 
   // A frame: beginFrame() reserves the int32 Size, endFrame() fills it in
   // with the number of bytes written since.

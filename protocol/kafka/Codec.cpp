@@ -21,15 +21,20 @@ using FieldReader = fieldcodec::FieldReader<fieldcodec::Nulls::Refused>;
 using FieldWriter = fieldcodec::FieldWriter<fieldcodec::Nulls::Refused>;
 
 template <typename T>
+bool flexibleAt(int16_t version) {
+  return version >= firstFlexibleVersion<T>();
+}
+
+template <typename T>
 void readBody(Reader& r, T& m, int16_t version) {
-  FieldReader reader{r, version, T::kMaxVersion};
-  T::fields(reader, m);
+  FieldReader reader{r, version, T::kMaxVersion, flexibleAt<T>(version)};
+  reader.readStruct(m);
 }
 
 template <typename T>
 void writeBody(Writer& w, const T& m, int16_t version) {
-  FieldWriter writer{w, version, T::kMaxVersion};
-  T::fields(writer, m);
+  FieldWriter writer{w, version, T::kMaxVersion, flexibleAt<T>(version)};
+  writer.writeStruct(m);
 }
 
 // Calls f(std::integral_constant<size_t, I>) for the alternative of Variant
@@ -62,15 +67,130 @@ bool decodeByKey(Reader& r, Variant& v, int16_t key, int16_t version) {
 struct Range {
   int16_t min = 0;
   int16_t max = -1;
+  int16_t flexibleSince = kNeverFlexible;
+  bool contains(int16_t version) const { return version >= min && version <= max; }
+  bool flexible(int16_t version) const { return version >= flexibleSince; }
 };
 
-Range rangeOf(int16_t key) {
+template <typename Variant>
+Range rangeIn(int16_t key) {
   Range range;
-  withAlternative<Request>(key, [&](auto index) {
-    using T = std::variant_alternative_t<decltype(index)::value, Request>;
-    range = {T::kMinVersion, T::kMaxVersion};
+  withAlternative<Variant>(key, [&](auto index) {
+    using T = std::variant_alternative_t<decltype(index)::value, Variant>;
+    range = {T::kMinVersion, T::kMaxVersion, firstFlexibleVersion<T>()};
   });
   return range;
+}
+
+Range rangeOf(int16_t key) {
+  const Range served = rangeIn<Request>(key);
+  return served.max >= 0 ? served : rangeIn<UnservedRequest>(key);
+}
+
+template <typename Requests>
+BasicDecodedRequest<Requests> decodeRequestIn(std::span<const uint8_t> body) {
+  BasicDecodedRequest<Requests> out;
+  Reader r(body);
+  RequestHeader& h = out.header;
+  r.readInt16(h.apiKey, "ApiKey");
+  r.readInt16(h.apiVersion, "ApiVersion");
+  if (!r.readInt32(h.correlationId, "CorrelationId")) {
+    out.detail = "request body of " + std::to_string(body.size()) + " bytes, shorter than a request header";
+    return out;
+  }
+  // Read before the key is judged, so every answer can log who sent it.
+  const bool clientIdRead = r.readNullableString(h.clientId, "ClientId");
+  const Range range = rangeIn<Requests>(h.apiKey);
+  if (range.max < 0) {
+    out.status = DecodeStatus::UnknownApi;
+    out.detail = "ApiKey " + std::to_string(h.apiKey) + " is not served";
+    return out;
+  }
+  if (!range.contains(h.apiVersion)) {
+    out.status = DecodeStatus::UnsupportedVersion;
+    out.detail = std::string(apiName(h.apiKey)) + " version " + std::to_string(h.apiVersion) +
+                 " is not served (versions " + std::to_string(range.min) + " to " + std::to_string(range.max) + ")";
+    return out;
+  }
+  // Request header version 2: its tagged fields follow the ClientId.
+  if (!clientIdRead || (range.flexible(h.apiVersion) && !r.skipTaggedFields())) {
+    out.detail = r.describeFailure();
+    return out;
+  }
+  if (!decodeByKey(r, out.request, h.apiKey, h.apiVersion)) {
+    out.detail = std::string(apiName(h.apiKey)) + " request version " + std::to_string(h.apiVersion) + ": " +
+                 r.describeFailure();
+    return out;
+  }
+  out.status = DecodeStatus::Ok;
+  return out;
+}
+
+template <typename Requests>
+void encodeRequestOf(const RequestHeader& header, const Requests& request, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        w.writeInt16(static_cast<int16_t>(T::kApiKey));
+        w.writeInt16(header.apiVersion);
+        w.writeInt32(header.correlationId);
+        w.writeNullableString(header.clientId);
+        if (flexibleAt<T>(header.apiVersion)) w.writeNoTaggedFields();
+        writeBody(w, m, header.apiVersion);
+      },
+      request);
+  w.endFrame(frame);
+}
+
+// Response header version 1 for a flexible version, but never for
+// ApiVersions: a client reads its answer before it knows what the broker
+// speaks.
+bool flexibleResponseHeader(int16_t key, int16_t version) {
+  return key != static_cast<int16_t>(ApiKey::ApiVersions) && rangeOf(key).flexible(version);
+}
+
+template <typename Responses>
+void encodeResponseOf(int32_t correlationId, int16_t version, const Responses& response, std::vector<uint8_t>& out) {
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  w.writeInt32(correlationId);
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if (flexibleResponseHeader(static_cast<int16_t>(T::kApiKey), version)) w.writeNoTaggedFields();
+        writeBody(w, m, version);
+      },
+      response);
+  w.endFrame(frame);
+}
+
+template <typename Responses>
+BasicDecodedResponse<Responses> decodeResponseIn(ApiKey api, int16_t version, std::span<const uint8_t> body) {
+  BasicDecodedResponse<Responses> out;
+  Reader r(body);
+  if (!r.readInt32(out.correlationId, "CorrelationId")) {
+    out.detail = r.describeFailure();
+    return out;
+  }
+  const auto key = static_cast<int16_t>(api);
+  const Range range = rangeIn<Responses>(key);
+  if (!range.contains(version)) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + " is not served";
+    return out;
+  }
+  if (flexibleResponseHeader(key, version) && !r.skipTaggedFields()) {
+    out.detail = std::string(apiName(key)) + " response header: " + r.describeFailure();
+    return out;
+  }
+  if (!decodeByKey(r, out.response, key, version)) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + ": " +
+                 r.describeFailure();
+    return out;
+  }
+  out.ok = true;
+  return out;
 }
 
 }  // namespace
@@ -96,58 +216,32 @@ bool isServedApi(int16_t key) {
 int16_t minVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).min; }
 int16_t maxVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).max; }
 
+int16_t requestHeaderVersion(ApiKey api, int16_t version) {
+  const Range range = rangeOf(static_cast<int16_t>(api));
+  if (!range.contains(version)) return -1;
+  return range.flexible(version) ? 2 : 1;
+}
+
+int16_t responseHeaderVersion(ApiKey api, int16_t version) {
+  const auto key = static_cast<int16_t>(api);
+  if (!rangeOf(key).contains(version)) return -1;
+  return flexibleResponseHeader(key, version) ? 1 : 0;
+}
+
 // ---- Requests ------------------------------------------------------------------
 
-DecodedRequest decodeRequest(std::span<const uint8_t> body) {
-  DecodedRequest out;
-  Reader r(body);
-  RequestHeader& h = out.header;
-  r.readInt16(h.apiKey, "ApiKey");
-  r.readInt16(h.apiVersion, "ApiVersion");
-  if (!r.readInt32(h.correlationId, "CorrelationId")) {
-    out.detail = "request body of " + std::to_string(body.size()) + " bytes, shorter than a request header";
-    return out;
-  }
-  // Read before the key is judged, so every answer can log who sent it.
-  const bool clientIdRead = r.readNullableString(h.clientId, "ClientId");
-  if (!isServedApi(h.apiKey)) {
-    out.status = DecodeStatus::UnknownApi;
-    out.detail = "ApiKey " + std::to_string(h.apiKey) + " is not served";
-    return out;
-  }
-  const Range range = rangeOf(h.apiKey);
-  if (h.apiVersion < range.min || h.apiVersion > range.max) {
-    out.status = DecodeStatus::UnsupportedVersion;
-    out.detail = std::string(apiName(h.apiKey)) + " version " + std::to_string(h.apiVersion) +
-                 " is not served (versions " + std::to_string(range.min) + " to " + std::to_string(range.max) + ")";
-    return out;
-  }
-  if (!clientIdRead) {
-    out.detail = r.describeFailure();
-    return out;
-  }
-  if (!decodeByKey(r, out.request, h.apiKey, h.apiVersion)) {
-    out.detail = std::string(apiName(h.apiKey)) + " request version " + std::to_string(h.apiVersion) + ": " +
-                 r.describeFailure();
-    return out;
-  }
-  out.status = DecodeStatus::Ok;
-  return out;
+DecodedRequest decodeRequest(std::span<const uint8_t> body) { return decodeRequestIn<Request>(body); }
+
+DecodedUnservedRequest decodeUnservedRequest(std::span<const uint8_t> body) {
+  return decodeRequestIn<UnservedRequest>(body);
 }
 
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
-  Writer w(out);
-  const size_t frame = w.beginFrame();
-  std::visit(
-      [&](const auto& m) {
-        w.writeInt16(static_cast<int16_t>(std::decay_t<decltype(m)>::kApiKey));
-        w.writeInt16(header.apiVersion);
-        w.writeInt32(header.correlationId);
-        w.writeNullableString(header.clientId);
-        writeBody(w, m, header.apiVersion);
-      },
-      request);
-  w.endFrame(frame);
+  encodeRequestOf(header, request, out);
+}
+
+void encodeRequest(const RequestHeader& header, const UnservedRequest& request, std::vector<uint8_t>& out) {
+  encodeRequestOf(header, request, out);
 }
 
 bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out) {
@@ -187,33 +281,20 @@ void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode e
 // ---- Responses -----------------------------------------------------------------
 
 void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out) {
-  Writer w(out);
-  const size_t frame = w.beginFrame();
-  w.writeInt32(correlationId);
-  std::visit([&](const auto& m) { writeBody(w, m, version); }, response);
-  w.endFrame(frame);
+  encodeResponseOf(correlationId, version, response, out);
+}
+
+void encodeResponse(int32_t correlationId, int16_t version, const UnservedResponse& response,
+                    std::vector<uint8_t>& out) {
+  encodeResponseOf(correlationId, version, response, out);
 }
 
 DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body) {
-  DecodedResponse out;
-  Reader r(body);
-  if (!r.readInt32(out.correlationId, "CorrelationId")) {
-    out.detail = r.describeFailure();
-    return out;
-  }
-  const auto key = static_cast<int16_t>(api);
-  const Range range = rangeOf(key);
-  if (version < range.min || version > range.max) {
-    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + " is not served";
-    return out;
-  }
-  if (!decodeByKey(r, out.response, key, version)) {
-    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + ": " +
-                 r.describeFailure();
-    return out;
-  }
-  out.ok = true;
-  return out;
+  return decodeResponseIn<Response>(api, version, body);
+}
+
+DecodedUnservedResponse decodeUnservedResponse(ApiKey api, int16_t version, std::span<const uint8_t> body) {
+  return decodeResponseIn<UnservedResponse>(api, version, body);
 }
 
 ApiVersionsResponse apiVersionsResponse(ErrorCode error) {

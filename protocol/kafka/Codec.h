@@ -9,11 +9,15 @@
 // client ids are arbitrary strings, judged (if at all) by the server.
 //
 // A frame is an int32 big-endian Size, then the header, then the body.
-// Request header (version 1, every served request): ApiKey int16,
+// Request header version 1 (every served request): ApiKey int16,
 // ApiVersion int16, CorrelationId int32, ClientId nullable string.
-// Response header (version 0, every served response): CorrelationId int32.
-// Framing itself is groupcoord's (protocol/Codec.h, peekFrame, with
-// kMinRequestBody below).
+// Response header version 0 (every served response): CorrelationId int32.
+// A flexible version of an API (from its message's kFlexibleSince on) has
+// request header version 2 (version 1 and tagged fields; ClientId keeps its
+// int16 length) and response header version 1 (CorrelationId and tagged
+// fields), except ApiVersions, whose response header is always version 0
+// (docs/protocol.md, "The Kafka port"). Framing itself is groupcoord's
+// (protocol/Codec.h, peekFrame, with kMinRequestBody below).
 
 #include <cstddef>
 #include <cstdint>
@@ -46,41 +50,61 @@ enum class DecodeStatus {
 };
 std::string_view decodeStatusName(DecodeStatus s);
 
-struct DecodedRequest {
+template <typename Requests>
+struct BasicDecodedRequest {
   DecodeStatus status = DecodeStatus::Malformed;
   // Key, version and correlation id are filled whenever the body has their
   // 8 bytes; clientId whenever it was read, whatever the status.
   RequestHeader header;
-  Request request;  // valid only when status == Ok
+  Requests request;  // valid only when status == Ok
   std::string detail;
 };
+using DecodedRequest = BasicDecodedRequest<Request>;
+using DecodedUnservedRequest = BasicDecodedRequest<UnservedRequest>;
 
 // body: the frame without its 4-byte Size. The header's ClientId is read
-// for every served ApiKey (header version 1; a flexible ApiVersions request,
-// header version 2, starts the same way), then the body for served versions
-// only, strictly: no bytes may follow the last field.
+// for every ApiKey (header version 1; a flexible request, header version 2,
+// starts the same way), then, for served versions only, the header's tagged
+// fields where the version is flexible, then the body, strictly: no bytes
+// may follow the last field.
 DecodedRequest decodeRequest(std::span<const uint8_t> body);
+// The same for the APIs coded but not served (UnservedRequest): every other
+// ApiKey is UnknownApi here.
+DecodedUnservedRequest decodeUnservedRequest(std::span<const uint8_t> body);
 
-// The whole frame (Size, header version 1, body) of `request` at
-// header.apiVersion; the ApiKey written is the request's own. For tests and
-// tools: a server only decodes requests.
+// The whole frame (Size, header version 1 or, flexible, 2, body) of
+// `request` at header.apiVersion; the ApiKey written is the request's own.
+// For tests and tools: a server only decodes requests.
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out);
+void encodeRequest(const RequestHeader& header, const UnservedRequest& request, std::vector<uint8_t>& out);
 
-// Appends the whole frame (Size, response header version 0, body) of
-// `response` at `version`, which the caller takes from the request it
-// answers (within the API's kMinVersion..kMaxVersion).
+// Appends the whole frame (Size, response header version 0 or, flexible,
+// 1, body) of `response` at `version`, which the caller takes from the
+// request it answers (within the API's kMinVersion..kMaxVersion).
 void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out);
+void encodeResponse(int32_t correlationId, int16_t version, const UnservedResponse& response,
+                    std::vector<uint8_t>& out);
 
-struct DecodedResponse {
+template <typename Responses>
+struct BasicDecodedResponse {
   bool ok = false;
   int32_t correlationId = 0;
-  Response response;
+  Responses response;
   std::string detail;
 };
+using DecodedResponse = BasicDecodedResponse<Response>;
+using DecodedUnservedResponse = BasicDecodedResponse<UnservedResponse>;
 
 // body: a response frame without its Size, of `api` at `version` (what the
 // request was). For tests and tools.
 DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body);
+DecodedUnservedResponse decodeUnservedResponse(ApiKey api, int16_t version, std::span<const uint8_t> body);
+
+// The header versions of `api` at `version`, served or not: request 1 or 2,
+// response 0 or 1 (ApiVersions: always 0). -1 for an API not coded or a
+// version outside its range.
+int16_t requestHeaderVersion(ApiKey api, int16_t version);
+int16_t responseHeaderVersion(ApiKey api, int16_t version);
 
 // A Heartbeat request read in place (the views point into the body it was
 // read from): what the Kafka port answers on its I/O thread.
@@ -103,7 +127,8 @@ bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out);
 // (a served one): the bytes encodeResponse writes for it.
 void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode error, std::vector<uint8_t>& out);
 
-// Whether `key` is served, and its version range.
+// Whether `key` is served, and its version range (served or not; an API
+// not coded has 0 and -1).
 bool isServedApi(int16_t key);
 int16_t minVersion(ApiKey api);
 int16_t maxVersion(ApiKey api);

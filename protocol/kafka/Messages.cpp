@@ -36,6 +36,10 @@ std::string_view apiName(int16_t key) {
       return "SaslAuthenticate";
     case ApiKey::DeleteGroups:
       return "DeleteGroups";
+    case ApiKey::ConsumerGroupHeartbeat:
+      return "ConsumerGroupHeartbeat";
+    case ApiKey::ConsumerGroupDescribe:
+      return "ConsumerGroupDescribe";
   }
   return "Unknown";
 }

@@ -1,9 +1,10 @@
 #pragma once
 
-// One sample request per served Kafka API (protocol/kafka/Messages.h), with
-// a field set in every version that carries one: the codec tests' malformed
-// input starts from them and the Kafka fuzzer's seeds are them, encoded at
-// every served version (protocol/fuzz/MakeKafkaSeeds.cpp).
+// One sample request per served Kafka API (protocol/kafka/Messages.h), and
+// per API coded but not served, with a field set in every version that
+// carries one: the codec tests' malformed input starts from them and the
+// Kafka fuzzer's seeds are them, encoded at every version
+// (protocol/fuzz/MakeKafkaSeeds.cpp).
 
 #include <cstdint>
 #include <string>
@@ -42,8 +43,31 @@ inline std::vector<Request> requestSamples() {
   };
 }
 
-// A request's served versions.
-inline std::pair<int16_t, int16_t> versionRange(const Request& q) {
+// One sample request per API coded but not served (UnservedRequest), every
+// field set, for the flexible vectors, the malformed input and the seeds.
+inline Uuid sampleTopicId() {
+  Uuid id;
+  for (uint8_t i = 0; i < 16; ++i) id.bytes[i] = i;
+  return id;
+}
+
+inline std::vector<UnservedRequest> unservedRequestSamples() {
+  ConsumerGroupHeartbeatRequest heartbeat;
+  heartbeat.groupId = "g1";
+  heartbeat.memberId = "m-1";
+  heartbeat.memberEpoch = 3;
+  heartbeat.instanceId = "i-1";
+  heartbeat.rackId = "r1";
+  heartbeat.rebalanceTimeoutMs = 300000;
+  heartbeat.subscribedTopicNames = std::vector<std::string>{"orders"};
+  heartbeat.serverAssignor = "uniform";
+  heartbeat.topicPartitions = std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{sampleTopicId(), {0, 1}}};
+  return {heartbeat, ConsumerGroupDescribeRequest{{"g1", "g2"}, true}};
+}
+
+// A request's versions.
+template <typename Requests>
+std::pair<int16_t, int16_t> versionRange(const Requests& q) {
   return std::visit(
       [](const auto& m) {
         using T = std::decay_t<decltype(m)>;

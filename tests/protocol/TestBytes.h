@@ -52,6 +52,29 @@ class Bytes {
     return int32(static_cast<int64_t>(s.size())).put([&] { bytes_.insert(bytes_.end(), s.begin(), s.end()); });
   }
   Bytes& count(int64_t n) { return int32(n); }
+  // Kafka's flexible versions: an unsigned varint (7 bits a byte, least
+  // significant first), compact strings, bytes and arrays (length or count
+  // + 1, 0 for null), an empty tagged-field section, a 16-byte UUID.
+  Bytes& uvarint(uint64_t v) {
+    return put([&] {
+      while (v >= 0x80) {
+        bytes_.push_back(static_cast<uint8_t>((v & 0x7f) | 0x80));
+        v >>= 7;
+      }
+      bytes_.push_back(static_cast<uint8_t>(v));
+    });
+  }
+  Bytes& compactStr(std::string_view s) {
+    return uvarint(s.size() + 1).put([&] { bytes_.insert(bytes_.end(), s.begin(), s.end()); });
+  }
+  Bytes& compactNull() { return uvarint(0); }
+  Bytes& compactCount(uint64_t n) { return uvarint(n + 1); }
+  Bytes& noTags() { return uvarint(0); }
+  Bytes& uuid(uint8_t first) {
+    return put([&] {
+      for (int i = 0; i < 16; ++i) bytes_.push_back(static_cast<uint8_t>(first + i));
+    });
+  }
   Bytes& raw(std::span<const uint8_t> b) { return put([&] { bytes_.insert(bytes_.end(), b.begin(), b.end()); }); }
 
   // Request header: ApiKey, Version, CorrelationId, ClientId (nullable).

@@ -1,0 +1,377 @@
+// Kafka's flexible versions in the codec (protocol/kafka/Codec.h,
+// docs/protocol.md "The Kafka port"), on the APIs coded but not served
+// (ConsumerGroupHeartbeat and ConsumerGroupDescribe, version 0): header
+// versions, compact forms and tagged fields against bytes built by hand
+// (TestBytes.h), that the new APIs stay unadvertised, then malformed input
+// as for the classic APIs: every truncation, truncated and overlong
+// varints, lengths past the frame, compact counts that must not allocate,
+// null where a field is not nullable.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "AllocationProbe.h"
+#include "KafkaSamples.h"
+#include "TestBytes.h"
+#include "protocol/kafka/Codec.h"
+
+namespace groupcoord::protocol::kafka {
+namespace {
+
+using testing::AllocationProbe;
+using testing::Bytes;
+using testing::bodyOf;
+using testing::toHex;
+
+constexpr int32_t kCorrelationId = 0x01020304;
+constexpr std::string_view kClientId = "consumer-1";
+
+// Request header version 2: version 1's fields (ClientId with its int16
+// length), then the header's tagged fields, none unless given.
+Bytes flexibleHeader(ApiKey key, int16_t version = 0) {
+  Bytes b;
+  b.int16(static_cast<int>(key)).int16(version).int32(kCorrelationId).str(kClientId);
+  return b;
+}
+
+std::vector<uint8_t> flexibleFrame(ApiKey key, const Bytes& body) {
+  return flexibleHeader(key).noTags().raw(body.body()).frame();
+}
+
+// Response header version 1: CorrelationId, then no tagged fields.
+std::vector<uint8_t> flexibleResponseFrame(const Bytes& body) {
+  return Bytes().int32(kCorrelationId).noTags().raw(body.body()).frame();
+}
+
+const RequestHeader kHeader68{68, 0, kCorrelationId, std::string(kClientId)};
+
+TEST(KafkaFlexible, HeaderVersionsFollowEachApisFirstFlexibleVersion) {
+  for (const auto& api : apiVersionsResponse().apiKeys) {
+    for (int16_t v = api.minVersion; v <= api.maxVersion; ++v) {
+      EXPECT_EQ(requestHeaderVersion(static_cast<ApiKey>(api.apiKey), v), 1) << api.apiKey << " v" << v;
+      EXPECT_EQ(responseHeaderVersion(static_cast<ApiKey>(api.apiKey), v), 0) << api.apiKey << " v" << v;
+    }
+  }
+  for (const ApiKey key : {ApiKey::ConsumerGroupHeartbeat, ApiKey::ConsumerGroupDescribe}) {
+    EXPECT_EQ(requestHeaderVersion(key, 0), 2);
+    EXPECT_EQ(responseHeaderVersion(key, 0), 1);
+    EXPECT_EQ(requestHeaderVersion(key, 1), -1);
+    EXPECT_EQ(responseHeaderVersion(key, -1), -1);
+    EXPECT_EQ(minVersion(key), 0);
+    EXPECT_EQ(maxVersion(key), 0);
+  }
+  EXPECT_EQ(apiName(68), "ConsumerGroupHeartbeat");
+  EXPECT_EQ(apiName(69), "ConsumerGroupDescribe");
+}
+
+// kafka-python 2.0.2 guesses the broker's release from the advertised set:
+// an API is listed only once the port serves it.
+TEST(KafkaFlexible, TheUnservedApisAreNeitherAdvertisedNorServed) {
+  for (const int16_t key : {68, 69}) {
+    EXPECT_FALSE(isServedApi(key));
+    for (const auto& api : apiVersionsResponse().apiKeys) EXPECT_NE(api.apiKey, key);
+  }
+  for (const UnservedRequest& q : samples::unservedRequestSamples()) {
+    std::vector<uint8_t> frame;
+    encodeRequest(kHeader68, q, frame);
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
+    EXPECT_EQ(d.status, DecodeStatus::UnknownApi);
+    EXPECT_EQ(d.header.correlationId, kCorrelationId);
+    EXPECT_EQ(d.header.clientId, std::string(kClientId));
+  }
+  // And the served APIs are unknown to the unserved decoder.
+  std::vector<uint8_t> heartbeat;
+  encodeRequest(RequestHeader{12, 3, 1, "c"}, Request(HeartbeatRequest{"g1", 3, "m-1", std::nullopt}), heartbeat);
+  EXPECT_EQ(decodeUnservedRequest(bodyOf(heartbeat)).status, DecodeStatus::UnknownApi);
+}
+
+// A member joining: nulls wherever Kafka allows them, written as compact
+// null (00), and a partition list empty rather than null.
+TEST(KafkaFlexible, NullsAndEmptiesInTheHeartbeat) {
+  ConsumerGroupHeartbeatRequest join;
+  join.groupId = "g1";
+  join.topicPartitions = std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{};
+  const Bytes body = Bytes()
+                         .compactStr("g1")
+                         .compactStr("")  // MemberId
+                         .int32(0)        // MemberEpoch: joins
+                         .compactNull()   // InstanceId
+                         .compactNull()   // RackId
+                         .int32(-1)       // RebalanceTimeoutMs
+                         .compactNull()   // SubscribedTopicNames
+                         .compactNull()   // ServerAssignor
+                         .compactCount(0)  // TopicPartitions: []
+                         .noTags();
+  const auto frame = flexibleFrame(ApiKey::ConsumerGroupHeartbeat, body);
+  std::vector<uint8_t> written;
+  encodeRequest(kHeader68, UnservedRequest(join), written);
+  EXPECT_EQ(toHex(written), toHex(frame));
+  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), join);
+
+  // The answer with no assignment: presence byte -1.
+  ConsumerGroupHeartbeatResponse answer{0, ErrorCode::UNKNOWN_MEMBER_ID, "who?", std::nullopt, 0, 5000, std::nullopt};
+  const Bytes responseBody = Bytes()
+                                 .int32(0)
+                                 .int16(25)
+                                 .compactStr("who?")
+                                 .compactNull()
+                                 .int32(0)
+                                 .int32(5000)
+                                 .int8(-1)  // Assignment: null
+                                 .noTags();
+  std::vector<uint8_t> encoded;
+  encodeResponse(kCorrelationId, 0, UnservedResponse(answer), encoded);
+  EXPECT_EQ(toHex(encoded), toHex(flexibleResponseFrame(responseBody)));
+  const auto r = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(encoded));
+  ASSERT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatResponse>(r.response), answer);
+}
+
+// Lengths of 127 and more take two varint bytes: a string of 200 bytes has
+// the length 201 = 0xc9 0x01; an array of 130 ints the count 131 = 0x83 0x01.
+TEST(KafkaFlexible, VarintsLongerThanOneByte) {
+  ConsumerGroupHeartbeatRequest q;
+  q.groupId = std::string(200, 'g');
+  q.topicPartitions = std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{samples::sampleTopicId(), {}}};
+  for (int32_t p = 0; p < 130; ++p) q.topicPartitions->front().partitions.push_back(p);
+  Bytes partitions;
+  partitions.uvarint(131);
+  for (int32_t p = 0; p < 130; ++p) partitions.int32(p);
+  const Bytes body = Bytes()
+                         .raw(std::vector<uint8_t>{0xc9, 0x01})
+                         .raw(std::vector<uint8_t>(200, 'g'))
+                         .compactStr("")
+                         .int32(0)
+                         .compactNull()
+                         .compactNull()
+                         .int32(-1)
+                         .compactNull()
+                         .compactNull()
+                         .compactCount(1)
+                         .uuid(0)
+                         .raw(partitions.body())
+                         .noTags()
+                         .noTags();
+  const auto frame = flexibleFrame(ApiKey::ConsumerGroupHeartbeat, body);
+  std::vector<uint8_t> written;
+  encodeRequest(kHeader68, UnservedRequest(q), written);
+  EXPECT_EQ(toHex(written), toHex(frame));
+  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), q);
+}
+
+// Tagged fields this codec does not know are read and skipped wherever a
+// structure ends: the header's, a nested structure's, the body's. What is
+// written again carries none.
+TEST(KafkaFlexible, UnknownTaggedFieldsAreSkipped) {
+  // Two: tag 0 with 3 bytes, tag 300 (two varint bytes) with none.
+  const Bytes tags =
+      Bytes().uvarint(2).uvarint(0).uvarint(3).raw(std::vector<uint8_t>{1, 2, 3}).uvarint(300).uvarint(0);
+  const Bytes body = Bytes()
+                         .compactCount(2)
+                         .compactStr("g1")
+                         .compactStr("g2")
+                         .boolean(true)
+                         .raw(tags.body());
+  const auto frame = flexibleHeader(ApiKey::ConsumerGroupDescribe).raw(tags.body()).raw(body.body()).frame();
+  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ConsumerGroupDescribeRequest>(d.request), (ConsumerGroupDescribeRequest{{"g1", "g2"}, true}));
+
+  // In a nested structure (a TopicPartitions element) and in the response
+  // header.
+  const Bytes response = Bytes()
+                             .int32(0)
+                             .int16(0)
+                             .compactNull()
+                             .compactStr("m-1")
+                             .int32(1)
+                             .int32(5000)
+                             .int8(1)
+                             .compactCount(1)
+                             .uuid(0)
+                             .compactCount(1)
+                             .int32(7)
+                             .raw(tags.body())  // TopicPartitions' tagged fields
+                             .noTags()          // Assignment's
+                             .noTags();         // the body's
+  const auto responseFrame = Bytes().int32(kCorrelationId).raw(tags.body()).raw(response.body()).frame();
+  const auto r = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(responseFrame));
+  ASSERT_TRUE(r.ok) << r.detail;
+  const auto& answer = std::get<ConsumerGroupHeartbeatResponse>(r.response);
+  ASSERT_TRUE(answer.assignment);
+  EXPECT_EQ(answer.assignment->topicPartitions,
+            (std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{samples::sampleTopicId(), {7}}}));
+}
+
+// ---- Malformed input -------------------------------------------------------------
+
+std::vector<std::vector<uint8_t>> unservedFrames() {
+  std::vector<std::vector<uint8_t>> out;
+  for (const UnservedRequest& q : samples::unservedRequestSamples()) {
+    std::vector<uint8_t> frame;
+    encodeRequest(kHeader68, q, frame);
+    out.push_back(std::move(frame));
+  }
+  return out;
+}
+
+TEST(KafkaFlexibleMalformed, EveryTruncationIsMalformed) {
+  for (const auto& frame : unservedFrames()) {
+    const auto body = bodyOf(frame);
+    ASSERT_EQ(decodeUnservedRequest(body).status, DecodeStatus::Ok) << toHex(frame);
+    for (size_t n = 0; n < body.size(); ++n) {
+      const DecodedUnservedRequest d = decodeUnservedRequest(body.first(n));
+      EXPECT_EQ(d.status, DecodeStatus::Malformed) << toHex(frame) << " cut at " << n;
+      EXPECT_FALSE(d.detail.empty());
+    }
+  }
+}
+
+TEST(KafkaFlexibleMalformed, ATrailingByteIsMalformed) {
+  for (auto frame : unservedFrames()) {
+    frame.push_back(0);
+    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    EXPECT_EQ(d.status, DecodeStatus::Malformed) << toHex(frame);
+    EXPECT_NE(d.detail.find("after the last field"), std::string::npos) << d.detail;
+  }
+}
+
+TEST(KafkaFlexibleMalformed, BadVarintsAndLengths) {
+  struct Case {
+    std::vector<uint8_t> frame;
+    std::string expect;  // in the detail
+  };
+  const auto describe = [](const Bytes& body) { return flexibleFrame(ApiKey::ConsumerGroupDescribe, body); };
+  const std::vector<Case> cases{
+      // A varint whose last byte still says "more", at the end of the frame.
+      {describe(Bytes().raw(std::vector<uint8_t>{0x80})), "GroupIds: truncated"},
+      {describe(Bytes().raw(std::vector<uint8_t>{0xff, 0xff, 0xff})), "GroupIds: truncated"},
+      // Six bytes, and five whose value passes 2^32-1.
+      {describe(Bytes().raw(std::vector<uint8_t>{0x81, 0x80, 0x80, 0x80, 0x80, 0x00})), "GroupIds: unsigned varint"},
+      {describe(Bytes().raw(std::vector<uint8_t>{0xff, 0xff, 0xff, 0xff, 0x7f}).boolean(true).noTags()),
+       "GroupIds: unsigned varint"},
+      // A string length past the frame; above 32767; null where not nullable.
+      {describe(Bytes().compactCount(1).uvarint(50).str("g").boolean(true).noTags()), "Name: string length 49 beyond"},
+      {describe(Bytes().compactCount(1).uvarint(0x8001).raw(std::vector<uint8_t>(0x8000, 'g')).boolean(true).noTags()),
+       "Name: compact string length 32768"},
+      {describe(Bytes().compactCount(1).compactNull().boolean(true).noTags()), "Name: null string"},
+      {describe(Bytes().compactNull().boolean(true).noTags()), "GroupIds: null array"},
+      {describe(Bytes().compactCount(0).int8(2).noTags()), "IncludeAuthorizedOperations: bool byte 2"},
+      // Tagged fields: a size past the frame, a count past it, a truncated tag.
+      {describe(Bytes().compactCount(0).boolean(true).uvarint(1).uvarint(0).uvarint(9).int8(1)),
+       "TaggedFields: string length 9 beyond"},
+      {describe(Bytes().compactCount(0).boolean(true).uvarint(1000)), "TaggedFields: array count 1000"},
+      {describe(Bytes().compactCount(0).boolean(true).uvarint(1).raw(std::vector<uint8_t>{0x80, 0x80})),
+       "TaggedFields: "},
+      // The header's tagged fields, truncated.
+      {flexibleHeader(ApiKey::ConsumerGroupDescribe).raw(std::vector<uint8_t>{0x80}).frame(),
+       "TaggedFields: truncated"},
+      // Heartbeat: a non-nullable string null.
+      {flexibleFrame(ApiKey::ConsumerGroupHeartbeat, Bytes().compactNull()), "GroupId: null string"},
+  };
+  for (const auto& c : cases) {
+    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(c.frame));
+    EXPECT_EQ(d.status, DecodeStatus::Malformed) << c.expect;
+    EXPECT_NE(d.detail.find(c.expect), std::string::npos) << d.detail;
+    EXPECT_EQ(d.header.correlationId, kCorrelationId);
+  }
+}
+
+// A compact count is checked against the bytes that remain, each element
+// taking at least its smallest flexible encoding (one byte for a string, 18
+// for a TopicPartitions: its UUID, an empty array and no tagged fields),
+// before anything is reserved.
+TEST(KafkaFlexibleMalformed, HugeCompactCountsAreRefusedBeforeAnythingIsAllocated) {
+  struct Case {
+    ApiKey key;
+    Bytes body;
+    std::string field;
+  };
+  const auto heartbeatUpTo = [] {
+    return Bytes().compactStr("g").compactStr("m").int32(1).compactNull().compactNull().int32(-1);
+  };
+  const std::vector<Case> cases{
+      {ApiKey::ConsumerGroupDescribe, Bytes().uvarint(0xffffffffu).boolean(true).noTags(), "GroupIds"},
+      {ApiKey::ConsumerGroupDescribe, Bytes().uvarint(0x7fffffff).boolean(true).noTags(), "GroupIds"},
+      {ApiKey::ConsumerGroupHeartbeat, heartbeatUpTo().uvarint(0x10000000).compactStr("t"), "SubscribedTopicNames"},
+      // 4 TopicPartitions need 72 bytes; 40 remain.
+      {ApiKey::ConsumerGroupHeartbeat,
+       heartbeatUpTo().compactNull().compactNull().compactCount(4).raw(std::vector<uint8_t>(40, 0)), "TopicPartitions"},
+      {ApiKey::ConsumerGroupHeartbeat,
+       heartbeatUpTo().compactNull().compactNull().compactCount(1).uuid(0).uvarint(0xfffffff0u).noTags().noTags(),
+       "Partitions"},
+  };
+  for (const auto& c : cases) {
+    const auto frame = flexibleFrame(c.key, c.body);
+    AllocationProbe probe;
+    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    EXPECT_LT(probe.largest(), size_t{4096}) << c.field;
+    EXPECT_EQ(d.status, DecodeStatus::Malformed) << c.field;
+    EXPECT_NE(d.detail.find(c.field + ": array count"), std::string::npos) << d.detail;
+  }
+}
+
+TEST(KafkaFlexibleMalformed, ResponsesToo) {
+  // A presence byte other than -1 or 1, and a response header cut short.
+  const Bytes body = Bytes().int32(0).int16(0).compactNull().compactNull().int32(1).int32(5000).int8(2).noTags();
+  const auto frame = flexibleResponseFrame(body);
+  const auto d = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(frame));
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.detail.find("Assignment: presence byte 2"), std::string::npos) << d.detail;
+  const auto cut = Bytes().int32(kCorrelationId).raw(std::vector<uint8_t>{0x81}).frame();
+  const auto h = decodeUnservedResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(cut));
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.detail.find("response header"), std::string::npos) << h.detail;
+  // A huge member count in ConsumerGroupDescribe's answer.
+  const Bytes describe = Bytes()
+                             .int32(0)
+                             .compactCount(1)
+                             .int16(0)
+                             .compactNull()
+                             .compactStr("g1")
+                             .compactStr("Stable")
+                             .int32(1)
+                             .int32(1)
+                             .compactStr("uniform")
+                             .uvarint(0x7fffffff);
+  AllocationProbe probe;
+  const auto m = decodeUnservedResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(flexibleResponseFrame(describe)));
+  EXPECT_LT(probe.largest(), size_t{4096});
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.detail.find("Members: array count"), std::string::npos) << m.detail;
+}
+
+// Random changes to valid frames: a defined status every time, and what
+// decodes encodes back to the same bytes unless it carried tagged fields.
+TEST(KafkaFlexibleMalformed, RandomBytesNeverCrash) {
+  std::mt19937 random(20261207);
+  const auto samples = unservedFrames();
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> frame = samples[static_cast<size_t>(round) % samples.size()];
+    const int flips = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < flips; ++i) frame[4 + random() % (frame.size() - 4)] = static_cast<uint8_t>(random());
+    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    if (d.status == DecodeStatus::Ok) {
+      std::vector<uint8_t> encoded;
+      encodeRequest(d.header, d.request, encoded);
+      const DecodedUnservedRequest again = decodeUnservedRequest(bodyOf(encoded));
+      ASSERT_EQ(again.status, DecodeStatus::Ok) << again.detail;
+      EXPECT_EQ(again.request, d.request);
+      EXPECT_EQ(again.header, d.header);
+    } else {
+      EXPECT_FALSE(d.detail.empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace groupcoord::protocol::kafka
