@@ -1,6 +1,7 @@
 #include "common/Layout.h"
 
 #include <charconv>
+#include <random>
 #include <climits>
 
 #include <nlohmann/json.hpp>
@@ -280,6 +281,125 @@ std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replica
   json j;
   j["version"] = 1;
   j["partitions"] = parts;
+  return j.dump();
+}
+
+namespace {
+constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int base64UrlValue(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '-') return 62;
+  if (c == '_') return 63;
+  return -1;
+}
+
+bool reservedTopicId(const TopicId& id) {
+  for (size_t i = 0; i + 1 < id.size(); ++i) {
+    if (id[i] != 0) return false;
+  }
+  return id.back() <= 1;  // zero, and Kafka's 0...01
+}
+
+// Not reserved, and its text does not start with '-' (the top six bits 62).
+TopicId usable(TopicId id) {
+  if ((id[0] >> 2) == 62) id[0] ^= 0x80;
+  if (reservedTopicId(id)) id[0] = 0x40;
+  return id;
+}
+}  // namespace
+
+std::string topicIdText(const TopicId& id) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t b : id) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kBase64Url[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(kBase64Url[(acc << (6 - bits)) & 0x3f]);
+  return out;
+}
+
+std::optional<TopicId> parseTopicId(std::string_view text) {
+  // 16 bytes are 22 characters, the last carrying 2 bits and 4 zeros.
+  if (text.size() != 22) return std::nullopt;
+  TopicId id{};
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t n = 0;
+  for (char c : text) {
+    const int v = base64UrlValue(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      id[n++] = static_cast<uint8_t>((acc >> bits) & 0xff);
+    }
+  }
+  if ((acc & ((1u << bits) - 1)) != 0) return std::nullopt;  // not the canonical text
+  return id;
+}
+
+std::optional<TopicId> decodeTopicId(std::string_view data) {
+  const json j = json::parse(data, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto id = j.find("topic_id");
+  if (id == j.end() || !id->is_string()) return std::nullopt;
+  return parseTopicId(id->get<std::string>());
+}
+
+TopicId derivedTopicId(std::string_view topic) {
+  // Two chained 64-bit FNV-1a hashes of the name: the same on every server,
+  // and 128 bits, so two topics of a cluster sharing one is no concern.
+  auto fnv = [&](uint64_t h) {
+    for (char c : topic) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 1099511628211ull;
+    }
+    return h;
+  };
+  const uint64_t a = fnv(14695981039346656037ull);
+  const uint64_t b = fnv(a ^ 0x9e3779b97f4a7c15ull);
+  TopicId id{};
+  for (int i = 0; i < 8; ++i) {
+    id[static_cast<size_t>(i)] = static_cast<uint8_t>(a >> (56 - 8 * i));
+    id[static_cast<size_t>(8 + i)] = static_cast<uint8_t>(b >> (56 - 8 * i));
+  }
+  return usable(id);
+}
+
+TopicId topicIdOf(std::string_view topic, std::string_view data) {
+  if (auto id = decodeTopicId(data); id && !reservedTopicId(*id)) return *id;
+  return derivedTopicId(topic);
+}
+
+TopicId randomTopicId() {
+  std::random_device rd;
+  TopicId id{};
+  for (size_t i = 0; i < id.size(); i += 4) {
+    const uint32_t r = rd();
+    for (size_t k = 0; k < 4; ++k) id[i + k] = static_cast<uint8_t>(r >> (8 * k));
+  }
+  return usable(id);
+}
+
+std::string encodeTopic(int32_t partitions, const TopicId& id) {
+  json parts = json::object();
+  for (int32_t i = 0; i < partitions; ++i) parts[std::to_string(i)] = json::array({0});
+  json j;
+  j["version"] = 3;
+  j["topic_id"] = topicIdText(id);
+  j["partitions"] = parts;
+  j["adding_replicas"] = json::object();
+  j["removing_replicas"] = json::object();
   return j.dump();
 }
 

@@ -16,6 +16,7 @@
 // Names reaching these functions have passed protocol::isValidName: they
 // hold no '/', so they cannot escape their parent.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -156,6 +157,28 @@ std::string encodeTopic(int32_t partitions);
 // Replica ids that are not integers are skipped.
 std::optional<std::vector<std::vector<int32_t>>> decodeTopicReplicas(std::string_view data);
 std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replicas);
+
+// A topic's id, as Kafka keeps it in the topic's znode since 2.8:
+// "topic_id", 16 bytes written as unpadded base64url (22 characters).
+// Kafka clients of the new consumer protocol name topics by it.
+using TopicId = std::array<uint8_t, 16>;
+// The id in a topic's znode; nullopt when it has none (a topic written
+// before ids) or "topic_id" is not 16 bytes of base64url.
+std::optional<TopicId> decodeTopicId(std::string_view data);
+// The id of a topic whose znode has none: derived from its name alone, so
+// that every server (and every restart) gives it the same one. Never the
+// zero id or the other id Kafka reserves (0...01).
+TopicId derivedTopicId(std::string_view topic);
+// The topic's id: the one in its znode, else derivedTopicId().
+TopicId topicIdOf(std::string_view topic, std::string_view data);
+// A fresh random id for a new topic, as Kafka makes one: not a reserved id,
+// and its text does not start with '-' (it would read as an option).
+TopicId randomTopicId();
+// The id as Kafka writes it (unpadded base64url), and back.
+std::string topicIdText(const TopicId& id);
+std::optional<TopicId> parseTopicId(std::string_view text);
+// A topic's znode as Kafka 2.8 and later write it: version 3, with its id.
+std::string encodeTopic(int32_t partitions, const TopicId& id);
 
 // Kafka's broker registration, <brokers-path>/<id>, a JSON object with
 // "rack": the rack, "" when the field is absent, null or empty; nullopt

@@ -157,9 +157,9 @@ ZkCode TopicWriter::ensurePath(const std::string& path) {
   return {ZOK};
 }
 
-ZkCode TopicWriter::createTopic(const std::string& path, int32_t partitions) {
+ZkCode TopicWriter::createTopic(const std::string& path, int32_t partitions, const layout::TopicId& id) {
   if (!session_) return {ZINVALIDSTATE};
-  const std::string data = layout::encodeTopic(partitions);
+  const std::string data = layout::encodeTopic(partitions, id);
   if (data.size() > static_cast<size_t>(INT_MAX)) return {ZBADARGUMENTS};
   return {zoo_create(session_->zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
                      ZOO_PERSISTENT, nullptr, 0)};

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/Layout.h"
+
 namespace groupcoord::topics {
 
 // A return code of the ZooKeeper C client: ZOK (0), ZNONODE, ...
@@ -47,9 +49,10 @@ class TopicWriter {
   // someone else made part of it), else the first failure.
   ZkCode ensurePath(const std::string& path);
   // Creates the persistent znode `path` holding Kafka's metadata of a topic
-  // with `partitions` partitions (layout::encodeTopic). ZNODEEXISTS when
+  // with `partitions` partitions and the topic id `id` (layout::encodeTopic,
+  // as Kafka 2.8 and later write a topic). ZNODEEXISTS when
   // `path` exists already; ZNONODE when its parent does not.
-  ZkCode createTopic(const std::string& path, int32_t partitions);
+  ZkCode createTopic(const std::string& path, int32_t partitions, const layout::TopicId& id);
 
  private:
   struct Session;

@@ -39,7 +39,8 @@ int TopicCommand::run() {
               << "; check the path and the ensemble's health\n";
     return kExitServer;
   }
-  auto created = writer.createTopic(path, static_cast<int32_t>(partitions));
+  const layout::TopicId id = layout::randomTopicId();
+  auto created = writer.createTopic(path, static_cast<int32_t>(partitions), id);
   if (created.nodeExists()) {
     std::cerr << "groupctl: TOPIC_ALREADY_EXISTS: topic '" << name << "' already exists at " << path
               << "; choose another name or use the existing topic\n";
@@ -50,10 +51,12 @@ int TopicCommand::run() {
               << "; check the path and the ensemble's health\n";
     return kExitServer;
   }
+  const std::string idText = layout::topicIdText(id);
   if (json_)
-    std::cout << json{{"topic", name}, {"partitions", partitions}, {"path", path}}.dump(2) << "\n";
+    std::cout << json{{"topic", name}, {"partitions", partitions}, {"path", path}, {"topic_id", idText}}.dump(2) << "\n";
   else
-    std::cout << "created topic " << name << " with " << partitions << " partitions at " << path << "\n";
+    std::cout << "created topic " << name << " with " << partitions << " partitions at " << path << " (topic id "
+              << idText << ")\n";
   return kExitOk;
 }
 

@@ -88,5 +88,50 @@ TEST(Layout, MemberDataSurvivesInvalidUtf8) {
   EXPECT_NE(data.find("client_id"), std::string::npos);
 }
 
+// Topic ids as Kafka keeps them in a topic's znode (since 2.8): 16 bytes
+// as unpadded base64url; groupcoord writes one with every topic it makes
+// and derives a stable one for a topic that has none.
+TEST(Layout, TopicIdsAreKafkasTextAndEveryTopicHasOne) {
+  TopicId ones;
+  ones.fill(0xff);
+  EXPECT_EQ(topicIdText(ones), "_____________________w");
+  EXPECT_EQ(parseTopicId("_____________________w"), std::optional<TopicId>(ones));
+  TopicId counting{};
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<uint8_t>(i * 17);
+  EXPECT_EQ(parseTopicId(topicIdText(counting)), std::optional<TopicId>(counting));
+  EXPECT_FALSE(parseTopicId("_____________________x")) << "bits past the 16 bytes";
+  EXPECT_FALSE(parseTopicId("____________________w")) << "too short";
+  EXPECT_FALSE(parseTopicId("_____________________w=")) << "padded";
+  EXPECT_FALSE(parseTopicId("____________________+w")) << "not base64url";
+
+  // A topic as Kafka 2.8 and later write it.
+  const std::string kafka = R"({"partitions":{"0":[1],"1":[2]},"topic_id":"_____________________w",)"
+                            R"("adding_replicas":{},"removing_replicas":{},"version":3})";
+  EXPECT_EQ(decodeTopicPartitions(kafka), std::optional<int32_t>(2));
+  EXPECT_EQ(decodeTopicId(kafka), std::optional<TopicId>(ones));
+  EXPECT_EQ(topicIdOf("orders", kafka), ones);
+  // One written before ids: none in the znode, the same derived one every time.
+  const std::string old = encodeTopic(3);
+  EXPECT_FALSE(decodeTopicId(old));
+  EXPECT_EQ(topicIdOf("orders", old), derivedTopicId("orders"));
+  EXPECT_EQ(derivedTopicId("orders"), derivedTopicId("orders"));
+  EXPECT_NE(derivedTopicId("orders"), derivedTopicId("orders2"));
+  EXPECT_NE(derivedTopicId(""), TopicId{});
+  // A zero id in a znode is Kafka's "none": the derived one stands in.
+  EXPECT_EQ(topicIdOf("orders", R"({"version":3,"partitions":{"0":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"})"),
+            derivedTopicId("orders"));
+  EXPECT_FALSE(decodeTopicId(R"({"version":3,"partitions":{"0":[1]},"topic_id":7})"));
+  EXPECT_FALSE(decodeTopicId("not json"));
+
+  // A new topic's: random, never reserved, its text never an option.
+  for (int i = 0; i < 1000; ++i) {
+    const TopicId id = randomTopicId();
+    EXPECT_NE(topicIdText(id).front(), '-');
+    const std::string data = encodeTopic(4, id);
+    EXPECT_EQ(decodeTopicPartitions(data), std::optional<int32_t>(4));
+    EXPECT_EQ(decodeTopicId(data), std::optional<TopicId>(id));
+  }
+}
+
 }  // namespace
 }  // namespace groupcoord::adapter

@@ -49,7 +49,7 @@ TEST(TopicWriter, WritesNeedAStartedSession) {
   TopicWriter writer("127.0.0.1:2181");
   EXPECT_EQ(writer.waitConnected(10ms).name(), "ZINVALIDSTATE");
   EXPECT_EQ(writer.ensurePath("/brokers/topics").name(), "ZINVALIDSTATE");
-  EXPECT_EQ(writer.createTopic("/brokers/topics/t", 3).name(), "ZINVALIDSTATE");
+  EXPECT_EQ(writer.createTopic("/brokers/topics/t", 3, layout::randomTopicId()).name(), "ZINVALIDSTATE");
 }
 
 }  // namespace

@@ -26,10 +26,12 @@
 
 #include "client/Connection.h"
 #include "client/Consumer.h"
+#include "common/Layout.h"
 #include "tests/client/FakeServer.h"
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "support/ServerProcess.h"
 #include "support/TestEnv.h"
+#include "support/TestSession.h"
 #include "support/Timing.h"
 #include "zk/Session.h"
 
@@ -56,6 +58,16 @@ class GroupctlTest : public ::testing::Test {
     EXPECT_EQ(tj["topic"], "alpha");
     EXPECT_EQ(tj["partitions"], 3);
     EXPECT_EQ(tj["path"], topicsPath_ + "/alpha");
+    // With a topic id, in the znode as Kafka 2.8 and later write one.
+    ASSERT_TRUE(tj["topic_id"].is_string());
+    auto zk = openTestSession();
+    ASSERT_NE(zk, nullptr);
+    auto written = zk->getSync(topicsPath_ + "/alpha");
+    ASSERT_EQ(written.error, zk::Error::Ok);
+    const auto id = layout::decodeTopicId(written.data);
+    ASSERT_TRUE(id.has_value()) << written.data;
+    EXPECT_EQ(layout::topicIdText(*id), tj["topic_id"].get<std::string>());
+    EXPECT_EQ(layout::decodeTopicPartitions(written.data), std::optional<int32_t>(3));
 
     server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--server-id=1", "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_, "--zk-session-timeout-ms=4000"});
