@@ -11,6 +11,8 @@
 //                         [--join-rate R] [--steady S] [--base-port P]
 //                         [--cluster-script PATH]
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -140,7 +142,7 @@ int main(int argc, char** argv) {
   const uint64_t start = nowNs();
   for (size_t i = 0; i < members; ++i) {
     loop.after(static_cast<uint64_t>(static_cast<double>(i) * 1e9 / joinRate), [&, i] {
-      system->join(i, "smoke-g" + std::to_string(groupOf(i)), [&](bool ok) { ok ? ++joined : ++failedJoins; });
+      system->join(i, "smoke" + std::to_string(::getpid()) + "-g" + std::to_string(groupOf(i)), [&](bool ok) { ok ? ++joined : ++failedJoins; });
     });
   }
   const double joinBudget = 60 + static_cast<double>(members) / joinRate;
