@@ -145,13 +145,15 @@ int64_t headerRevision(std::span<const uint8_t> response) {
 }
 
 // mvccpb.KeyValue.key (field 1).
-std::string_view keyOf(std::span<const uint8_t> keyValue) {
+std::string_view keyOf(std::span<const uint8_t> keyValue, int64_t* modRevision = nullptr) {
   ProtoReader r(keyValue);
   Field f;
+  std::string_view key;
   while (r.next(f)) {
-    if (f.number == 1 && f.wire == kLength) return asText(f.bytes);
+    if (f.number == 1 && f.wire == kLength) key = asText(f.bytes);
+    if (f.number == 3 && f.wire == kVarint && modRevision != nullptr) *modRevision = static_cast<int64_t>(f.value);
   }
-  return {};
+  return key;
 }
 
 // --- HTTP/2 -----------------------------------------------------------------
@@ -270,6 +272,11 @@ const char* nameOf(Kind k) {
 // How long a leaving member waits for its LeaseRevoke's answer before it
 // closes anyway.
 constexpr uint64_t kRevokeTimeoutNs = 5'000'000'000;
+// As clientv3 does, a watch or keep-alive stream the server ends (a leader
+// change, an overloaded member) is opened again after half a second, and a
+// Range that fails is asked again (it changes nothing), up to kRangeTries.
+constexpr uint64_t kRetryNs = 500'000'000;
+constexpr int kRangeTries = 5;
 
 class EtcdSystem final : public PeerSystem {
  public:
@@ -292,6 +299,14 @@ class EtcdSystem final : public PeerSystem {
   ~EtcdSystem() override {
     for (auto& m : members_) {
       if (m && loop_.isOpen(m->conn)) loop_.close(m->conn);
+    }
+    // What went wrong over the run, by kind (the lines above stop after 20).
+    if (!failures_.empty() || reopened_ != 0 || retried_ != 0) {
+      std::string summary;
+      for (const auto& [what, n] : failures_) summary += ", " + std::to_string(n) + " " + what;
+      std::fprintf(stderr, "[bench] etcd: %llu members lost once in, %llu streams opened again, %llu Ranges asked again%s\n",
+                   static_cast<unsigned long long>(lost_), static_cast<unsigned long long>(reopened_),
+                   static_cast<unsigned long long>(retried_), summary.c_str());
     }
   }
 
@@ -385,8 +400,11 @@ class EtcdSystem final : public PeerSystem {
     std::function<void(bool)> done;  // the join's, until it is called
     int64_t lease = 0;
     int64_t revision = 0;  // the Put's
+    int64_t watched = 0;   // the newest event's revision its watch delivered
+    int rangeTries = 0;
     uint32_t nextStream = 1;
-    uint32_t keepAliveStream = 0;
+    uint32_t keepAliveStream = 0;  // 0 while it is being opened again
+    uint32_t watchStream = 0;
     uint32_t unacked = 0;  // the connection's DATA bytes since its last WINDOW_UPDATE
     std::map<uint32_t, Call> calls;
     std::vector<size_t> present;  // sorted: the group's members it has reported
@@ -474,6 +492,7 @@ class EtcdSystem final : public PeerSystem {
     if (m.state == State::Gone) return;
     const char* when = m.state == State::Joining ? "joining" : m.state == State::Leaving ? "leaving" : "in its group";
     note("member m%zu (%s, port %u): %s", m.id, when, m.port, why.c_str());
+    ++failures_[std::string(when) + ": " + why.substr(0, why.find(" ("))];
     if (m.state == State::In) ++lost_;
     gone(m);
   }
@@ -547,10 +566,9 @@ class EtcdSystem final : public PeerSystem {
         auto it = m.calls.find(stream);
         if (it == m.calls.end()) return;
         const uint32_t code = payload.size() >= 4 ? be32(payload.data()) : 0;
-        const Kind kind = it->second.kind;
+        const Call call = std::move(it->second);
         m.calls.erase(it);
-        if (kind == Kind::Revoke && m.state == State::Leaving) return gone(m);
-        return failed(m, std::string(nameOf(kind)) + " stream reset (RST_STREAM " + std::to_string(code) + ")");
+        return callOver(m, call.kind, call.answered, " (RST_STREAM " + std::to_string(code) + ")");
       }
       case kSettings:
         if (!(flags & kAck)) {
@@ -614,18 +632,72 @@ class EtcdSystem final : public PeerSystem {
     if (it == m.calls.end()) return;
     const Call call = std::move(it->second);
     m.calls.erase(it);
+    callOver(m, call.kind, call.answered, "");
+  }
+
+  // A call is over: answered (its trailers came after its message) or not
+  // (trailers alone, grpc-status not 0; or RST_STREAM, `how`).
+  void callOver(Member& m, Kind kind, bool answered, const std::string& how) {
     if (m.state == State::Gone) return;
-    if (!call.answered) {
-      // A failed call's answer is its trailers alone (grpc-status not 0).
-      if (call.kind == Kind::Revoke && m.state == State::Leaving) {
-        note("member m%zu: its LeaseRevoke failed", m.id);
-        return gone(m);
+    const std::string what = std::string(nameOf(kind)) + (answered ? " stream ended" : " ended without an answer") + how;
+    if (m.state == State::Leaving) {
+      if (kind != Kind::Revoke) return;  // the rest no longer matters
+      if (!answered) note("member m%zu: its LeaseRevoke failed%s", m.id, how.c_str());
+      return gone(m);
+    }
+    if (kind == Kind::Watch || kind == Kind::KeepAlive) return reopen(m, kind, what);
+    if (answered) return;
+    if (kind == Kind::Range && m.state == State::Joining && ++m.rangeTries < kRangeTries) {
+      ++retried_;
+      note("member m%zu (port %u): %s; asked again", m.id, m.port, what.c_str());
+      loop_.after(kRetryNs, [this, life = std::weak_ptr<int>(life_), id = m.id, serial = m.serial] {
+        if (life.expired()) return;
+        Member* mm = find(id, serial);
+        if (mm != nullptr && mm->state == State::Joining) startRange(*mm);
+      });
+      return;
+    }
+    failed(m, what);
+  }
+
+  void reopen(Member& m, Kind kind, const std::string& why) {
+    ++reopened_;
+    note("member m%zu (port %u): %s; opened again", m.id, m.port, why.c_str());
+    (kind == Kind::Watch ? m.watchStream : m.keepAliveStream) = 0;
+    loop_.after(kRetryNs, [this, life = std::weak_ptr<int>(life_), id = m.id, serial = m.serial, kind] {
+      if (life.expired()) return;
+      Member* mm = find(id, serial);
+      if (mm == nullptr || (mm->state != State::Joining && mm->state != State::In)) return;
+      if (kind == Kind::Watch) {
+        startWatch(*mm);
+      } else {
+        mm->keepAliveStream = startCall(*mm, Kind::KeepAlive, keepAliveRequest(*mm), false);
       }
-      return failed(m, std::string(nameOf(call.kind)) + " ended without an answer");
-    }
-    if ((call.kind == Kind::Watch || call.kind == Kind::KeepAlive) && m.state != State::Leaving) {
-      failed(m, std::string("the ") + nameOf(call.kind) + " stream ended");
-    }
+    });
+  }
+
+  void startRange(Member& m) {
+    // RangeRequest: key 1, range_end 2, revision 4; only the keys.
+    std::vector<uint8_t> range;
+    putString(range, 1, m.prefix);
+    putString(range, 2, m.rangeEnd);
+    putInt(range, 4, m.revision);
+    putInt(range, 8, 1);  // keys_only
+    startCall(m, Kind::Range, range, true);
+  }
+
+  // The group's watch, from the revision after the Put's (or, opened again,
+  // after the newest event it delivered: those after it come again).
+  void startWatch(Member& m) {
+    // WatchRequest.create_request 1: WatchCreateRequest key 1, range_end 2,
+    // start_revision 3.
+    std::vector<uint8_t> create;
+    putString(create, 1, m.prefix);
+    putString(create, 2, m.rangeEnd);
+    putInt(create, 3, std::max(m.revision, m.watched) + 1);
+    std::vector<uint8_t> watch;
+    putBytes(watch, 1, create);
+    m.watchStream = startCall(m, Kind::Watch, watch, false);
   }
 
   void onMessage(Member& m, uint32_t stream, Kind kind, std::span<const uint8_t> message) {
@@ -655,14 +727,7 @@ class EtcdSystem final : public PeerSystem {
       case Kind::Put: {
         m.revision = headerRevision(message);
         if (m.revision == 0) return failed(m, "Put answered without a revision");
-        if (m.state != State::Joining) return;
-        // RangeRequest: key 1, range_end 2, revision 4; only the keys.
-        std::vector<uint8_t> range;
-        putString(range, 1, m.prefix);
-        putString(range, 2, m.rangeEnd);
-        putInt(range, 4, m.revision);
-        putInt(range, 8, 1);  // keys_only
-        startCall(m, Kind::Range, range, true);
+        if (m.state == State::Joining) startRange(m);
         return;
       }
       case Kind::Range: {
@@ -676,15 +741,7 @@ class EtcdSystem final : public PeerSystem {
           if (auto subject = subjectOf(m, keyOf(f.bytes))) there.push_back(*subject);
         }
         if (!r.ok()) return failed(m, "an unreadable RangeResponse");
-        // WatchRequest.create_request 1: WatchCreateRequest key 1,
-        // range_end 2, start_revision 3.
-        std::vector<uint8_t> create;
-        putString(create, 1, m.prefix);
-        putString(create, 2, m.rangeEnd);
-        putInt(create, 3, m.revision + 1);
-        std::vector<uint8_t> watch;
-        putBytes(watch, 1, create);
-        startCall(m, Kind::Watch, watch, false);
+        startWatch(m);
         const size_t id = m.id;
         const uint64_t serial = m.serial;
         for (size_t subject : there) {
@@ -734,7 +791,12 @@ class EtcdSystem final : public PeerSystem {
       std::string_view key;
       while (e.next(g)) {
         if (g.number == 1 && g.wire == kVarint) type = g.value;
-        if (g.number == 2 && g.wire == kLength) key = keyOf(g.bytes);
+        if (g.number == 2 && g.wire == kLength) {
+          // A DELETE's kv carries the deletion's revision as its mod_revision.
+          int64_t revision = 0;
+          key = keyOf(g.bytes, &revision);
+          m.watched = std::max(m.watched, revision);
+        }
       }
       if (auto subject = subjectOf(m, key)) events.emplace_back(*subject, type == 0);
     }
@@ -796,8 +858,8 @@ class EtcdSystem final : public PeerSystem {
       if (life.expired()) return;
       Member* mm = find(id, serial);
       if (mm == nullptr || (mm->state != State::Joining && mm->state != State::In)) return;
-      if (mm->calls.count(mm->keepAliveStream) == 0) return;
-      sendOnStream(*mm, mm->keepAliveStream, keepAliveRequest(*mm));
+      // A stream being opened again sends its first request when it opens.
+      if (mm->calls.count(mm->keepAliveStream) != 0) sendOnStream(*mm, mm->keepAliveStream, keepAliveRequest(*mm));
       scheduleKeepAlive(*mm);
     });
   }
@@ -809,6 +871,9 @@ class EtcdSystem final : public PeerSystem {
   uint64_t serials_ = 0;
   uint64_t requestsSent_ = 0;
   uint64_t lost_ = 0;
+  uint64_t reopened_ = 0;  // watch and keep-alive streams opened again
+  uint64_t retried_ = 0;   // Ranges asked again
+  std::map<std::string, uint64_t> failures_;
   uint64_t notes_ = 0;
   const std::vector<uint8_t> preface_ = connectionPreface();
   std::map<std::pair<uint16_t, Kind>, std::vector<uint8_t>> headerBlocks_;

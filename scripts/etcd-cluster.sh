@@ -3,7 +3,8 @@
 # on 127.0.0.1, for the `peers` benchmark (docs/benchmarks.md), which sets
 # groupcoord beside etcd doing the same membership work.
 #
-#   etcd-cluster.sh [--base-port P] [--dir D] COMMAND
+#   etcd-cluster.sh [--base-port P] [--dir D] [--heartbeat-ms H]
+#                   [--election-ms E] COMMAND
 #
 # Commands:
 #   start            start all three members (ends and wipes a run that
@@ -15,6 +16,10 @@
 #   raft-index       print the leader's raft index (entries in the replicated log)
 #   wait             wait until all three are healthy and one leads
 #
+# --heartbeat-ms and --election-ms are etcd's raft heartbeat interval and
+# election timeout (etcd's defaults, 100 and 1000); on a machine whose cores
+# are busy a leader can miss its heartbeats and lose its lead under load.
+#
 # Ports: member N listens for clients on BASE+N and for its peers on
 # BASE+10+N; the default base is 28300. Two clusters with base ports at least
 # 20 apart run side by side. Data and logs go to /tmp/groupcoord-etcd-BASE
@@ -24,13 +29,17 @@ set -euo pipefail
 
 base_port=${GROUPCOORD_ETCD_BASE_PORT:-28300}
 dir=""
+heartbeat_ms=${GROUPCOORD_ETCD_HEARTBEAT_MS:-100}
+election_ms=${GROUPCOORD_ETCD_ELECTION_MS:-1000}
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --base-port) base_port=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
+    --heartbeat-ms) heartbeat_ms=$2; shift 2 ;;
+    --election-ms) election_ms=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --*) echo "etcd-cluster: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) break ;;
@@ -111,6 +120,7 @@ start_member() {
     --initial-advertise-peer-urls "http://127.0.0.1:$(peer_port "$n")" \
     --initial-cluster "$(initial_cluster)" --initial-cluster-state new \
     --initial-cluster-token "groupcoord-etcd-$base_port" \
+    --heartbeat-interval "$heartbeat_ms" --election-timeout "$election_ms" \
     --logger zap --log-outputs stderr \
     > "$md/etcd.log" 2>&1 < /dev/null &
   echo $! > "$md/pid"
@@ -140,7 +150,7 @@ case "$cmd" in
     mkdir -p "$dir"
     for n in 1 2 3; do start_member "$n"; done
     wait_healthy
-    echo "etcd cluster serving at $(endpoints)"
+    echo "etcd cluster serving at $(endpoints) (heartbeat ${heartbeat_ms} ms, election timeout ${election_ms} ms)"
     ;;
   stop)
     for n in 1 2 3; do stop_member "$n"; done
