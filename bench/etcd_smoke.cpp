@@ -9,7 +9,7 @@
 //
 //   groupcoord-etcd-smoke [--members N] [--group-size G] [--ttl S]
 //                         [--join-rate R] [--steady S] [--base-port P]
-//                         [--cluster-script PATH]
+//                         [--cluster-script PATH] [--ports P1,P2,P3]
 
 #include <unistd.h>
 
@@ -57,10 +57,11 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf(
           "groupcoord-etcd-smoke [--members N] [--group-size G] [--ttl S] [--join-rate R] [--steady S]\n"
-          "                      [--base-port P] [--cluster-script PATH]\n"
+          "                      [--base-port P] [--cluster-script PATH] [--ports P1,P2,P3]\n"
           "  etcd members (a lease, a key, a watch on the group's prefix each) join a cluster started by\n"
           "  scripts/etcd-cluster.sh --base-port P (default 28300); one leaves and one crashes; prints how long\n"
-          "  the others took to see each, and the raft entries each step wrote.\n");
+          "  the others took to see each, and the raft entries each step wrote. --ports: the members connect\n"
+          "  there instead of to the cluster's client ports (through a proxy, say).\n");
       return 0;
     }
   }
@@ -108,9 +109,18 @@ int main(int argc, char** argv) {
   const auto sizeOfGroup = [&](size_t g) { return std::min(groupSize, members - g * groupSize); };
 
   Loop loop;
-  auto system = makeEtcdSystem(loop, {static_cast<uint16_t>(basePort + 1), static_cast<uint16_t>(basePort + 2),
-                                      static_cast<uint16_t>(basePort + 3)},
-                               ttl);
+  std::vector<uint16_t> ports;
+  const std::string portList = option(argc, argv, "ports", "");
+  for (size_t pos = 0; pos < portList.size();) {
+    size_t end = portList.find(',', pos);
+    if (end == std::string::npos) end = portList.size();
+    ports.push_back(static_cast<uint16_t>(std::atoi(portList.substr(pos, end - pos).c_str())));
+    pos = end + 1;
+  }
+  if (ports.empty()) {
+    for (int n = 1; n <= 3; ++n) ports.push_back(static_cast<uint16_t>(basePort + n));
+  }
+  auto system = makeEtcdSystem(loop, ports, ttl);
   std::vector<size_t> sees(members, 0);
   size_t complete = 0;  // members that see their whole group
   size_t joined = 0, failedJoins = 0;
