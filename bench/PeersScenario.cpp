@@ -54,7 +54,7 @@ std::map<std::string, double> rssByName(const std::vector<Proc>& procs) {
 
 // etcd's raft index, the highest its members report through the JSON
 // gateway (POST /v3/maintenance/status); -1 when none answers.
-[[maybe_unused]] int64_t etcdRaftIndex(const std::vector<long>& ports) {
+int64_t etcdRaftIndex(const std::vector<long>& ports) {
   int64_t best = -1;
   for (long port : ports) {
     const std::string reply = fourLetter(static_cast<uint16_t>(port),
@@ -239,8 +239,14 @@ void peersScenario(const Args& args) {
     for (int k = 1; k <= 3; ++k) ports.push_back(static_cast<uint16_t>(zk.basePort + k));
     peers = makeZookeeperSystem(loop, ports, int64_t{ttl} * 1000);
     logIndex = [&zk] { return zk.zxid(); };
+  } else if (system == "etcd") {
+    if (etcdPorts.empty()) fail("--system=etcd needs --etcd-ports P1,P2,P3");
+    std::vector<uint16_t> ports;
+    for (long p : etcdPorts) ports.push_back(static_cast<uint16_t>(p));
+    peers = makeEtcdSystem(loop, ports, ttl);
+    logIndex = [&etcdPorts] { return etcdRaftIndex(etcdPorts); };
   } else {
-    fail("--system is groupcoord or zookeeper (" + system + ")");
+    fail("--system is groupcoord, zookeeper or etcd (" + system + ")");
   }
   if (procs.empty()) fail("--pids NAME:PID,... names the coordination side's processes");
 

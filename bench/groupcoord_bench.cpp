@@ -13,7 +13,8 @@
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //                                [--metrics-port HTTP]
 //   groupcoord-bench kafka      --kafka-port K [--members 1000] [--leave-sizes 10,1000]
-//   groupcoord-bench peers      --system groupcoord|zookeeper --pids NAME:PID,... [--ports P] [--members 1000]
+//   groupcoord-bench peers      --system groupcoord|zookeeper|etcd --pids NAME:PID,... [--ports P] [--etcd-ports P1,P2,P3]
+//                                [--members 1000]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -3070,8 +3071,9 @@ int usage(int code) {
                "              (Kafka members, a connection each: --members form one group, one partition each;\n"
                "              then in a group of each --leave-sizes at each heartbeat interval, one member\n"
                "              leaves, --rounds times; --delay-ms: the server's initial rebalance delay, to print)\n"
-               "  peers       --system groupcoord|zookeeper --pids NAME:PID,... (the coordination side's\n"
-               "              processes: CPU and RSS) [--ports P] (groupcoord) [--members 1000] [--group-size 100]\n"
+               "  peers       --system groupcoord|zookeeper|etcd --pids NAME:PID,... (the coordination side's\n"
+               "              processes: CPU and RSS) [--ports P] (groupcoord) [--etcd-ports P1,P2,P3] (etcd)\n"
+               "              [--members 1000] [--group-size 100]\n"
                "              [--ttl-seconds 10] [--steady-seconds 60] [--churn-seconds 60] [--churn-period-seconds 10]\n"
                "              [--churn-percent 1] [--crash-percent 1] [--join-parallel 200] [--round R]\n"
                "              (one system, one size: join, settle, steady, churn, crash; prints one\n"

@@ -512,7 +512,7 @@ for s in "${scenarios[@]}"; do
     peers)
       peers_results=${PEERS_RESULTS:-$work/peers-results.txt}
       peers_sizes=(${PEERS_SIZES:-$(q "1000 10000" "100 300")})
-      peers_systems=(${PEERS_SYSTEMS:-groupcoord zookeeper})
+      peers_systems=(${PEERS_SYSTEMS:-groupcoord zookeeper etcd})
       peers_phase=$(q 60 10)
       # The ensemble the other scenarios used stops: every run here starts
       # what it measures afresh, and nothing else runs beside it.
