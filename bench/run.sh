@@ -44,12 +44,12 @@
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
 # members in groups of 100 with a 10 s session or lease: join, steady
 # (60 s), churn (1% leave and 1% join per 10 s, for 60 s), crash (1%);
-# PEERS_ROUNDS rounds (default 3), in each every size of PEERS_SIZES
-# (default "1000 10000"; --quick: "100 300" with 10 s phases), in each every
+# PEERS_ROUNDS rounds (default 3; --quick: 1), in each every size of
+# PEERS_SIZES (default "1000 10000"; --quick: "100 300" with 10 s phases), in each every
 # system of PEERS_SYSTEMS, one after another, each on freshly started
 # processes; then bench/peers_report.py's tables (median and range over the
 # rounds). The result lines are kept in PEERS_RESULTS (default in the logs
-# directory). About 20 minutes a round at the default sizes.
+# directory). About 16 minutes a round at the default sizes, 4 with --quick.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
 # the table's. Each scenario's time is logged.
@@ -518,7 +518,7 @@ for s in "${scenarios[@]}"; do
       # what it measures afresh, and nothing else runs beside it.
       "${ensemble[@]}" stop >&2
       : >> "$peers_results"
-      for round in $(seq 1 "${PEERS_ROUNDS:-3}"); do
+      for round in $(seq 1 "${PEERS_ROUNDS:-$(q 3 1)}"); do
         for size in "${peers_sizes[@]}"; do
           for system in "${peers_systems[@]}"; do
             peers_run "$system" "$size" "$round" ||
