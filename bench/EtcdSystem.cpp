@@ -15,12 +15,10 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 
 #include "bench/Peers.h"
 
@@ -383,7 +381,7 @@ class EtcdSystem final : public PeerSystem {
   enum class State : uint8_t { Joining, In, Leaving, Gone };
 
   struct Call {
-    Kind kind;
+    Kind kind = Kind::Grant;
     bool answered = false;
     std::vector<uint8_t> partial;  // a gRPC message not yet whole
     uint32_t unacked = 0;          // DATA bytes received since the last WINDOW_UPDATE
@@ -404,7 +402,6 @@ class EtcdSystem final : public PeerSystem {
     int rangeTries = 0;
     uint32_t nextStream = 1;
     uint32_t keepAliveStream = 0;  // 0 while it is being opened again
-    uint32_t watchStream = 0;
     uint32_t unacked = 0;  // the connection's DATA bytes since its last WINDOW_UPDATE
     std::map<uint32_t, Call> calls;
     std::vector<size_t> present;  // sorted: the group's members it has reported
@@ -449,7 +446,7 @@ class EtcdSystem final : public PeerSystem {
     putFrameHeader(out, block.size(), kHeaders, kEndHeaders, stream);
     out.insert(out.end(), block.begin(), block.end());
     putMessage(out, stream, message, last);
-    m.calls.emplace(stream, Call{kind});
+    m.calls[stream].kind = kind;
     ++requestsSent_;
     loop_.write(m.conn, out);
     return stream;
@@ -471,8 +468,6 @@ class EtcdSystem final : public PeerSystem {
     putBe32(out, static_cast<uint32_t>(message.size()));
     out.insert(out.end(), message.begin(), message.end());
   }
-
-  void writeFrame(Member& m, std::vector<uint8_t> frame) { loop_.write(m.conn, frame); }
 
   // The member is gone: its connection closed (without a word), its
   // keep-alives stopped, a join still waiting told it failed.
@@ -540,7 +535,7 @@ class EtcdSystem final : public PeerSystem {
         if (m.unacked >= kWindowRefill) {
           std::vector<uint8_t> out;
           putWindowUpdate(out, 0, m.unacked);
-          writeFrame(m, std::move(out));
+          loop_.write(m.conn, out);
           m.unacked = 0;
         }
         auto it = m.calls.find(stream);
@@ -549,7 +544,7 @@ class EtcdSystem final : public PeerSystem {
         if (it->second.unacked >= kWindowRefill && !(flags & kEndStream)) {
           std::vector<uint8_t> out;
           putWindowUpdate(out, stream, it->second.unacked);
-          writeFrame(m, std::move(out));
+          loop_.write(m.conn, out);
           it->second.unacked = 0;
         }
         onStreamData(id, serial, stream, payload);
@@ -574,7 +569,7 @@ class EtcdSystem final : public PeerSystem {
         if (!(flags & kAck)) {
           std::vector<uint8_t> out;
           putFrameHeader(out, 0, kSettings, kAck, 0);
-          writeFrame(m, std::move(out));
+          loop_.write(m.conn, out);
         }
         return;
       case kPing:
@@ -582,7 +577,7 @@ class EtcdSystem final : public PeerSystem {
           std::vector<uint8_t> out;
           putFrameHeader(out, 8, kPing, kAck, 0);
           out.insert(out.end(), payload.begin(), payload.end());
-          writeFrame(m, std::move(out));
+          loop_.write(m.conn, out);
         }
         return;
       case kGoAway: {
@@ -618,7 +613,7 @@ class EtcdSystem final : public PeerSystem {
       const auto message = bytes.subspan(off + 5, length);
       off += 5 + length;
       it->second.answered = true;
-      onMessage(*m, stream, it->second.kind, message);
+      onMessage(*m, it->second.kind, message);
       m = find(id, serial);
       if (m == nullptr || m->state == State::Gone) return;
       it = m->calls.find(stream);
@@ -663,7 +658,7 @@ class EtcdSystem final : public PeerSystem {
   void reopen(Member& m, Kind kind, const std::string& why) {
     ++reopened_;
     note("member m%zu (port %u): %s; opened again", m.id, m.port, why.c_str());
-    (kind == Kind::Watch ? m.watchStream : m.keepAliveStream) = 0;
+    if (kind == Kind::KeepAlive) m.keepAliveStream = 0;
     loop_.after(kRetryNs, [this, life = std::weak_ptr<int>(life_), id = m.id, serial = m.serial, kind] {
       if (life.expired()) return;
       Member* mm = find(id, serial);
@@ -697,10 +692,10 @@ class EtcdSystem final : public PeerSystem {
     putInt(create, 3, std::max(m.revision, m.watched) + 1);
     std::vector<uint8_t> watch;
     putBytes(watch, 1, create);
-    m.watchStream = startCall(m, Kind::Watch, watch, false);
+    startCall(m, Kind::Watch, watch, false);
   }
 
-  void onMessage(Member& m, uint32_t stream, Kind kind, std::span<const uint8_t> message) {
+  void onMessage(Member& m, Kind kind, std::span<const uint8_t> message) {
     switch (kind) {
       case Kind::Grant: {
         // LeaseGrantResponse: ID 2, TTL 3, error 4.
@@ -769,7 +764,6 @@ class EtcdSystem final : public PeerSystem {
         if (m.state == State::Leaving) gone(m);
         return;
     }
-    (void)stream;
   }
 
   void onWatchResponse(Member& m, std::span<const uint8_t> message) {
