@@ -53,6 +53,7 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
   ++stats_.registrations;
   protocol::RegisterConsumerRequest request{m.group, m.id, m.owned};
   request.knownGeneration = m.listGeneration;
+  request.metadata = m.metadata;
   loop_.send(conn, request,
              [this, i, done = std::move(done)](const protocol::Response* r, uint64_t) {
                Member& mm = members_[i];
@@ -93,6 +94,7 @@ void Fleet::registerMember(size_t i, std::function<void(bool)> done) {
                mm.owned.assign(granted.begin(), granted.end());
                mm.inSync = false;
                encodeHeartbeat(mm);
+               if (onRegisterAnswer) onRegisterAnswer(i, *resp);
                if (onRegistered) onRegistered(i, mm.generation);
                done(true);
              },

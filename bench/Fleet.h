@@ -34,6 +34,7 @@ struct Member {
   uint64_t lastAckedHeartbeatSentNs = 0;
   std::vector<uint8_t> heartbeatFrame;  // pre-encoded for `generation`
   int64_t listGeneration = -1;          // client mode, version 2: the generation whose member list it was sent
+  std::string metadata;                 // sent with every registration (version 1+): what the others see of it
   // Due times of beats that fell due while the previous was still out:
   // sent one after another as answers come, each measured from its due time.
   std::deque<uint64_t> deferred;
@@ -121,6 +122,9 @@ class Fleet {
 
   // Called after each successful registration: (member, generation).
   std::function<void(size_t, int64_t)> onRegistered;
+  // Called with each successful registration's answer, before
+  // onRegistered (client mode: the member list, whole or as a change).
+  std::function<void(size_t, const protocol::RegisterConsumerResponse&)> onRegisterAnswer;
   // The RegisterConsumer version the members speak (docs/protocol.md §16).
   int16_t registerVersion = 2;
   // Called with every heartbeat's answer (retries included): the member,

@@ -29,6 +29,13 @@ class PeerSystem {
   virtual ~PeerSystem() = default;
   virtual std::string name() const = 0;
 
+  // Makes the groups ready before any member joins (the parent znodes, the
+  // groups in groupcoordd); runs the loop as it needs. Whether it could.
+  virtual bool prepare(const std::vector<std::string>& groups) {
+    (void)groups;
+    return true;
+  }
+
   // Member `id` (named "m<id>" in the system) joins group `group`: it opens
   // what it needs, registers, keeps itself alive and watches the group.
   // done(ok) once it is in and its watch is set.
@@ -43,6 +50,21 @@ class PeerSystem {
 
   SeenFn seen;
 };
+
+// groupcoordd on `port`: each member a connection of its own (as each
+// consumer process has), RegisterConsumer version 2 in client-mode groups of
+// `sessionMs` (created by prepare()), a heartbeat every sessionMs / 3 (the
+// client library's default). A member sees the others in the member list
+// its registrations are answered with.
+std::unique_ptr<PeerSystem> makeGroupcoordSystem(Loop& loop, uint16_t port, int64_t sessionMs);
+
+// The ZooKeeper ensemble alone, driven as Curator's GroupMember or kazoo's
+// Party drive it: per member a session of `sessionMs` on a connection of its
+// own (spread over `ports`), an ephemeral znode /peers/<group>/m<id> and a
+// children watch on its group, re-armed by reading the children again each
+// time it fires; a ping every sessionMs / 3 when idle, as ZooKeeper's
+// clients send them. ZooKeeper's client protocol is spoken directly.
+std::unique_ptr<PeerSystem> makeZookeeperSystem(Loop& loop, std::vector<uint16_t> ports, int64_t sessionMs);
 
 // etcd through its gRPC API (HTTP/2 without TLS) on `ports` (the members
 // spread over them); leases of `ttlSeconds`, kept alive every ttl/3.

@@ -13,6 +13,8 @@
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //                                [--metrics-port HTTP]
 //   groupcoord-bench kafka      --kafka-port K [--members 1000] [--leave-sizes 10,1000]
+//   groupcoord-bench peers      --system groupcoord|zookeeper|etcd --pids NAME:PID,... [--ports P] [--etcd-ports P1,P2,P3]
+//                                [--members 1000]
 //
 // Common: --zk-base-port B (the ensemble of scripts/zk-ensemble.sh
 // --base-port B; default 23800). Results are Markdown table rows on standard
@@ -63,6 +65,7 @@
 #include "bench/Ensemble.h"
 #include "bench/Fleet.h"
 #include "bench/KafkaScenario.h"
+#include "bench/PeersScenario.h"
 #include "bench/Loop.h"
 #include "protocol/Codec.h"
 #include "zk/Session.h"
@@ -3068,6 +3071,13 @@ int usage(int code) {
                "              (Kafka members, a connection each: --members form one group, one partition each;\n"
                "              then in a group of each --leave-sizes at each heartbeat interval, one member\n"
                "              leaves, --rounds times; --delay-ms: the server's initial rebalance delay, to print)\n"
+               "  peers       --system groupcoord|zookeeper|etcd --pids NAME:PID,... (the coordination side's\n"
+               "              processes: CPU and RSS) [--ports P] (groupcoord) [--etcd-ports P1,P2,P3] (etcd)\n"
+               "              [--members 1000] [--group-size 100]\n"
+               "              [--ttl-seconds 10] [--steady-seconds 60] [--churn-seconds 60] [--churn-period-seconds 10]\n"
+               "              [--churn-percent 1] [--crash-percent 1] [--join-parallel 200] [--round R]\n"
+               "              (one system, one size: join, settle, steady, churn, crash; prints one\n"
+               "              `peers-result {json}` line; bench/peers_report.py makes the table)\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics),\n"
                "        --user U --secret S (every connection authenticates first: a server with\n"
                "        auth.credentials.file; Authenticate version 0, so the secret crosses loopback)\n"
@@ -3135,6 +3145,8 @@ int main(int argc, char** argv) {
       instructions(args);
     } else if (scenario == "kafka") {
       kafkaScenario(args);
+    } else if (scenario == "peers") {
+      peersScenario(args);
     } else {
       return usage(2);
     }

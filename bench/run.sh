@@ -4,8 +4,8 @@
 #   bench/run.sh [--quick] [--pin] [SCENARIO...]
 #
 # SCENARIO: throughput, members, instructions, gate, members-100k, members-1conn,
-# scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet, kafka
-# (default: all, in that order), placement (run by fleet too, after it).
+# scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet, kafka,
+# peers (default: all, in that order), placement (run by fleet too, after it).
 # throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -39,6 +39,17 @@
 # one member leaves groups of 10 and 1,000 at heartbeat intervals of 1 s
 # and 3 s (three times each); then 1,000 form one group on a fresh server
 # with the delay at its default, 3000 ms.
+# peers: the same membership workload on groupcoordd, on the ZooKeeper
+# ensemble alone (a session, an ephemeral znode and a children watch per
+# member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
+# members in groups of 100 with a 10 s session or lease: join, steady
+# (60 s), churn (1% leave and 1% join per 10 s, for 60 s), crash (1%);
+# PEERS_ROUNDS rounds (default 3; --quick: 1), in each every size of
+# PEERS_SIZES (default "1000 10000"; --quick: "100 300" with 10 s phases), in each every
+# system of PEERS_SYSTEMS, one after another, each on freshly started
+# processes; then bench/peers_report.py's tables (median and range over the
+# rounds). The result lines are kept in PEERS_RESULTS (default in the logs
+# directory). About 16 minutes a round at the default sizes, 4 with --quick.
 # --quick: every scenario at a fraction of its size and length (under three
 # minutes in all on 2 cores), to check that they run; its figures are not
 # the table's. Each scenario's time is logged.
@@ -58,7 +69,10 @@
 # BUILD_DIR), BENCH_REGISTER_VERSION (the RegisterConsumer version the
 # big-group and big-partitions members speak; default 2, 1 to compare),
 # BENCH_CLIENT_MEMBERS (big-group's client-mode group; default 3,000),
-# PLACEMENT_STEADY_SECONDS (placement's steady phase; default 600).
+# PLACEMENT_STEADY_SECONDS (placement's steady phase; default 600),
+# BENCH_NO_SETUP=1 (install nothing: by default the packages the chosen
+# scenarios need, valgrind and etcd, are installed from Debian's archive when
+# missing, as scripts/dev.sh setup does).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,7 +92,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka)
+all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka peers)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -87,16 +101,46 @@ placement_steady=${PLACEMENT_STEADY_SECONDS:-$(q 600 30)}
 
 log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 
+# What the chosen scenarios need from Debian's archive, installed when
+# missing as scripts/dev.sh setup installs its packages.
+if [ -z "${BENCH_NO_SETUP:-}" ]; then
+  needs=()
+  for s in "${scenarios[@]}"; do
+    case "$s" in
+      instructions|gate) needs+=(valgrind) ;;
+      peers) needs+=(etcd-server etcd-client) ;;
+    esac
+  done
+  missing=()
+  for p in $(printf '%s\n' "${needs[@]}" | sort -u); do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+    log "installing: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+fi
+
 started=()
 wrap=()  # what the servers run under (callgrind in `instructions`)
 server_args=()  # more options for the next start_server (authentication in `instructions`)
 work=$(mktemp -d /tmp/groupcoord-bench.XXXXXX)
 ensemble=("$root/scripts/zk-ensemble.sh" --base-port "$base" --tick-ms 500)
+# peers: an ensemble of its own, on the same ports, started afresh (empty
+# data directories) for each run of a system on ZooKeeper.
+peers_ensemble=("$root/scripts/zk-ensemble.sh" --base-port "$base" --tick-ms 500 --dir "$work/zk-peers")
+etcd_base=${ETCD_BASE_PORT:-28300}
+etcd_cluster=("$root/scripts/etcd-cluster.sh" --base-port "$etcd_base" --dir "$work/etcd-peers")
+etcd_started=
 cleanup() {
   local pid
   for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${started[@]}"; do wait "$pid" 2>/dev/null || true; done
   "${ensemble[@]}" stop >/dev/null 2>&1 || true
+  "${peers_ensemble[@]}" stop >/dev/null 2>&1 || true
+  [ -z "$etcd_started" ] || "${etcd_cluster[@]}" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -204,6 +248,7 @@ stop_server() {
 }
 
 table="$work/table.md"
+peers_md="$work/peers.md"
 run() {
   log "scenario: $*"
   "${gen_cpu[@]}" "$bench" "$@" --zk-base-port="$base" | tee -a "$table"
@@ -214,6 +259,44 @@ run_placement() {
   run placement --server-bin="$server_bin" --work-dir="$work" --zk-session-ms=$zk_session_ms \
     --settle-ms=2000 --placement-interval-ms=3000 --steady-seconds="$placement_steady" \
     --max-members="$(q 5000 500)"
+}
+
+# peers_run SYSTEM SIZE ROUND: one run of the peers scenario on freshly
+# started processes, its result line appended to $peers_results.
+peers_run() {
+  local system=$1 size=$2 round=$3 pids=() n pid ports=() rc=0
+  log "peers: round $round, $size members, $system"
+  case "$system" in
+    groupcoord|zookeeper)
+      "${peers_ensemble[@]}" stop >/dev/null 2>&1 || true
+      rm -rf "$work/zk-peers"
+      "${zk_cpu[@]}" "${peers_ensemble[@]}" start >&2
+      for n in 1 2 3; do pids+=("zookeeper:$(cat "$work/zk-peers/node$n/pid")"); done
+      ;;
+    etcd)
+      "${etcd_cluster[@]}" stop >/dev/null 2>&1 || true
+      rm -rf "$work/etcd-peers"
+      etcd_started=1
+      "${etcd_cluster[@]}" start >&2
+      for pid in $("${etcd_cluster[@]}" pids); do pids+=("etcd:$pid"); done
+      ports=(--etcd-ports="$((etcd_base + 1)),$((etcd_base + 2)),$((etcd_base + 3))")
+      ;;
+  esac
+  if [ "$system" = groupcoord ]; then
+    # groupcoordd's ZooKeeper session at its default, 10 s.
+    start_server 1 10000
+    pids+=("groupcoordd:$server_pid")
+    ports=(--ports="$server_port")
+  fi
+  "${gen_cpu[@]}" "$bench" peers --system="$system" --members="$size" --group-size=100 --ttl-seconds=10 \
+    --steady-seconds="$peers_phase" --churn-seconds="$peers_phase" --round="$round" --zk-base-port="$base" \
+    --pids="$(IFS=,; echo "${pids[*]}")" "${ports[@]}" >> "$peers_results" || rc=$?
+  [ "$system" != groupcoord ] || stop_server "$server_pid"
+  case "$system" in
+    groupcoord|zookeeper) "${peers_ensemble[@]}" stop >/dev/null 2>&1 || true ;;
+    etcd) "${etcd_cluster[@]}" stop >/dev/null 2>&1 || true ;;
+  esac
+  return $rc
 }
 
 for s in "${scenarios[@]}"; do
@@ -426,6 +509,27 @@ for s in "${scenarios[@]}"; do
         stop_server "$server_pid"
       done
       ;;
+    peers)
+      peers_results=${PEERS_RESULTS:-$work/peers-results.txt}
+      peers_sizes=(${PEERS_SIZES:-$(q "1000 10000" "100 300")})
+      peers_systems=(${PEERS_SYSTEMS:-groupcoord zookeeper etcd})
+      peers_phase=$(q 60 10)
+      # The ensemble the other scenarios used stops: every run here starts
+      # what it measures afresh, and nothing else runs beside it.
+      "${ensemble[@]}" stop >&2
+      : >> "$peers_results"
+      for round in $(seq 1 "${PEERS_ROUNDS:-$(q 3 1)}"); do
+        for size in "${peers_sizes[@]}"; do
+          for system in "${peers_systems[@]}"; do
+            peers_run "$system" "$size" "$round" ||
+              log "peers: $system, $size members, round $round failed (see above); going on"
+          done
+        done
+      done
+      "${ensemble[@]}" start >&2
+      /usr/bin/python3 "$root/bench/peers_report.py" "$peers_results" > "$peers_md"
+      log "peers: result lines in $peers_results"
+      ;;
     *)
       log "unknown scenario '$s' (${all_scenarios[*]} placement)"
       exit 2
@@ -441,11 +545,17 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
   echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB," \
     "$(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
     "with \`bench/run.sh${quick:+ --quick}${pin:+ --pin}${chosen:+ $chosen}\` (${elapsed} s including the build). ZooKeeper: three nodes of Debian's package on loopback," \
-    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms (10000 ms in scale). Cores: ${pinning}."
+    "tick 500 ms; groupcoordd's ZooKeeper session ${zk_session_ms} ms (10000 ms in scale and peers). Cores: ${pinning}."
   echo
-  echo "| scenario | figure | value | target |"
-  echo "|---|---|---|---|"
-  cat "$table"
+  if [ -s "$table" ]; then
+    echo "| scenario | figure | value | target |"
+    echo "|---|---|---|---|"
+    cat "$table"
+  fi
+  if [ -s "$peers_md" ]; then
+    echo
+    cat "$peers_md"
+  fi
 } > "$work/final.md"
 echo
 cat "$work/final.md"
