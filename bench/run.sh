@@ -70,9 +70,10 @@
 # big-group and big-partitions members speak; default 2, 1 to compare),
 # BENCH_CLIENT_MEMBERS (big-group's client-mode group; default 3,000),
 # PLACEMENT_STEADY_SECONDS (placement's steady phase; default 600),
-# BENCH_NO_SETUP=1 (install nothing: by default the packages the chosen
-# scenarios need, valgrind and etcd, are installed from Debian's archive when
-# missing, as scripts/dev.sh setup does).
+# BENCH_NO_SETUP=1 (install nothing: by default what the build needs is
+# installed by scripts/dev.sh setup before building, and the packages the
+# chosen scenarios need, valgrind and etcd, from Debian's archive when
+# missing).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,6 +105,8 @@ log() { printf '\033[1m[bench]\033[0m %s\n' "$*" >&2; }
 # What the chosen scenarios need from Debian's archive, installed when
 # missing as scripts/dev.sh setup installs its packages.
 if [ -z "${BENCH_NO_SETUP:-}" ]; then
+  # The build's packages, as for the tests (a fresh machine has none).
+  [ -n "${BENCH_NO_BUILD:-}" ] || "$root/scripts/dev.sh" setup >&2
   needs=()
   for s in "${scenarios[@]}"; do
     case "$s" in
