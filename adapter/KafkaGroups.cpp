@@ -29,13 +29,15 @@ Response failed(ErrorCode e) {
   return r;
 }
 
+using FetchTopics = std::optional<std::vector<k::OffsetFetchRequest::Topic>>;
+
 // OffsetFetch answered without reading: `e` for the group and every
 // partition asked for, no offset (-1).
-k::OffsetFetchResponse fetchRefusal(const k::OffsetFetchRequest& r, ErrorCode e) {
+k::OffsetFetchResponse fetchRefusal(const FetchTopics& topics, ErrorCode e) {
   k::OffsetFetchResponse out;
   out.error = e;
-  if (r.topics) {
-    for (const auto& t : *r.topics) {
+  if (topics) {
+    for (const auto& t : *topics) {
       k::OffsetFetchResponse::Topic topic{t.name, {}};
       for (int32_t p : t.partitionIndexes) topic.partitions.push_back({p, -1, -1, std::string(), e});
       out.topics.push_back(std::move(topic));
@@ -646,7 +648,11 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Api
 // Every live server with a Kafka port is a broker; every partition of the
 // topics under the topics path is led by one of them (spread by index), so
 // a client finds every subscribed topic whole. Partitions carry no records
-// here (docs/kafka.md, "Fetching").
+// here (docs/kafka.md, "Fetching"). From version 10 each topic carries its
+// id (layout::topicIdOf: the one in its znode, else one derived from its
+// name), and from version 12 a client may ask by id alone (librdkafka does
+// for the topics of a KIP-848 assignment): every topic is then read to find
+// the name, and an id that names none is UNKNOWN_TOPIC_ID with a null name.
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::MetadataRequest r,
                         k::ResponseCallback& done) {
   k::MetadataResponse out;
@@ -658,12 +664,40 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::M
   std::vector<int32_t> nodes;
   for (const auto& b : out.brokers) nodes.push_back(b.nodeId);
 
+  // Version 0: an empty list asks for every topic; later, null does.
+  const bool all = !r.topics.has_value() || (h.apiVersion == 0 && r.topics->empty());
+  std::set<std::string> names;
+  std::vector<layout::TopicId> ids;  // asked by id alone, in the request's order
+  if (!all) {
+    for (const auto& t : *r.topics) {
+      if (t.name) {
+        names.insert(*t.name);
+      } else if (std::find(ids.begin(), ids.end(), t.topicId.bytes) == ids.end()) {
+        ids.push_back(t.topicId.bytes);
+      }
+    }
+  }
+  // Every topic is read when every topic is asked for, or to find ids.
+  const bool readAll = all || !ids.empty();
+
   struct Topics {
     std::map<std::string, k::MetadataResponse::Topic> byName;
   };
   using Reads = Fanout<Topics>;
-  auto reads = Reads::start(zk_, [out = std::move(out), done = std::move(done)](Topics t) mutable {
-    for (auto& [name, topic] : t.byName) out.topics.push_back(std::move(topic));
+  auto reads = Reads::start(zk_, [out = std::move(out), all, names, ids, done = std::move(done)](Topics t) mutable {
+    std::vector<bool> found(ids.size(), false);
+    for (auto& [name, topic] : t.byName) {
+      const auto id = std::find(ids.begin(), ids.end(), topic.topicId.bytes);
+      if (id != ids.end()) found[static_cast<size_t>(id - ids.begin())] = true;
+      if (all || names.contains(name) || id != ids.end()) out.topics.push_back(std::move(topic));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (found[i]) continue;
+      k::MetadataResponse::Topic unknown;
+      unknown.error = ErrorCode::UNKNOWN_TOPIC_ID;
+      unknown.topicId.bytes = ids[i];
+      out.topics.push_back(std::move(unknown));
+    }
     done(std::move(out));
   });
   auto readTopic = [this, nodes, base = config_.topicsPath](Reads& fan, const std::string& name) {
@@ -671,7 +705,10 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::M
       k::MetadataResponse::Topic t;
       t.name = name;
       std::optional<int32_t> count;
-      if (res.error == zk::Error::Ok) count = layout::decodeTopicPartitions(res.data);
+      if (res.error == zk::Error::Ok) {
+        t.topicId.bytes = layout::topicIdOf(name, res.data);  // a topic that does not exist has the zero id
+        count = layout::decodeTopicPartitions(res.data);
+      }
       if (!count || nodes.empty()) {
         t.error = nodes.empty() ? ErrorCode::COORDINATOR_NOT_AVAILABLE : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
       } else {
@@ -683,19 +720,17 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::M
       s.byName[name] = std::move(t);
     }));
   };
-  // Version 0: an empty list asks for every topic; later, null does.
-  const bool all = !r.topics.has_value() || (h.apiVersion == 0 && r.topics->empty());
-  if (all) {
+  if (readAll) {
     zk_.getChildren(config_.topicsPath,
-                    reads->collect<zk::ChildrenResult>([reads, readTopic](Topics&, zk::ChildrenResult c) {
-                      if (c.error != zk::Error::Ok) return;
-                      for (const auto& name : c.children) readTopic(*reads, name);
+                    reads->collect<zk::ChildrenResult>([reads, readTopic, names](Topics&, zk::ChildrenResult c) {
+                      // A topic asked by name is answered even if it is not
+                      // listed (UNKNOWN_TOPIC_OR_PARTITION) or the list failed.
+                      std::set<std::string> listed = names;
+                      if (c.error == zk::Error::Ok) listed.insert(c.children.begin(), c.children.end());
+                      for (const auto& name : listed) readTopic(*reads, name);
                     }));
   } else {
-    std::set<std::string> seen;
-    for (const auto& t : *r.topics) {
-      if (seen.insert(t.name).second) readTopic(*reads, t.name);
-    }
+    for (const auto& name : names) readTopic(*reads, name);
   }
   reads->release();
 }
@@ -1002,34 +1037,64 @@ void KafkaGroups::writeOffsets(const std::string& group, k::OffsetCommitRequest 
   });
 }
 
-void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::OffsetFetchRequest r,
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader& h, k::OffsetFetchRequest r,
                         k::ResponseCallback& done) {
-  auto refuse = [&](ErrorCode e) { done(fetchRefusal(r, e)); };
-  if (!protocol::isValidName(r.groupId)) return refuse(ErrorCode::INVALID_GROUP_ID);
-  // A group that does not exist has no offsets (and is not made by asking).
-  if (unclaimed(r.groupId)) {
-    const std::string group = r.groupId;
-    auto request = std::make_shared<k::OffsetFetchRequest>(std::move(r));
-    return absent(group, [request, done = std::move(done)](bool gone) {
-      done(fetchRefusal(*request, gone ? ErrorCode::NONE : ErrorCode::NOT_COORDINATOR));
+  if (h.apiVersion < k::OffsetFetchRequest::kGroupsSince) {
+    return fetchGroupOffsets(std::move(r.groupId), std::move(r.topics),
+                             [done = std::move(done)](k::OffsetFetchResponse a) { done(std::move(a)); });
+  }
+  // Version 8 on: each group is answered on its own, in the request's
+  // order. Each answer fills its own slot; the last one in answers.
+  // MemberId and MemberEpoch (version 9) are not checked: groupcoord has no
+  // KIP-848 member yet, and a classic group's fetch ignores them, as Kafka's.
+  struct Gathered {
+    explicit Gathered(size_t n, k::ResponseCallback d) : groups(n), left(n), done(std::move(d)) {}
+    std::vector<k::OffsetFetchResponse::Group> groups;
+    std::atomic<size_t> left;
+    k::ResponseCallback done;
+  };
+  if (r.groups.empty()) return done(k::OffsetFetchResponse{});
+  auto gathered = std::make_shared<Gathered>(r.groups.size(), std::move(done));
+  for (size_t i = 0; i < r.groups.size(); ++i) {
+    auto& g = r.groups[i];
+    gathered->groups[i].groupId = g.groupId;
+    fetchGroupOffsets(std::move(g.groupId), std::move(g.topics), [gathered, i](k::OffsetFetchResponse a) {
+      gathered->groups[i].topics = std::move(a.topics);
+      gathered->groups[i].error = a.error;
+      if (gathered->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      k::OffsetFetchResponse out;
+      out.groups = std::move(gathered->groups);
+      gathered->done(std::move(out));
     });
   }
-  if (!hooks_.controlsHere(r.groupId)) return refuse(ErrorCode::NOT_COORDINATOR);
+}
+
+void KafkaGroups::fetchGroupOffsets(std::string group, FetchTopics topics,
+                                    std::function<void(k::OffsetFetchResponse)> done) {
+  auto refuse = [&](ErrorCode e) { done(fetchRefusal(topics, e)); };
+  if (!protocol::isValidName(group)) return refuse(ErrorCode::INVALID_GROUP_ID);
+  // A group that does not exist has no offsets (and is not made by asking).
+  if (unclaimed(group)) {
+    auto asked = std::make_shared<FetchTopics>(std::move(topics));
+    return absent(group, [asked, done = std::move(done)](bool gone) {
+      done(fetchRefusal(*asked, gone ? ErrorCode::NONE : ErrorCode::NOT_COORDINATOR));
+    });
+  }
+  if (!hooks_.controlsHere(group)) return refuse(ErrorCode::NOT_COORDINATOR);
   std::vector<std::string> names;
-  if (r.topics) {
-    for (const auto& t : *r.topics) {
+  if (topics) {
+    for (const auto& t : *topics) {
       if (protocol::isValidName(t.name)) names.push_back(t.name);
     }
     // Only topics that cannot be znode names were asked for: none has an
     // offset.
-    if (names.empty() && !r.topics->empty()) names.push_back(".");
+    if (names.empty() && !topics->empty()) names.push_back(".");
   }
-  const std::string group = r.groupId;
   offsets_.read(group, names,
-                [request = std::move(r), done = std::move(done)](OffsetsRead read) {
+                [group, topics = std::move(topics), done = std::move(done)](OffsetsRead read) {
                   k::OffsetFetchResponse out;
                   if (read.error != zk::Error::Ok && read.error != zk::Error::NoNode) {
-                    spdlog::warn("kafka group {}: reading its committed offsets failed: {}", request.groupId,
+                    spdlog::warn("kafka group {}: reading its committed offsets failed: {}", group,
                                  read.error);
                     out.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
                   }
@@ -1042,8 +1107,8 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Off
                     auto it = read.metadata.find(tp);
                     return it == read.metadata.end() ? std::string() : it->second;
                   };
-                  if (request.topics) {
-                    for (const auto& t : *request.topics) {
+                  if (topics) {
+                    for (const auto& t : *topics) {
                       k::OffsetFetchResponse::Topic topic{t.name, {}};
                       for (int32_t p : t.partitionIndexes) {
                         topic.partitions.push_back(

@@ -188,6 +188,12 @@ class KafkaGroups final : public protocol::kafka::Handler {
              protocol::kafka::OffsetCommitRequest r, protocol::kafka::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::OffsetFetchRequest r, protocol::kafka::ResponseCallback& done);
+  // One group's committed offsets, `topics` null for every topic: the
+  // answer of OffsetFetch versions 0 to 7, and of each group of version 8
+  // on. `done` once, from any thread.
+  void fetchGroupOffsets(std::string group,
+                         std::optional<std::vector<protocol::kafka::OffsetFetchRequest::Topic>> topics,
+                         std::function<void(protocol::kafka::OffsetFetchResponse)> done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::ListGroupsRequest r, protocol::kafka::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,

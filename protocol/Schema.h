@@ -187,8 +187,9 @@ size_t smallestValue(bool asBytes, int16_t version, int16_t newest, bool flexibl
 // The smallest encoding of T at `version` (0 .. kVersions-1; any other
 // version: version 0's). Worked out from the description once per type, on
 // first use (not at compile time: not every compiler this builds with can
-// construct a std::string in a constant expression).
-inline constexpr int16_t kVersions = 8;
+// construct a std::string in a constant expression). 13: Kafka's Metadata
+// is coded up to version 12 (protocol/kafka/Messages.h).
+inline constexpr int16_t kVersions = 13;
 
 template <typename T>
 size_t smallest(int16_t version, bool flexible = false) {

@@ -385,22 +385,31 @@ namespace {
 
 // The answer to a request whose group the user may not touch: GROUP_AUTHORIZATION_FAILED
 // at its top, and on every partition of an offset call.
+constexpr auto kRefused = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
+
+// OffsetFetch's topics asked for, each partition refused.
+std::vector<kafka::OffsetFetchResponse::Topic> refusedTopics(
+    const std::optional<std::vector<kafka::OffsetFetchRequest::Topic>>& topics) {
+  std::vector<kafka::OffsetFetchResponse::Topic> out;
+  for (const auto& t : topics.value_or(std::vector<kafka::OffsetFetchRequest::Topic>{})) {
+    kafka::OffsetFetchResponse::Topic topic{t.name, {}};
+    for (int32_t p : t.partitionIndexes) {
+      kafka::OffsetFetchResponse::Partition part;
+      part.partitionIndex = p;
+      part.error = kRefused;
+      topic.partitions.push_back(std::move(part));
+    }
+    out.push_back(std::move(topic));
+  }
+  return out;
+}
+
 kafka::Response refusedAnswer(const kafka::Request& request, int16_t api) {
-  constexpr auto kRefused = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
   if (const auto* r = std::get_if<kafka::OffsetCommitRequest>(&request)) return kafka::offsetCommitAnswer(*r, kRefused);
   if (const auto* r = std::get_if<kafka::OffsetFetchRequest>(&request)) {
     kafka::OffsetFetchResponse out;
     out.error = kRefused;
-    for (const auto& t : r->topics.value_or(std::vector<kafka::OffsetFetchRequest::Topic>{})) {
-      kafka::OffsetFetchResponse::Topic topic{t.name, {}};
-      for (int32_t p : t.partitionIndexes) {
-        kafka::OffsetFetchResponse::Partition part;
-        part.partitionIndex = p;
-        part.error = kRefused;
-        topic.partitions.push_back(std::move(part));
-      }
-      out.topics.push_back(std::move(topic));
-    }
+    out.topics = refusedTopics(r->topics);
     return out;
   }
   return errorAnswer(api, kRefused);
@@ -491,6 +500,18 @@ void KafkaProtocol::admit(Session& s, const kafka::RequestHeader& h, kafka::Requ
     return verdict.allowed;
   };
   auto ask = [&](auto r, kafka::ResponseCallback d) { callHandler(s, h, kafka::Request(std::move(r)), std::move(d)); };
+  // OffsetFetch from version 8 names its groups in Groups: each is judged
+  // on its own (its GroupId is not carried).
+  if (auto* r = std::get_if<kafka::OffsetFetchRequest>(&request);
+      r != nullptr && h.apiVersion >= kafka::OffsetFetchRequest::kGroupsSince) {
+    return splitByGroup(
+        std::move(*r), &kafka::OffsetFetchRequest::groups, &kafka::OffsetFetchResponse::groups,
+        [&](const kafka::OffsetFetchRequest::Group& g) { return allows(protocol::ApiKey::FetchOffsets, g.groupId); },
+        [](const kafka::OffsetFetchRequest::Group& g) {
+          return kafka::OffsetFetchResponse::Group{g.groupId, refusedTopics(g.topics), kRefused};
+        },
+        ask, std::move(done));
+  }
   if (auto call = groupCallOf(request)) {
     if (allows(call->api, call->group) && (!call->makes || allows(protocol::ApiKey::CreateGroup, call->group))) {
       return callHandler(s, h, std::move(request), std::move(done));

@@ -8,7 +8,9 @@
 // protocol/kafka/Codec.h.
 //
 // Only the versions coded are described: a field that first appears in a
-// version above a message's kMaxVersion is left out. A request and its
+// version above a message's kMaxVersion is left out. fields() gives the wire
+// order; a member added with a newer version is declared after the older
+// ones, so that brace-initialised messages keep their meaning. A request and its
 // response share kApiKey, kMinVersion and kMaxVersion. A message whose
 // versions from kFlexibleSince on are flexible (compact lengths, tagged
 // fields, request header version 2, response header version 1;
@@ -88,6 +90,7 @@ enum class ErrorCode : int16_t {
   GROUP_MAX_SIZE_REACHED = 81,
   FENCED_INSTANCE_ID = 82,
   UNSTABLE_OFFSET_COMMIT = 88,
+  UNKNOWN_TOPIC_ID = 100,
 };
 // "NOT_COORDINATOR"; a value not listed above gives "UNKNOWN_ERROR_CODE".
 std::string_view errorName(ErrorCode e);
@@ -173,25 +176,34 @@ struct ApiVersionsResponse {
 struct MetadataRequest {
   struct Topic {
     static constexpr std::string_view kName = "MetadataRequestTopic";
-    std::string name;
+    std::optional<std::string> name;  // null (version 10 on): the topic is asked by its id
+    Uuid topicId;                     // version 10 on; all zero: asked by its name
     template <typename V, typename Self>
     static constexpr void fields(V& v, Self& m) {
-      v(m.name, "Name", "name");
+      v(m.topicId, "TopicId", "topic_id", schema::since(10), schema::note("all zero: by name"));
+      v(m.name, "Name", "name", schema::nullableSince(10), schema::note("null: by id"));
     }
     bool operator==(const Topic&) const = default;
   };
   static constexpr std::string_view kName = "MetadataRequest";
   static constexpr ApiKey kApiKey = ApiKey::Metadata;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 4;
+  static constexpr int16_t kMaxVersion = 12;
+  static constexpr int16_t kFlexibleSince = 9;
   // Version 0: empty means every topic. Version 1 on: null means every
   // topic, empty none.
   std::optional<std::vector<Topic>> topics = std::vector<Topic>{};
   bool allowAutoTopicCreation = true;
+  bool includeClusterAuthorizedOperations = false;
+  bool includeTopicAuthorizedOperations = false;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.topics, "Topics", "topics", schema::nullableSince(1));
     v(m.allowAutoTopicCreation, "AllowAutoTopicCreation", "allow_auto_topic_creation", schema::since(4));
+    v(m.includeClusterAuthorizedOperations, "IncludeClusterAuthorizedOperations",
+      "include_cluster_authorized_operations", schema::since(8), schema::until(10));
+    v(m.includeTopicAuthorizedOperations, "IncludeTopicAuthorizedOperations", "include_topic_authorized_operations",
+      schema::since(8));
   }
   bool operator==(const MetadataRequest&) const = default;
 };
@@ -219,40 +231,50 @@ struct MetadataResponse {
     int32_t leaderId = -1;
     std::vector<int32_t> replicaNodes;
     std::vector<int32_t> isrNodes;
+    int32_t leaderEpoch = -1;  // -1: unknown, so a client does not validate its position against it
+    std::vector<int32_t> offlineReplicas;
     template <typename V, typename Self>
     static constexpr void fields(V& v, Self& m) {
       v(m.error, "ErrorCode", "error_code");
       v(m.partitionIndex, "PartitionIndex", "partition_index");
       v(m.leaderId, "LeaderId", "leader_id");
+      v(m.leaderEpoch, "LeaderEpoch", "leader_epoch", schema::since(7), schema::note("-1: unknown"));
       v(m.replicaNodes, "ReplicaNodes", "replica_nodes");
       v(m.isrNodes, "IsrNodes", "isr_nodes");
+      v(m.offlineReplicas, "OfflineReplicas", "offline_replicas", schema::since(5));
     }
     bool operator==(const Partition&) const = default;
   };
   struct Topic {
     static constexpr std::string_view kName = "MetadataResponseTopic";
     ErrorCode error = ErrorCode::NONE;
-    std::string name;
+    std::optional<std::string> name;  // null (version 12 on): an id asked for that names no topic
     bool isInternal = false;
     std::vector<Partition> partitions;
+    Uuid topicId;  // version 10 on
+    int32_t topicAuthorizedOperations = kNoAuthorizedOperations;
     template <typename V, typename Self>
     static constexpr void fields(V& v, Self& m) {
       v(m.error, "ErrorCode", "error_code");
-      v(m.name, "Name", "name");
+      v(m.name, "Name", "name", schema::nullableSince(12));
+      v(m.topicId, "TopicId", "topic_id", schema::since(10));
       v(m.isInternal, "IsInternal", "is_internal", schema::since(1));
       v(m.partitions, "Partitions", "partitions");
+      v(m.topicAuthorizedOperations, "TopicAuthorizedOperations", "topic_authorized_operations", schema::since(8));
     }
     bool operator==(const Topic&) const = default;
   };
   static constexpr std::string_view kName = "MetadataResponse";
   static constexpr ApiKey kApiKey = ApiKey::Metadata;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 4;
+  static constexpr int16_t kMaxVersion = 12;
+  static constexpr int16_t kFlexibleSince = 9;
   int32_t throttleTimeMs = 0;
   std::vector<Broker> brokers;
   std::optional<std::string> clusterId;
   int32_t controllerId = -1;
   std::vector<Topic> topics;
+  int32_t clusterAuthorizedOperations = kNoAuthorizedOperations;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.throttleTimeMs, "ThrottleTimeMs", "throttle_time_ms", schema::since(3));
@@ -260,6 +282,8 @@ struct MetadataResponse {
     v(m.clusterId, "ClusterId", "cluster_id", schema::since(2));
     v(m.controllerId, "ControllerId", "controller_id", schema::since(1));
     v(m.topics, "Topics", "topics");
+    v(m.clusterAuthorizedOperations, "ClusterAuthorizedOperations", "cluster_authorized_operations",
+      schema::since(8), schema::until(10));
   }
   bool operator==(const MetadataResponse&) const = default;
 };
@@ -524,7 +548,8 @@ struct OffsetCommitRequest {
   static constexpr std::string_view kName = "OffsetCommitRequest";
   static constexpr ApiKey kApiKey = ApiKey::OffsetCommit;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 7;
+  static constexpr int16_t kMaxVersion = 9;
+  static constexpr int16_t kFlexibleSince = 8;
   std::string groupId;
   int32_t generationId = -1;
   std::string memberId;
@@ -534,7 +559,8 @@ struct OffsetCommitRequest {
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.groupId, "GroupId", "group_id");
-    v(m.generationId, "GenerationId", "generation_id", schema::since(1));
+    v(m.generationId, "GenerationId", "generation_id", schema::since(1),
+      schema::note("from version 9 also a KIP-848 member's epoch (Kafka: GenerationIdOrMemberEpoch)"));
     v(m.memberId, "MemberId", "member_id", schema::since(1));
     v(m.groupInstanceId, "GroupInstanceId", "group_instance_id", schema::since(7));
     v(m.retentionTimeMs, "RetentionTimeMs", "retention_time_ms", schema::since(2), schema::until(4));
@@ -560,7 +586,8 @@ struct OffsetCommitResponse {
   static constexpr std::string_view kName = "OffsetCommitResponse";
   static constexpr ApiKey kApiKey = ApiKey::OffsetCommit;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 7;
+  static constexpr int16_t kMaxVersion = 9;
+  static constexpr int16_t kFlexibleSince = 8;
   int32_t throttleTimeMs = 0;
   std::vector<Topic> topics;
   template <typename V, typename Self>
@@ -572,6 +599,9 @@ struct OffsetCommitResponse {
 };
 
 // ---- 9 OffsetFetch -----------------------------------------------------------
+// Versions 0 to 7 ask for one group's offsets; version 8 on for several
+// groups at once (Groups), each answered on its own. Version 9 adds the
+// asking member's id and epoch (KIP-848).
 
 struct OffsetFetchRequest {
   struct Topic {
@@ -585,16 +615,37 @@ struct OffsetFetchRequest {
     }
     bool operator==(const Topic&) const = default;
   };
+  struct Group {
+    static constexpr std::string_view kName = "OffsetFetchRequestGroup";
+    std::string groupId;
+    std::optional<std::string> memberId;  // version 9 on; null: not asked as a KIP-848 member
+    int32_t memberEpoch = -1;
+    std::optional<std::vector<Topic>> topics = std::vector<Topic>{};  // null: every topic
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.groupId, "GroupId", "group_id");
+      v(m.memberId, "MemberId", "member_id", schema::since(9), schema::note("null: not a KIP-848 member"));
+      v(m.memberEpoch, "MemberEpoch", "member_epoch", schema::since(9), schema::note("-1: not a KIP-848 member"));
+      v(m.topics, "Topics", "topics", schema::note("null: every topic"));
+    }
+    bool operator==(const Group&) const = default;
+  };
   static constexpr std::string_view kName = "OffsetFetchRequest";
   static constexpr ApiKey kApiKey = ApiKey::OffsetFetch;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 5;
-  std::string groupId;
-  std::optional<std::vector<Topic>> topics = std::vector<Topic>{};  // null (version 2 on): every topic
+  static constexpr int16_t kMaxVersion = 9;
+  static constexpr int16_t kFlexibleSince = 6;
+  static constexpr int16_t kGroupsSince = 8;  // the first version that asks by Groups
+  std::string groupId;                                               // versions 0 to 7
+  std::optional<std::vector<Topic>> topics = std::vector<Topic>{};  // versions 0 to 7; null (2 on): every topic
+  std::vector<Group> groups;                                         // version 8 on
+  bool requireStable = false;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
-    v(m.groupId, "GroupId", "group_id");
-    v(m.topics, "Topics", "topics", schema::nullableSince(2));
+    v(m.groupId, "GroupId", "group_id", schema::until(7));
+    v(m.topics, "Topics", "topics", schema::until(7), schema::nullableSince(2));
+    v(m.groups, "Groups", "groups", schema::since(8));
+    v(m.requireStable, "RequireStable", "require_stable", schema::since(7));
   }
   bool operator==(const OffsetFetchRequest&) const = default;
 };
@@ -619,18 +670,34 @@ struct OffsetFetchResponse {
     bool operator==(const Partition&) const = default;
   };
   using Topic = TopicOf<Partition>;
+  struct Group {
+    static constexpr std::string_view kName = "OffsetFetchResponseGroup";
+    std::string groupId;
+    std::vector<Topic> topics;
+    ErrorCode error = ErrorCode::NONE;
+    template <typename V, typename Self>
+    static constexpr void fields(V& v, Self& m) {
+      v(m.groupId, "GroupId", "group_id");
+      v(m.topics, "Topics", "topics");
+      v(m.error, "ErrorCode", "error_code");
+    }
+    bool operator==(const Group&) const = default;
+  };
   static constexpr std::string_view kName = "OffsetFetchResponse";
   static constexpr ApiKey kApiKey = ApiKey::OffsetFetch;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 5;
+  static constexpr int16_t kMaxVersion = 9;
+  static constexpr int16_t kFlexibleSince = 6;
   int32_t throttleTimeMs = 0;
-  std::vector<Topic> topics;
-  ErrorCode error = ErrorCode::NONE;  // the group's (version 2 on); before it, only per partition
+  std::vector<Topic> topics;          // versions 0 to 7
+  ErrorCode error = ErrorCode::NONE;  // the group's (versions 2 to 7); before it, only per partition
+  std::vector<Group> groups;          // version 8 on, in the request's order
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.throttleTimeMs, "ThrottleTimeMs", "throttle_time_ms", schema::since(3));
-    v(m.topics, "Topics", "topics");
-    v(m.error, "ErrorCode", "error_code", schema::since(2));
+    v(m.topics, "Topics", "topics", schema::until(7));
+    v(m.error, "ErrorCode", "error_code", schema::since(2), schema::until(7));
+    v(m.groups, "Groups", "groups", schema::since(8));
   }
   bool operator==(const OffsetFetchResponse&) const = default;
 };

@@ -1,15 +1,17 @@
 // Kafka's flexible versions in the codec (protocol/kafka/Codec.h,
-// docs/protocol.md "The Kafka port"), on the APIs coded but not served
-// (ConsumerGroupHeartbeat and ConsumerGroupDescribe, version 0): header
-// versions, compact forms and tagged fields against bytes built by hand
-// (TestBytes.h), that the new APIs stay unadvertised, then malformed input
-// as for the classic APIs: every truncation, truncated and overlong
+// docs/protocol.md "The Kafka port"): the served ones (Metadata 9 to 12,
+// OffsetCommit 8 and 9, OffsetFetch 6 to 9) and the APIs coded but not
+// served (ConsumerGroupHeartbeat and ConsumerGroupDescribe, version 0):
+// header versions, compact forms and tagged fields against bytes built by
+// hand (TestBytes.h), that the new APIs stay unadvertised, then malformed
+// input as for the classic APIs: every truncation, truncated and overlong
 // varints, lengths past the frame, compact counts that must not allocate,
 // null where a field is not nullable.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -30,6 +32,7 @@ using testing::toHex;
 
 constexpr int32_t kCorrelationId = 0x01020304;
 constexpr std::string_view kClientId = "consumer-1";
+constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
 
 // Request header version 2: version 1's fields (ClientId with its int16
 // length), then the header's tagged fields, none unless given.
@@ -50,13 +53,33 @@ std::vector<uint8_t> flexibleResponseFrame(const Bytes& body) {
 
 const RequestHeader kHeader68{68, 0, kCorrelationId, std::string(kClientId)};
 
+// Kafka's message definitions: the first flexible version of each served
+// API that has one.
+int16_t firstFlexibleServed(int16_t key) {
+  switch (static_cast<ApiKey>(key)) {
+    case ApiKey::Metadata:
+      return 9;
+    case ApiKey::OffsetCommit:
+      return 8;
+    case ApiKey::OffsetFetch:
+      return 6;
+    default:
+      return 0x7fff;
+  }
+}
+
 TEST(KafkaFlexible, HeaderVersionsFollowEachApisFirstFlexibleVersion) {
   for (const auto& api : apiVersionsResponse().apiKeys) {
     for (int16_t v = api.minVersion; v <= api.maxVersion; ++v) {
-      EXPECT_EQ(requestHeaderVersion(static_cast<ApiKey>(api.apiKey), v), 1) << api.apiKey << " v" << v;
-      EXPECT_EQ(responseHeaderVersion(static_cast<ApiKey>(api.apiKey), v), 0) << api.apiKey << " v" << v;
+      const bool flexible = v >= firstFlexibleServed(api.apiKey);
+      EXPECT_EQ(requestHeaderVersion(static_cast<ApiKey>(api.apiKey), v), flexible ? 2 : 1)
+          << api.apiKey << " v" << v;
+      EXPECT_EQ(responseHeaderVersion(static_cast<ApiKey>(api.apiKey), v), flexible ? 1 : 0)
+          << api.apiKey << " v" << v;
     }
   }
+  // ApiVersions is answered with response header version 0 at every version.
+  EXPECT_EQ(responseHeaderVersion(ApiKey::ApiVersions, 2), 0);
   for (const ApiKey key : {ApiKey::ConsumerGroupHeartbeat, ApiKey::ConsumerGroupDescribe}) {
     EXPECT_EQ(requestHeaderVersion(key, 0), 2);
     EXPECT_EQ(responseHeaderVersion(key, 0), 1);
@@ -210,6 +233,243 @@ TEST(KafkaFlexible, UnknownTaggedFieldsAreSkipped) {
   ASSERT_TRUE(answer.assignment);
   EXPECT_EQ(answer.assignment->topicPartitions,
             (std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{samples::sampleTopicId(), {7}}}));
+}
+
+// ---- The served flexible versions ------------------------------------------------
+
+std::vector<uint8_t> servedFrame(ApiKey key, int16_t version, const Bytes& body) {
+  return flexibleHeader(key, version).noTags().raw(body.body()).frame();
+}
+
+template <typename T>
+void expectServedRequest(int16_t version, const Bytes& body, const T& expected) {
+  SCOPED_TRACE(std::string(T::kName) + " version " + std::to_string(version));
+  const auto frame = servedFrame(T::kApiKey, version, body);
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(d.header,
+            (RequestHeader{static_cast<int16_t>(T::kApiKey), version, kCorrelationId, std::string(kClientId)}));
+  EXPECT_EQ(std::get<T>(d.request), expected);
+  std::vector<uint8_t> written;
+  encodeRequest(d.header, Request(expected), written);
+  EXPECT_EQ(toHex(written), toHex(frame));
+}
+
+template <typename T>
+void expectServedResponse(int16_t version, const Bytes& body, const T& response) {
+  SCOPED_TRACE(std::string(T::kName) + " version " + std::to_string(version));
+  const auto frame = flexibleResponseFrame(body);
+  std::vector<uint8_t> written;
+  encodeResponse(kCorrelationId, version, Response(response), written);
+  EXPECT_EQ(toHex(written), toHex(frame));
+  const DecodedResponse d = decodeResponse(T::kApiKey, version, bodyOf(frame));
+  ASSERT_TRUE(d.ok) << d.detail;
+  EXPECT_EQ(std::get<T>(d.response), response);
+}
+
+// librdkafka 2.15.1 resolves the topic ids of a KIP-848 assignment with
+// Metadata version 12: topics by id, names null. The answer names the topic
+// and repeats its id; an id that names no topic is UNKNOWN_TOPIC_ID with a
+// null name.
+TEST(KafkaFlexibleServed, MetadataByTopicId) {
+  const Uuid known = samples::sampleTopicId();
+  Uuid unknown;
+  unknown.bytes.fill(0xee);
+  for (const int16_t v : {int16_t{10}, int16_t{11}, int16_t{12}}) {
+    Bytes body;
+    body.compactCount(2);
+    body.uuid(0).compactNull().noTags();  // TopicId 00..0f, Name null
+    body.raw(std::vector<uint8_t>(16, 0xee)).compactNull().noTags();
+    body.boolean(false);             // AllowAutoTopicCreation
+    if (v == 10) body.boolean(false);  // IncludeClusterAuthorizedOperations (8 to 10)
+    body.boolean(false);             // IncludeTopicAuthorizedOperations
+    body.noTags();
+    MetadataRequest q;
+    q.topics = std::vector<MetadataRequest::Topic>{{std::nullopt, known}, {std::nullopt, unknown}};
+    q.allowAutoTopicCreation = false;
+    expectServedRequest(v, body, q);
+  }
+
+  MetadataResponse r;
+  r.brokers = {{1, "gc-1", 9092, std::nullopt}};
+  r.clusterId = "groupcoord";
+  r.controllerId = 1;
+  MetadataResponse::Topic orders;
+  orders.name = "orders";
+  orders.topicId = known;
+  orders.partitions = {{ErrorCode::NONE, 0, 1, {1}, {1}}};
+  MetadataResponse::Topic missing;
+  missing.error = ErrorCode::UNKNOWN_TOPIC_ID;
+  missing.topicId = unknown;
+  r.topics = {orders, missing};
+  Bytes rb;
+  rb.int32(0);                                                     // ThrottleTimeMs
+  rb.compactCount(1).int32(1).compactStr("gc-1").int32(9092).compactNull().noTags();  // Brokers
+  rb.compactStr("groupcoord").int32(1);                            // ClusterId, ControllerId
+  rb.compactCount(2);                                              // Topics: 2
+  rb.int16(0).compactStr("orders").uuid(0).boolean(false);         //   NONE, "orders", its id, not internal
+  rb.compactCount(1);                                              //   Partitions: 1
+  rb.int16(0).int32(0).int32(1).int32(-1);                         //     NONE, 0, leader 1, epoch -1
+  rb.compactCount(1).int32(1).compactCount(1).int32(1).compactCount(0).noTags();  // [1], [1], offline []
+  rb.int32(kInt32Min).noTags();                                    //   TopicAuthorizedOperations
+  rb.int16(100).compactNull().raw(std::vector<uint8_t>(16, 0xee)).boolean(false).compactCount(0);
+  rb.int32(kInt32Min).noTags();
+  rb.noTags();
+  expectServedResponse(12, rb, r);
+}
+
+// Version 9 on, null Topics asks for every topic, and an empty list for
+// none, as in versions 1 to 8.
+TEST(KafkaFlexibleServed, MetadataEveryTopic) {
+  for (int16_t v = 9; v <= 12; ++v) {
+    Bytes body;
+    body.compactNull().boolean(true);
+    if (v <= 10) body.boolean(false);
+    body.boolean(false).noTags();
+    MetadataRequest q;
+    q.topics = std::nullopt;
+    expectServedRequest(v, body, q);
+  }
+}
+
+// OffsetCommit as librdkafka 2.15.1 sends it (version 9): GenerationId is
+// the member's epoch, GroupInstanceId null, the metadata of a commit empty.
+TEST(KafkaFlexibleServed, OffsetCommit) {
+  for (const int16_t v : {int16_t{8}, int16_t{9}}) {
+    Bytes body;
+    body.compactStr("g1").int32(7).compactStr("m-1").compactNull();  // GroupId, epoch, MemberId, no instance
+    body.compactCount(1).compactStr("orders");                       // Topics: 1
+    body.compactCount(1).int32(2).int64(100).int32(-1).compactStr("").noTags();  // partition 2 at 100
+    body.noTags().noTags();
+    OffsetCommitRequest q;
+    q.groupId = "g1";
+    q.generationId = 7;
+    q.memberId = "m-1";
+    q.topics = {{"orders", {{2, 100, -1, -1, ""}}}};
+    expectServedRequest(v, body, q);
+
+    Bytes rb;
+    rb.int32(0).compactCount(1).compactStr("orders").compactCount(1).int32(2).int16(0).noTags().noTags().noTags();
+    OffsetCommitResponse r;
+    r.topics = {{"orders", {{2, ErrorCode::NONE}}}};
+    expectServedResponse(v, rb, r);
+  }
+}
+
+// OffsetFetch: version 6 and 7 flexible forms of one group, version 8 on
+// several groups, version 9 with the member's id and epoch (librdkafka
+// 2.15.1's consumer sends null and -1).
+TEST(KafkaFlexibleServed, OffsetFetch) {
+  for (const int16_t v : {int16_t{6}, int16_t{7}}) {
+    Bytes body;
+    body.compactStr("g1").compactCount(1).compactStr("orders").compactCount(2).int32(0).int32(1).noTags();
+    if (v >= 7) body.boolean(true);  // RequireStable
+    body.noTags();
+    OffsetFetchRequest q;
+    q.groupId = "g1";
+    q.topics = std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1}}};
+    q.requireStable = v >= 7;
+    expectServedRequest(v, body, q);
+
+    Bytes rb;
+    rb.int32(0).compactCount(1).compactStr("orders");
+    rb.compactCount(1).int32(0).int64(42).int32(-1).compactStr("").int16(0).noTags().noTags();
+    rb.int16(0).noTags();
+    OffsetFetchResponse r;
+    r.topics = {{"orders", {{0, 42, -1, "", ErrorCode::NONE}}}};
+    expectServedResponse(v, rb, r);
+  }
+  for (const int16_t v : {int16_t{8}, int16_t{9}}) {
+    Bytes body;
+    body.compactCount(2);
+    body.compactStr("g1");
+    if (v >= 9) body.compactNull().int32(-1);  // MemberId null, MemberEpoch -1
+    body.compactCount(1).compactStr("orders").compactCount(1).int32(0).noTags().noTags();
+    body.compactStr("g2");
+    if (v >= 9) body.compactStr("m-2").int32(5);
+    body.compactNull().noTags();  // Topics null: every topic
+    body.boolean(false).noTags();
+    OffsetFetchRequest q;
+    q.groupId.clear();
+    q.topics = std::vector<OffsetFetchRequest::Topic>{};
+    q.groups = {{"g1", std::nullopt, -1, std::vector<OffsetFetchRequest::Topic>{{"orders", {0}}}},
+                {"g2", v >= 9 ? std::optional<std::string>("m-2") : std::nullopt, v >= 9 ? 5 : -1, std::nullopt}};
+    expectServedRequest(v, body, q);
+
+    Bytes rb;
+    rb.int32(0).compactCount(2);
+    rb.compactStr("g1").compactCount(1).compactStr("orders");
+    rb.compactCount(1).int32(0).int64(42).int32(3).compactNull().int16(0).noTags().noTags();
+    rb.int16(0).noTags();
+    rb.compactStr("g2").compactCount(0).int16(30).noTags();  // GROUP_AUTHORIZATION_FAILED
+    rb.noTags();
+    OffsetFetchResponse r;
+    r.groups = {{"g1", {{"orders", {{0, 42, 3, std::nullopt, ErrorCode::NONE}}}}, ErrorCode::NONE},
+                {"g2", {}, ErrorCode::GROUP_AUTHORIZATION_FAILED}};
+    expectServedResponse(v, rb, r);
+  }
+}
+
+// Every truncation of every served flexible version's sample is malformed,
+// and so is a byte after the last field.
+TEST(KafkaFlexibleServed, EveryTruncationIsMalformed) {
+  int frames = 0;
+  for (const Request& q : samples::requestSamples()) {
+    const auto [oldest, newest] = samples::versionRange(q);
+    for (int16_t v = oldest; v <= newest; ++v) {
+      const int16_t key = std::visit([](const auto& m) { return static_cast<int16_t>(m.kApiKey); }, q);
+      if (requestHeaderVersion(static_cast<ApiKey>(key), v) != 2) continue;
+      ++frames;
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{key, v, kCorrelationId, std::string(kClientId)}, q, frame);
+      const auto body = bodyOf(frame);
+      ASSERT_EQ(decodeRequest(body).status, DecodeStatus::Ok) << toHex(frame);
+      for (size_t n = 0; n < body.size(); ++n) {
+        EXPECT_EQ(decodeRequest(body.first(n)).status, DecodeStatus::Malformed) << toHex(frame) << " cut at " << n;
+      }
+      frame.push_back(0);
+      const DecodedRequest d = decodeRequest(bodyOf(frame));
+      EXPECT_EQ(d.status, DecodeStatus::Malformed) << toHex(frame);
+      EXPECT_NE(d.detail.find("after the last field"), std::string::npos) << d.detail;
+    }
+  }
+  EXPECT_EQ(frames, 4 + 2 + 4);  // Metadata 9-12, OffsetCommit 8-9, OffsetFetch 6-9
+}
+
+TEST(KafkaFlexibleServed, HugeCompactCountsAndBadNulls) {
+  struct Case {
+    ApiKey key;
+    int16_t version;
+    Bytes body;
+    std::string expect;
+  };
+  const std::vector<Case> cases{
+      // 0x7fffffff topics of at least 18 bytes each (id, null name, no tags).
+      {ApiKey::Metadata, 12, Bytes().uvarint(0x7fffffff).boolean(true).boolean(false).noTags(), "Topics: array count"},
+      {ApiKey::OffsetFetch, 9, Bytes().uvarint(0x10000000).compactStr("g"), "Groups: array count"},
+      {ApiKey::OffsetFetch, 9,
+       Bytes().compactCount(1).compactStr("g").compactNull().int32(-1).compactCount(1).compactStr("t").uvarint(
+           0x40000000),
+       "PartitionIndexes: array count"},
+      {ApiKey::OffsetCommit, 9,
+       Bytes().compactStr("g").int32(1).compactStr("m").compactNull().compactCount(1).compactStr("t").uvarint(
+           0x40000000),
+       "Partitions: array count"},
+      // A null name before version 10, a null group id, null groups.
+      {ApiKey::Metadata, 9, Bytes().compactCount(1).compactNull().noTags().boolean(true).boolean(false).noTags(),
+       "Name: null string"},
+      {ApiKey::OffsetFetch, 8, Bytes().compactCount(1).compactNull().compactCount(0).noTags().boolean(false).noTags(),
+       "GroupId: null string"},
+      {ApiKey::OffsetFetch, 9, Bytes().compactNull().boolean(false).noTags(), "Groups: null array"},
+  };
+  for (const auto& c : cases) {
+    const auto frame = servedFrame(c.key, c.version, c.body);
+    AllocationProbe probe;
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
+    EXPECT_LT(probe.largest(), size_t{4096}) << c.expect;
+    EXPECT_EQ(d.status, DecodeStatus::Malformed) << c.expect;
+    EXPECT_NE(d.detail.find(c.expect), std::string::npos) << d.detail;
+  }
 }
 
 // ---- Malformed input -------------------------------------------------------------

@@ -17,12 +17,22 @@
 
 namespace groupcoord::protocol::kafka::samples {
 
+// The samples' topic id: the bytes 00 01 ... 0f.
+inline Uuid sampleTopicId() {
+  Uuid id;
+  for (uint8_t i = 0; i < 16; ++i) id.bytes[i] = i;
+  return id;
+}
+
 inline std::vector<Request> requestSamples() {
-  MetadataRequest metadata;
-  metadata.topics = std::vector<MetadataRequest::Topic>{{"orders"}, {"payments"}};
-  OffsetFetchRequest offsetFetch;
+  MetadataRequest metadata;  // "orders" also by its id (version 10 on)
+  metadata.topics = std::vector<MetadataRequest::Topic>{{"orders", sampleTopicId()}, {"payments", {}}};
+  metadata.includeTopicAuthorizedOperations = true;
+  OffsetFetchRequest offsetFetch;  // one group, asked both ways: versions 0 to 7, and 8 on
   offsetFetch.groupId = "g1";
   offsetFetch.topics = std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}};
+  offsetFetch.groups = {{"g1", "m-1", 4, std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}}}};
+  offsetFetch.requireStable = true;
   return {
       ApiVersionsRequest{},
       metadata,
@@ -45,11 +55,6 @@ inline std::vector<Request> requestSamples() {
 
 // One sample request per API coded but not served (UnservedRequest), every
 // field set, for the flexible vectors, the malformed input and the seeds.
-inline Uuid sampleTopicId() {
-  Uuid id;
-  for (uint8_t i = 0; i < 16; ++i) id.bytes[i] = i;
-  return id;
-}
 
 inline std::vector<UnservedRequest> unservedRequestSamples() {
   ConsumerGroupHeartbeatRequest heartbeat;
