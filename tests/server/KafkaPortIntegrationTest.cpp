@@ -311,6 +311,92 @@ TEST_F(KafkaPortTest, MetadataListsEveryServerAndTheTopic) {
   }
 }
 
+// Metadata 12 as librdkafka 2.15.1 uses it for a KIP-848 assignment: the
+// topic's id by its name, then the name by its id alone; an id that names
+// no topic is UNKNOWN_TOPIC_ID with a null name. The id is the same on
+// every server.
+TEST_F(KafkaPortTest, MetadataGivesTopicIdsAndFindsATopicByItsId) {
+  startServer(1);
+  startServer(2);
+  auto byName = [&](uint16_t port) -> std::optional<k::MetadataResponse::Topic> {
+    const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+    while (Clock::now() < deadline) {
+      KafkaWire c(port);
+      k::MetadataRequest r;
+      r.topics = std::vector<k::MetadataRequest::Topic>{{"work"}};
+      auto m = c.call<k::MetadataResponse>(r, 12);
+      if (m && m->topics.size() == 1 && m->topics[0].error == k::ErrorCode::NONE) return m->topics[0];
+      std::this_thread::sleep_for(100ms);
+    }
+    return std::nullopt;
+  };
+  const auto first = byName(kafkaPorts_[0]);
+  const auto second = byName(kafkaPorts_[1]);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->topicId, second->topicId);
+  EXPECT_NE(first->topicId, protocol::Uuid{}) << "an existing topic has an id";
+  EXPECT_EQ(first->partitions.size(), 4u);
+  for (const auto& p : first->partitions) EXPECT_EQ(p.leaderEpoch, -1);
+
+  protocol::Uuid unknown;
+  unknown.bytes.fill(0xee);
+  KafkaWire c(kafkaPorts_[1]);
+  k::MetadataRequest r;
+  r.topics = std::vector<k::MetadataRequest::Topic>{{std::nullopt, first->topicId}, {std::nullopt, unknown}};
+  r.allowAutoTopicCreation = false;
+  auto m = c.call<k::MetadataResponse>(r, 12);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->topics.size(), 2u);
+  EXPECT_EQ(m->topics[0].name, std::optional<std::string>("work"));
+  EXPECT_EQ(m->topics[0].topicId, first->topicId);
+  EXPECT_EQ(m->topics[0].partitions.size(), 4u);
+  EXPECT_EQ(m->topics[1].error, k::ErrorCode::UNKNOWN_TOPIC_ID);
+  EXPECT_EQ(m->topics[1].name, std::nullopt);
+  EXPECT_EQ(m->topics[1].topicId, unknown);
+}
+
+// OffsetFetch 8 and 9 ask for several groups at once: each is answered as
+// version 7 would answer it, in the request's order.
+TEST_F(KafkaPortTest, OffsetFetchByGroups) {
+  startServer(1);
+  const std::string group = "fetch-groups";
+  ASSERT_NE(coordinatorOf(group, kafkaPorts_[0]), 0);
+  KafkaWire c(kafkaPorts_[0]);
+  // A standalone commit (no member, generation -1) at version 9, flexible,
+  // makes the group; until it is loaded it answers
+  // COORDINATOR_LOAD_IN_PROGRESS.
+  k::OffsetCommitRequest commit;
+  commit.groupId = group;
+  commit.topics.push_back({"work", {{0, 77, -1, -1, std::string("m")}}});
+  k::ErrorCode error = k::ErrorCode::UNKNOWN_SERVER_ERROR;
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  while (Clock::now() < deadline) {
+    auto committed = c.call<k::OffsetCommitResponse>(commit, 9);
+    ASSERT_TRUE(committed);
+    ASSERT_EQ(committed->topics.size(), 1u);
+    ASSERT_EQ(committed->topics[0].partitions.size(), 1u);
+    error = committed->topics[0].partitions[0].error;
+    if (error != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(error, k::ErrorCode::NONE);
+  for (const int16_t version : {int16_t{8}, int16_t{9}}) {
+    k::OffsetFetchRequest r;
+    r.groups = {{group, std::nullopt, -1, std::vector<k::OffsetFetchRequest::Topic>{{"work", {0}}}},
+                {"never-made", std::nullopt, -1, std::nullopt}};
+    auto a = c.call<k::OffsetFetchResponse>(r, version);
+    ASSERT_TRUE(a) << "version " << version;
+    ASSERT_EQ(a->groups.size(), 2u);
+    EXPECT_EQ(a->groups[0].groupId, group);
+    EXPECT_EQ(a->groups[0].error, k::ErrorCode::NONE);
+    ASSERT_EQ(a->groups[0].topics.size(), 1u);
+    ASSERT_EQ(a->groups[0].topics[0].partitions.size(), 1u);
+    EXPECT_EQ(a->groups[0].topics[0].partitions[0].committedOffset, 77);
+    EXPECT_EQ(a->groups[1].groupId, "never-made");
+    EXPECT_TRUE(a->groups[1].topics.empty());
+  }
+}
+
 TEST_F(KafkaPortTest, AGroupFormsAndItsControllerFailsOverWithoutARebalance) {
   startServer(1);
   startServer(2);
