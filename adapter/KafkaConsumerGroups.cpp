@@ -209,13 +209,26 @@ void KafkaGroups::readTopic(const std::string& name) {
     return;
   }
   topics_[name].reading = true;
-  zk_.get(
-      config_.topicsPath + "/" + name, [this, name](zk::GetResult r) { topicRead(name, std::move(r)); },
-      [this, name](const zk::WatchEvent& ev) {
-        if (ev.type == zk::WatchEvent::Type::Session) return;
+  auto again = [this, name](const zk::WatchEvent& ev) {
+    if (ev.type == zk::WatchEvent::Type::Session) return;
+    MutexLock lock(mu_);
+    if (!stopped_) readTopic(name);
+  };
+  const std::string path = config_.topicsPath + "/" + name;
+  zk_.get(path, [this, name, path, again](zk::GetResult r) {
+    if (r.error != zk::Error::NoNode) return topicRead(name, std::move(r));
+    // A read of a missing znode leaves no watch: watch for its creation,
+    // so that a topic made after its group subscribed is seen.
+    zk_.exists(path, [this, name, r = std::move(r), again](zk::ExistsResult x) mutable {
+      if (x.error == zk::Error::Ok) {
+        // Created in between: read it (the watch fires too; one more read).
         MutexLock lock(mu_);
         if (!stopped_) readTopic(name);
-      });
+        return;
+      }
+      topicRead(name, std::move(r));
+    }, again);
+  }, again);
 }
 
 void KafkaGroups::topicRead(const std::string& name, zk::GetResult r) {

@@ -1,6 +1,7 @@
 #include "adapter/KafkaGroups.h"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <set>
 #include <span>
@@ -21,6 +22,31 @@ namespace k = protocol::kafka;
 using k::ErrorCode;
 
 namespace {
+
+// A member's znode name: its id, with every byte other than letters,
+// digits and - _ . + = written %XX. Ids of the consumer protocol are made
+// by clients (librdkafka's are base64, with '/'); a '/' would make a path.
+std::string memberZnodeName(std::string_view id) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(id.size());
+  for (unsigned char c : id) {
+    const bool plain = std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '+' || c == '=';
+    if (plain && c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  if (out == "." || out == "..") {  // never a path step
+    std::string dots;
+    for (size_t i = 0; i < out.size(); ++i) dots += "%2E";
+    return dots;
+  }
+  return out;
+}
 
 // Whole answers for a request refused before its group was asked.
 template <class Response>
@@ -261,9 +287,9 @@ void KafkaGroups::reconcile(const std::string& group, Entry& e, Answers& out) {
   if (e.writing || e.loading || e.closing || !e.model) return;
   e.retry = false;
   std::map<std::string, std::string> want;  // member id -> client id
-  for (const auto& m : e.model->members()) want.emplace(m.memberId, m.clientId);
+  for (const auto& m : e.model->members()) want.emplace(memberZnodeName(m.memberId), m.clientId);
   if (e.consumer) {
-    for (const auto& [id, m] : e.consumer->members()) want.emplace(id, m.clientId);
+    for (const auto& [id, m] : e.consumer->members()) want.emplace(memberZnodeName(id), m.clientId);
   }
   std::vector<zk::Op> ops;
   std::vector<std::string> removed, created;

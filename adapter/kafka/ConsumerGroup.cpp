@@ -69,6 +69,11 @@ std::vector<std::string> sortedUnique(std::vector<std::string> v) {
 
 }  // namespace
 
+// Bounds on what a client names (a member id becomes a znode's name, a
+// subscribed topic a watched znode).
+constexpr size_t kMaxIdBytes = 255;
+constexpr size_t kMaxSubscribedTopics = 10000;
+
 // A fenced member's epoch: no heartbeat or commit carries it.
 constexpr int32_t kFenced = -1000;
 
@@ -110,6 +115,15 @@ Response ConsumerGroup::heartbeat(const HeartbeatArgs& a, const TopicTable& topi
     auto it = members_.find(r.memberId);
     if (it != members_.end()) it->second.lastHeard = now;
     return leave(a, topics, fx);
+  }
+  if (r.memberId.size() > kMaxIdBytes || r.instanceId.value_or("").size() > kMaxIdBytes ||
+      r.rackId.value_or("").size() > kMaxIdBytes) {
+    return refused(ErrorCode::INVALID_REQUEST, "MemberId, InstanceId and RackId are at most " +
+                                                   std::to_string(kMaxIdBytes) + " bytes");
+  }
+  if (r.subscribedTopicNames && r.subscribedTopicNames->size() > kMaxSubscribedTopics) {
+    return refused(ErrorCode::INVALID_REQUEST, "at most " + std::to_string(kMaxSubscribedTopics) +
+                                                   " subscribed topics");
   }
   if (a.version >= 1 && r.memberId.empty()) {
     return refused(ErrorCode::INVALID_REQUEST, "MemberId must be set: the member makes its own id");
