@@ -6,6 +6,7 @@
 #include "adapter/Fanout.h"
 #include "adapter/ZkErrors.h"
 #include "adapter/kafka/ClassicGroup.h"
+#include "adapter/kafka/ConsumerGroup.h"
 #include "protocol/Codec.h"
 
 namespace groupcoord::adapter {
@@ -84,6 +85,10 @@ void GroupDirectory::describe(std::vector<std::string> names, protocol::Response
                       if (auto snapshot = kafka::decodeSnapshot(saved.data)) {
                         k.infos[i].protocolType = snapshot->protocolType;
                         k.infos[i].protocolName = snapshot->protocolName;
+                      } else if (auto consumer = kafka::decodeConsumerSnapshot(saved.data);
+                                 consumer && !consumer->members.empty()) {
+                        k.infos[i].protocolType = "consumer";
+                        k.infos[i].protocolName = std::string(kafka::kConsumerProtocolName);
                       }
                     } else if (saved.error != zk::Error::NoNode) {
                       noteError(k, saved.error);

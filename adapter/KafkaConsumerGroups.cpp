@@ -346,7 +346,7 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Con
 void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::DescribeGroupResponse& d) const {
   d.kafka = true;
   d.protocolType = "consumer";
-  d.protocolName = "uniform (consumer protocol)";
+  d.protocolName = std::string(kafka::kConsumerProtocolName);
   d.generation = g.groupEpoch();
   d.members.clear();
   const TimePoint now = time_.now();

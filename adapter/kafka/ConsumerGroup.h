@@ -192,6 +192,10 @@ class ConsumerGroup {
   std::map<std::string, ConsumerMember, std::less<>> members_;
 };
 
+// How groupctl and the status page name the protocol of a consumer-protocol
+// group ("kafka consumer (uniform, consumer protocol)").
+inline constexpr std::string_view kConsumerProtocolName = "uniform, consumer protocol";
+
 // Assignor names a member may ask for: "uniform" (and none) are
 // groupcoord's optimiser; anything else is UNSUPPORTED_ASSIGNOR.
 bool knownAssignor(std::string_view name);

@@ -911,6 +911,27 @@ TEST_F(KafkaPortTest, ConsumerProtocolMembersAreRevokedBeforeAnyoneIsGivenAndKee
     EXPECT_EQ(seriesValue(m, "groupcoord_kafka_consumer_protocol_members"), 2.0);
     EXPECT_GE(seriesValue(m, "groupcoord_kafka_requests_total{api=\"ConsumerGroupHeartbeat\"}"), 7.0);
   }
+  // groupcoord's own calls (groupctl list and describe, the status page)
+  // name the protocol, and show what each member holds.
+  {
+    client::Admin admin({{"127.0.0.1", servers_[1 - controllerIndex]->port()}});
+    auto listed = admin.listGroups({group});
+    ASSERT_TRUE(listed.ok()) << listed.status.toString();
+    ASSERT_EQ(listed.value.size(), 1u);
+    EXPECT_EQ(listed.value[0].protocolType, "consumer");
+    EXPECT_EQ(listed.value[0].protocolName, "uniform, consumer protocol");
+    auto described = admin.describeGroup(group);
+    ASSERT_TRUE(described.ok()) << described.status.toString();
+    EXPECT_TRUE(described.value.kafka);
+    EXPECT_EQ(described.value.protocolName, "uniform, consumer protocol");
+    EXPECT_EQ(described.value.generation, b.epoch);
+    ASSERT_EQ(described.value.members.size(), 2u);
+    for (const auto& m : described.value.members) {
+      EXPECT_EQ(m.held.size(), 2u) << m.consumerId;
+      EXPECT_TRUE(m.waiting.empty()) << m.consumerId;
+      EXPECT_GT(m.lastHeardMs, 0) << m.consumerId;
+    }
+  }
 
   // Offsets fenced by the member's epoch; a classic join is refused.
   auto commitAt = [&](KafkaWire& c, const std::string& member, int32_t epoch, int64_t offset) {
