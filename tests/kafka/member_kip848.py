@@ -41,10 +41,13 @@ assignment).
 Options besides member_common.py's: --instance-id (group.instance.id: a
 static member), --rack (client.rack), --remote-assignor
 (group.remote.assignor, e.g. uniform or range; unset: the server's default).
+GROUPCOORD_RDKAFKA_DEBUG (e.g. cgrp,protocol) turns librdkafka's debug log on,
+on standard error, which the driver keeps and quotes in a failure.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import time
@@ -97,6 +100,8 @@ def main() -> int:
         "auto.offset.reset": "earliest",
         "error_cb": on_error,
     }
+    if os.environ.get("GROUPCOORD_RDKAFKA_DEBUG"):  # e.g. cgrp,protocol: librdkafka's log, on stderr
+        conf["debug"] = os.environ["GROUPCOORD_RDKAFKA_DEBUG"]
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     if a.rack:
