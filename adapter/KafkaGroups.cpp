@@ -1319,4 +1319,26 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Sas
   done(std::move(out));
 }
 
+// ---- KIP-848's consumer protocol ----
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ConsumerGroupHeartbeatRequest,
+                        k::ResponseCallback& done) {
+  k::ConsumerGroupHeartbeatResponse out;
+  out.error = ErrorCode::UNSUPPORTED_VERSION;
+  out.errorMessage = "not served yet";
+  done(std::move(out));
+}
+
+void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ConsumerGroupDescribeRequest r,
+                        k::ResponseCallback& done) {
+  k::ConsumerGroupDescribeResponse out;
+  for (auto& name : r.groupIds) {
+    k::ConsumerGroupDescribeResponse::Group g;
+    g.groupId = std::move(name);
+    g.error = ErrorCode::GROUP_ID_NOT_FOUND;
+    out.groups.push_back(std::move(g));
+  }
+  done(std::move(out));
+}
+
 }  // namespace groupcoord::adapter

@@ -208,6 +208,11 @@ class KafkaGroups final : public protocol::kafka::Handler {
              protocol::kafka::ListOffsetsRequest r, protocol::kafka::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::SaslAuthenticateRequest r, protocol::kafka::ResponseCallback& done);
+  // KIP-848's consumer protocol (not served yet: answered with errors).
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::ConsumerGroupHeartbeatRequest r, protocol::kafka::ResponseCallback& done);
+  void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+             protocol::kafka::ConsumerGroupDescribeRequest r, protocol::kafka::ResponseCallback& done);
 
   // Writes offsets the group's fence let through; answers `done`.
   void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,

@@ -227,7 +227,7 @@ struct KafkaTables {
 };
 
 template <typename Q, typename A>
-std::string kafkaBlock(bool served) {
+std::string kafkaBlock() {
   std::ostringstream out;
   const int16_t flexible = kafka::firstFlexibleVersion<Q>();
   out << "ApiKey " << static_cast<int>(Q::kApiKey) << ", versions coded "
@@ -237,7 +237,7 @@ std::string kafkaBlock(bool served) {
   } else {
     out << "none flexible (request header 1, response header 0)";
   }
-  out << (served ? "; served.\n" : "; coded, not served: not in ApiVersions.\n");
+  out << "; served.\n";
   KafkaTables tables{out, {}};
   tables.table<Q>("request");
   tables.table<A>("response");
@@ -247,23 +247,18 @@ std::string kafkaBlock(bool served) {
 // The block of the Kafka API named `api` ("Heartbeat"), or "".
 std::string kafkaApiBlock(std::string_view api) {
   std::string found;
-  auto scan = [&]<typename Q, typename A>(bool served) {
-    if (found.empty() && Q::kName == std::string(api) + "Request") found = kafkaBlock<Q, A>(served);
+  auto scan = [&]<typename Q, typename A>() {
+    if (found.empty() && Q::kName == std::string(api) + "Request") found = kafkaBlock<Q, A>();
   };
   [&]<size_t... I>(std::index_sequence<I...>) {
     (scan.template operator()<std::variant_alternative_t<I, kafka::Request>,
-                              std::variant_alternative_t<I, kafka::Response>>(true),
+                              std::variant_alternative_t<I, kafka::Response>>(),
      ...);
   }(std::make_index_sequence<std::variant_size_v<kafka::Request>>{});
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    (scan.template operator()<std::variant_alternative_t<I, kafka::UnservedRequest>,
-                              std::variant_alternative_t<I, kafka::UnservedResponse>>(false),
-     ...);
-  }(std::make_index_sequence<std::variant_size_v<kafka::UnservedRequest>>{});
   return found;
 }
 
-// Every Kafka API coded, served or not, by ApiKey.
+// Every Kafka API served, by ApiKey.
 std::vector<std::pair<int, std::string>> kafkaApis() {
   std::vector<std::pair<int, std::string>> out;
   auto add = [&](int key, std::string_view requestName) {
@@ -275,8 +270,6 @@ std::vector<std::pair<int, std::string>> kafkaApis() {
      ...);
   };
   addAll.template operator()<kafka::Request>(std::make_index_sequence<std::variant_size_v<kafka::Request>>{});
-  addAll.template operator()<kafka::UnservedRequest>(
-      std::make_index_sequence<std::variant_size_v<kafka::UnservedRequest>>{});
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -47,7 +47,7 @@ std::string pythonLayouts();
 // docs/protocol.md: an API's request and response tables ("Heartbeat"), a
 // structure's table ("MemberState"), kStructuresBlock, or a Kafka API's
 // request, response and nested structures (kafkaBlockName("Heartbeat"),
-// from protocol/kafka/Messages.h, served or coded only).
+// from protocol/kafka/Messages.h).
 std::string fieldsBlock(std::string_view name);
 inline constexpr std::string_view kStructuresBlock = "shared structures";
 inline constexpr std::string_view kKafkaBlockPrefix = "Kafka ";

@@ -418,7 +418,7 @@ kafka::Response refusedAnswer(const kafka::Request& request, int16_t api) {
 // The binary port's call that does to a group what a Kafka request does
 // (docs/protocol.md, "Security on the Kafka port"), the group it names, and
 // CreateGroup besides for the calls that make a missing group (JoinGroup,
-// OffsetCommit); nullopt for requests that name none.
+// ConsumerGroupHeartbeat, OffsetCommit); nullopt for requests that name none.
 struct GroupCall {
   protocol::ApiKey api;
   std::string_view group;
@@ -445,16 +445,19 @@ std::optional<GroupCall> groupCallOf(const kafka::Request& request) {
           return GroupCall{ApiKey::CommitOffsets, r.groupId, true};
         } else if constexpr (std::is_same_v<R, kafka::OffsetFetchRequest>) {
           return GroupCall{ApiKey::FetchOffsets, r.groupId};
+        } else if constexpr (std::is_same_v<R, kafka::ConsumerGroupHeartbeatRequest>) {
+          // KIP-848's join and heartbeat in one: as JoinGroup.
+          return GroupCall{ApiKey::RegisterConsumer, r.groupId, true};
         }
         return std::nullopt;
       },
       request);
 }
 
-// A request naming several groups (DescribeGroups, DeleteGroups): the
-// refused ones answered `refused(name)` here, the others asked of the
-// handler in one request (`names` of it), the answers merged back in the
-// request's order (`results` of the response).
+// A request naming several groups (DescribeGroups, ConsumerGroupDescribe,
+// DeleteGroups): the refused ones answered `refused(name)` here, the others
+// asked of the handler in one request (`names` of it), the answers merged
+// back in the request's order (`results` of the response).
 template <class Request, class Response, class Names, class Results, class Allowed, class Refused, class Ask>
 void splitByGroup(Request request, Names Request::*names, Results Response::*results, Allowed allowed,
                   Refused refused, Ask ask, kafka::ResponseCallback done) {
@@ -524,6 +527,18 @@ void KafkaProtocol::admit(Session& s, const kafka::RequestHeader& h, kafka::Requ
         [&](const std::string& g) { return allows(protocol::ApiKey::DescribeGroup, g); },
         [](const std::string& g) {
           kafka::DescribeGroupsResponse::Group out;
+          out.groupId = g;
+          out.error = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
+          return out;
+        },
+        ask, std::move(done));
+  }
+  if (auto* r = std::get_if<kafka::ConsumerGroupDescribeRequest>(&request)) {
+    return splitByGroup(
+        std::move(*r), &kafka::ConsumerGroupDescribeRequest::groupIds, &kafka::ConsumerGroupDescribeResponse::groups,
+        [&](const std::string& g) { return allows(protocol::ApiKey::DescribeGroup, g); },
+        [](const std::string& g) {
+          kafka::ConsumerGroupDescribeResponse::Group out;
           out.groupId = g;
           out.error = kafka::ErrorCode::GROUP_AUTHORIZATION_FAILED;
           return out;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -164,6 +165,11 @@ size_t KafkaRequestMetrics::errorSlot(kafka::ErrorCode error) {
 }
 
 void KafkaRequestMetrics::answered(int16_t api, kafka::ErrorCode error) {
+  static_assert(
+      []<size_t... I>(std::index_sequence<I...>) {
+        return ((static_cast<size_t>(std::variant_alternative_t<I, kafka::Request>::kApiKey) < kApiSlots) && ...);
+      }(std::make_index_sequence<std::variant_size_v<kafka::Request>>{}),
+      "every served Kafka API has a slot");
   if (api < 0 || static_cast<size_t>(api) >= kApiSlots) return;
   const auto index = static_cast<size_t>(api);
   requests_[index].fetch_add(1, std::memory_order_relaxed);

@@ -102,7 +102,8 @@ class KafkaRequestMetrics {
   void registerWith(metrics::Registry& registry) const;
 
  private:
-  static constexpr size_t kApiSlots = 64;
+  // Every served ApiKey has a slot (the highest: ConsumerGroupDescribe, 69).
+  static constexpr size_t kApiSlots = 70;
   // Error codes -1 .. kErrorSlots-3 have a slot of their own (code + 1);
   // any other value shares the last one.
   static constexpr size_t kErrorSlots = 130;

@@ -1,8 +1,7 @@
 // libFuzzer entry point for the Kafka codec (protocol/kafka/Codec.h): what
 // groupcoordd's Kafka port does with bytes from a socket (the frame reader,
 // then the request decoder) and what a test client does with bytes from the
-// port (every response decoder at every served version), and the same for
-// the APIs coded but not served yet (UnservedRequest: flexible versions). Build with
+// port (every response decoder at every served version). Build with
 // -DGROUPCOORD_FUZZ=ON and clang; scripts/fuzz.sh builds and runs it beside
 // the groupcoord protocol's target (FuzzRequest.cpp).
 //
@@ -34,24 +33,6 @@ namespace {
 
 constexpr int32_t kMaxFrameBytes = 1 << 20;
 
-// body as a request of an API coded but not served: a defined status, and
-// a round trip to the same message (not always to the same bytes: tagged
-// fields this codec does not know are skipped, and never written).
-void unservedRequestRoundTrip(std::span<const uint8_t> body) {
-  const kafka::DecodedUnservedRequest decoded = kafka::decodeUnservedRequest(body);
-  if (decoded.status != kafka::DecodeStatus::Ok) {
-    if (decoded.detail.empty()) std::abort();
-    return;
-  }
-  std::vector<uint8_t> out;
-  kafka::encodeRequest(decoded.header, decoded.request, out);
-  const kafka::DecodedUnservedRequest again = kafka::decodeUnservedRequest(std::span<const uint8_t>(out).subspan(4));
-  if (again.status != kafka::DecodeStatus::Ok || !(again.header == decoded.header) ||
-      !(again.request == decoded.request)) {
-    std::abort();
-  }
-}
-
 // body as one request body: a defined status, and an exact round trip.
 void requestRoundTrip(std::span<const uint8_t> body) {
   const kafka::DecodedRequest decoded = kafka::decodeRequest(body);
@@ -82,7 +63,6 @@ void readAsPort(std::span<const uint8_t> input, int32_t maxFrameBytes) {
     }
     const auto body = input.subspan(4, static_cast<size_t>(bodySize));
     requestRoundTrip(body);
-    unservedRequestRoundTrip(body);
     const kafka::DecodedRequest d = kafka::decodeRequest(body);
     answer.clear();
     const bool apiVersions = d.header.apiKey == static_cast<int16_t>(kafka::ApiKey::ApiVersions);
@@ -118,32 +98,6 @@ void responseRoundTrip(kafka::ApiKey api, int16_t version, std::span<const uint8
       });
 }
 
-// The same for the answer to an API coded but not served.
-void unservedResponseRoundTrip(kafka::ApiKey api, int16_t version, std::span<const uint8_t> body) {
-  const kafka::DecodedUnservedResponse decoded = kafka::decodeUnservedResponse(api, version, body);
-  if (!decoded.ok) {
-    if (decoded.detail.empty()) std::abort();
-    return;
-  }
-  std::vector<uint8_t> out;
-  kafka::encodeResponse(decoded.correlationId, version, decoded.response, out);
-  const kafka::DecodedUnservedResponse again =
-      kafka::decodeUnservedResponse(api, version, std::span<const uint8_t>(out).subspan(4));
-  if (!again.ok || again.correlationId != decoded.correlationId || !(again.response == decoded.response)) std::abort();
-}
-
-// Every API coded but not served, with its versions: the same list the
-// served ones get from ApiVersions.
-template <size_t... I>
-void forEachUnserved(std::span<const uint8_t> input, std::index_sequence<I...>) {
-  (
-      [&] {
-        using T = std::variant_alternative_t<I, kafka::UnservedResponse>;
-        for (int16_t v = T::kMinVersion; v <= T::kMaxVersion + 1; ++v) unservedResponseRoundTrip(T::kApiKey, v, input);
-      }(),
-      ...);
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -154,7 +108,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   readAsPort(input, 64);
   // ...and as one body, so that the fuzzer need not learn the Size prefix.
   requestRoundTrip(input);
-  unservedRequestRoundTrip(input);
 
   // As a response body to every served API at every served version, and at
   // one version past the newest (refused, with a reason).
@@ -164,6 +117,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       responseRoundTrip(static_cast<kafka::ApiKey>(api.apiKey), v, input);
     }
   }
-  forEachUnserved(input, std::make_index_sequence<std::variant_size_v<kafka::UnservedResponse>>{});
   return 0;
 }

@@ -1,7 +1,6 @@
 // Writes the Kafka fuzzer's seeds: each sample request of
-// tests/protocol/KafkaSamples.h at every served version (and each API's
-// coded but not served at its versions), as a whole frame and as a bare
-// body, with the ApiVersions answer at each of its versions.
+// tests/protocol/KafkaSamples.h at every served version, as a whole frame
+// and as a bare body, with the ApiVersions answer at each of its versions.
 // scripts/fuzz.sh runs it into a scratch corpus beside the committed one
 // (protocol/fuzz/kafka-corpus/, which also keeps frames Kafka clients sent).
 //
@@ -42,16 +41,6 @@ int main(int argc, char** argv) {
   int written = 0;
   bool ok = true;
   for (const kafka::Request& q : kafka::samples::requestSamples()) {
-    const auto [oldest, newest] = kafka::samples::versionRange(q);
-    const int16_t key = std::visit([](const auto& m) { return static_cast<int16_t>(m.kApiKey); }, q);
-    for (int16_t v = oldest; v <= newest; ++v) {
-      std::vector<uint8_t> frame;
-      kafka::encodeRequest(kafka::RequestHeader{key, v, 7, "seed"}, q, frame);
-      ok = ok && writeBoth(dir + "/request-" + std::string(kafka::apiName(key)) + "-v" + std::to_string(v), frame);
-      written += 2;
-    }
-  }
-  for (const kafka::UnservedRequest& q : kafka::samples::unservedRequestSamples()) {
     const auto [oldest, newest] = kafka::samples::versionRange(q);
     const int16_t key = std::visit([](const auto& m) { return static_cast<int16_t>(m.kApiKey); }, q);
     for (int16_t v = oldest; v <= newest; ++v) {

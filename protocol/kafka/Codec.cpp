@@ -82,14 +82,58 @@ Range rangeIn(int16_t key) {
   return range;
 }
 
-Range rangeOf(int16_t key) {
-  const Range served = rangeIn<Request>(key);
-  return served.max >= 0 ? served : rangeIn<UnservedRequest>(key);
+Range rangeOf(int16_t key) { return rangeIn<Request>(key); }
+
+}  // namespace
+
+std::string_view decodeStatusName(DecodeStatus s) {
+  switch (s) {
+    case DecodeStatus::Ok:
+      return "Ok";
+    case DecodeStatus::UnknownApi:
+      return "UnknownApi";
+    case DecodeStatus::UnsupportedVersion:
+      return "UnsupportedVersion";
+    case DecodeStatus::Malformed:
+      return "Malformed";
+  }
+  return "Unknown";
 }
 
-template <typename Requests>
-BasicDecodedRequest<Requests> decodeRequestIn(std::span<const uint8_t> body) {
-  BasicDecodedRequest<Requests> out;
+bool isServedApi(int16_t key) {
+  return withAlternative<Request>(key, [](auto) {});
+}
+
+int16_t minVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).min; }
+int16_t maxVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).max; }
+
+namespace {
+
+// Response header version 1 for a flexible version, but never for
+// ApiVersions: a client reads its answer before it knows what the broker
+// speaks.
+bool flexibleResponseHeader(int16_t key, int16_t version) {
+  return key != static_cast<int16_t>(ApiKey::ApiVersions) && rangeOf(key).flexible(version);
+}
+
+}  // namespace
+
+int16_t requestHeaderVersion(ApiKey api, int16_t version) {
+  const Range range = rangeOf(static_cast<int16_t>(api));
+  if (!range.contains(version)) return -1;
+  return range.flexible(version) ? 2 : 1;
+}
+
+int16_t responseHeaderVersion(ApiKey api, int16_t version) {
+  const auto key = static_cast<int16_t>(api);
+  if (!rangeOf(key).contains(version)) return -1;
+  return flexibleResponseHeader(key, version) ? 1 : 0;
+}
+
+// ---- Requests ------------------------------------------------------------------
+
+DecodedRequest decodeRequest(std::span<const uint8_t> body) {
+  DecodedRequest out;
   Reader r(body);
   RequestHeader& h = out.header;
   r.readInt16(h.apiKey, "ApiKey");
@@ -100,7 +144,7 @@ BasicDecodedRequest<Requests> decodeRequestIn(std::span<const uint8_t> body) {
   }
   // Read before the key is judged, so every answer can log who sent it.
   const bool clientIdRead = r.readNullableString(h.clientId, "ClientId");
-  const Range range = rangeIn<Requests>(h.apiKey);
+  const Range range = rangeOf(h.apiKey);
   if (range.max < 0) {
     out.status = DecodeStatus::UnknownApi;
     out.detail = "ApiKey " + std::to_string(h.apiKey) + " is not served";
@@ -126,8 +170,7 @@ BasicDecodedRequest<Requests> decodeRequestIn(std::span<const uint8_t> body) {
   return out;
 }
 
-template <typename Requests>
-void encodeRequestOf(const RequestHeader& header, const Requests& request, std::vector<uint8_t>& out) {
+void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
   Writer w(out);
   const size_t frame = w.beginFrame();
   std::visit(
@@ -142,106 +185,6 @@ void encodeRequestOf(const RequestHeader& header, const Requests& request, std::
       },
       request);
   w.endFrame(frame);
-}
-
-// Response header version 1 for a flexible version, but never for
-// ApiVersions: a client reads its answer before it knows what the broker
-// speaks.
-bool flexibleResponseHeader(int16_t key, int16_t version) {
-  return key != static_cast<int16_t>(ApiKey::ApiVersions) && rangeOf(key).flexible(version);
-}
-
-template <typename Responses>
-void encodeResponseOf(int32_t correlationId, int16_t version, const Responses& response, std::vector<uint8_t>& out) {
-  Writer w(out);
-  const size_t frame = w.beginFrame();
-  w.writeInt32(correlationId);
-  std::visit(
-      [&](const auto& m) {
-        using T = std::decay_t<decltype(m)>;
-        if (flexibleResponseHeader(static_cast<int16_t>(T::kApiKey), version)) w.writeNoTaggedFields();
-        writeBody(w, m, version);
-      },
-      response);
-  w.endFrame(frame);
-}
-
-template <typename Responses>
-BasicDecodedResponse<Responses> decodeResponseIn(ApiKey api, int16_t version, std::span<const uint8_t> body) {
-  BasicDecodedResponse<Responses> out;
-  Reader r(body);
-  if (!r.readInt32(out.correlationId, "CorrelationId")) {
-    out.detail = r.describeFailure();
-    return out;
-  }
-  const auto key = static_cast<int16_t>(api);
-  const Range range = rangeIn<Responses>(key);
-  if (!range.contains(version)) {
-    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + " is not served";
-    return out;
-  }
-  if (flexibleResponseHeader(key, version) && !r.skipTaggedFields()) {
-    out.detail = std::string(apiName(key)) + " response header: " + r.describeFailure();
-    return out;
-  }
-  if (!decodeByKey(r, out.response, key, version)) {
-    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + ": " +
-                 r.describeFailure();
-    return out;
-  }
-  out.ok = true;
-  return out;
-}
-
-}  // namespace
-
-std::string_view decodeStatusName(DecodeStatus s) {
-  switch (s) {
-    case DecodeStatus::Ok:
-      return "Ok";
-    case DecodeStatus::UnknownApi:
-      return "UnknownApi";
-    case DecodeStatus::UnsupportedVersion:
-      return "UnsupportedVersion";
-    case DecodeStatus::Malformed:
-      return "Malformed";
-  }
-  return "Unknown";
-}
-
-bool isServedApi(int16_t key) {
-  return withAlternative<Request>(key, [](auto) {});
-}
-
-int16_t minVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).min; }
-int16_t maxVersion(ApiKey api) { return rangeOf(static_cast<int16_t>(api)).max; }
-
-int16_t requestHeaderVersion(ApiKey api, int16_t version) {
-  const Range range = rangeOf(static_cast<int16_t>(api));
-  if (!range.contains(version)) return -1;
-  return range.flexible(version) ? 2 : 1;
-}
-
-int16_t responseHeaderVersion(ApiKey api, int16_t version) {
-  const auto key = static_cast<int16_t>(api);
-  if (!rangeOf(key).contains(version)) return -1;
-  return flexibleResponseHeader(key, version) ? 1 : 0;
-}
-
-// ---- Requests ------------------------------------------------------------------
-
-DecodedRequest decodeRequest(std::span<const uint8_t> body) { return decodeRequestIn<Request>(body); }
-
-DecodedUnservedRequest decodeUnservedRequest(std::span<const uint8_t> body) {
-  return decodeRequestIn<UnservedRequest>(body);
-}
-
-void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out) {
-  encodeRequestOf(header, request, out);
-}
-
-void encodeRequest(const RequestHeader& header, const UnservedRequest& request, std::vector<uint8_t>& out) {
-  encodeRequestOf(header, request, out);
 }
 
 bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out) {
@@ -281,20 +224,43 @@ void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode e
 // ---- Responses -----------------------------------------------------------------
 
 void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out) {
-  encodeResponseOf(correlationId, version, response, out);
-}
-
-void encodeResponse(int32_t correlationId, int16_t version, const UnservedResponse& response,
-                    std::vector<uint8_t>& out) {
-  encodeResponseOf(correlationId, version, response, out);
+  Writer w(out);
+  const size_t frame = w.beginFrame();
+  w.writeInt32(correlationId);
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if (flexibleResponseHeader(static_cast<int16_t>(T::kApiKey), version)) w.writeNoTaggedFields();
+        writeBody(w, m, version);
+      },
+      response);
+  w.endFrame(frame);
 }
 
 DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body) {
-  return decodeResponseIn<Response>(api, version, body);
-}
-
-DecodedUnservedResponse decodeUnservedResponse(ApiKey api, int16_t version, std::span<const uint8_t> body) {
-  return decodeResponseIn<UnservedResponse>(api, version, body);
+  DecodedResponse out;
+  Reader r(body);
+  if (!r.readInt32(out.correlationId, "CorrelationId")) {
+    out.detail = r.describeFailure();
+    return out;
+  }
+  const auto key = static_cast<int16_t>(api);
+  const Range range = rangeOf(key);
+  if (!range.contains(version)) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + " is not served";
+    return out;
+  }
+  if (flexibleResponseHeader(key, version) && !r.skipTaggedFields()) {
+    out.detail = std::string(apiName(key)) + " response header: " + r.describeFailure();
+    return out;
+  }
+  if (!decodeByKey(r, out.response, key, version)) {
+    out.detail = std::string(apiName(key)) + " response version " + std::to_string(version) + ": " +
+                 r.describeFailure();
+    return out;
+  }
+  out.ok = true;
+  return out;
 }
 
 ApiVersionsResponse apiVersionsResponse(ErrorCode error) {

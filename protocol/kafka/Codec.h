@@ -50,17 +50,14 @@ enum class DecodeStatus {
 };
 std::string_view decodeStatusName(DecodeStatus s);
 
-template <typename Requests>
-struct BasicDecodedRequest {
+struct DecodedRequest {
   DecodeStatus status = DecodeStatus::Malformed;
   // Key, version and correlation id are filled whenever the body has their
   // 8 bytes; clientId whenever it was read, whatever the status.
   RequestHeader header;
-  Requests request;  // valid only when status == Ok
+  Request request;  // valid only when status == Ok
   std::string detail;
 };
-using DecodedRequest = BasicDecodedRequest<Request>;
-using DecodedUnservedRequest = BasicDecodedRequest<UnservedRequest>;
 
 // body: the frame without its 4-byte Size. The header's ClientId is read
 // for every ApiKey (header version 1; a flexible request, header version 2,
@@ -68,41 +65,31 @@ using DecodedUnservedRequest = BasicDecodedRequest<UnservedRequest>;
 // fields where the version is flexible, then the body, strictly: no bytes
 // may follow the last field.
 DecodedRequest decodeRequest(std::span<const uint8_t> body);
-// The same for the APIs coded but not served (UnservedRequest): every other
-// ApiKey is UnknownApi here.
-DecodedUnservedRequest decodeUnservedRequest(std::span<const uint8_t> body);
 
 // The whole frame (Size, header version 1 or, flexible, 2, body) of
 // `request` at header.apiVersion; the ApiKey written is the request's own.
 // For tests and tools: a server only decodes requests.
 void encodeRequest(const RequestHeader& header, const Request& request, std::vector<uint8_t>& out);
-void encodeRequest(const RequestHeader& header, const UnservedRequest& request, std::vector<uint8_t>& out);
 
 // Appends the whole frame (Size, response header version 0 or, flexible,
 // 1, body) of `response` at `version`, which the caller takes from the
 // request it answers (within the API's kMinVersion..kMaxVersion).
 void encodeResponse(int32_t correlationId, int16_t version, const Response& response, std::vector<uint8_t>& out);
-void encodeResponse(int32_t correlationId, int16_t version, const UnservedResponse& response,
-                    std::vector<uint8_t>& out);
 
-template <typename Responses>
-struct BasicDecodedResponse {
+struct DecodedResponse {
   bool ok = false;
   int32_t correlationId = 0;
-  Responses response;
+  Response response;
   std::string detail;
 };
-using DecodedResponse = BasicDecodedResponse<Response>;
-using DecodedUnservedResponse = BasicDecodedResponse<UnservedResponse>;
 
 // body: a response frame without its Size, of `api` at `version` (what the
 // request was). For tests and tools.
 DecodedResponse decodeResponse(ApiKey api, int16_t version, std::span<const uint8_t> body);
-DecodedUnservedResponse decodeUnservedResponse(ApiKey api, int16_t version, std::span<const uint8_t> body);
 
-// The header versions of `api` at `version`, served or not: request 1 or 2,
-// response 0 or 1 (ApiVersions: always 0). -1 for an API not coded or a
-// version outside its range.
+// The header versions of `api` at `version`: request 1 or 2, response 0 or
+// 1 (ApiVersions: always 0). -1 for an API not served or a version outside
+// its range.
 int16_t requestHeaderVersion(ApiKey api, int16_t version);
 int16_t responseHeaderVersion(ApiKey api, int16_t version);
 
@@ -127,8 +114,8 @@ bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out);
 // (a served one): the bytes encodeResponse writes for it.
 void appendHeartbeatResponse(int32_t correlationId, int16_t version, ErrorCode error, std::vector<uint8_t>& out);
 
-// Whether `key` is served, and its version range (served or not; an API
-// not coded has 0 and -1).
+// Whether `key` is served, and its version range (an API not served has 0
+// and -1).
 bool isServedApi(int16_t key);
 int16_t minVersion(ApiKey api);
 int16_t maxVersion(ApiKey api);

@@ -1,6 +1,6 @@
 #pragma once
 
-// The Kafka requests and responses groupcoord's Kafka port will serve, as
+// The Kafka requests and responses groupcoord's Kafka port serves, as
 // plain structs described once each, like groupcoord's own messages
 // (protocol/Schema.h, docs/design.md "One description per message"): every
 // struct lists its fields in wire order with the versions that carry them,
@@ -53,8 +53,8 @@ enum class ApiKey : int16_t {
   ApiVersions = 18,
   SaslAuthenticate = 36,
   DeleteGroups = 42,
-  ConsumerGroupHeartbeat = 68,  // KIP-848: coded, not served yet
-  ConsumerGroupDescribe = 69,   // KIP-848: coded, not served yet
+  ConsumerGroupHeartbeat = 68,  // KIP-848's consumer protocol
+  ConsumerGroupDescribe = 69,   // KIP-848's consumer protocol
 };
 // "JoinGroup", ...; "Unknown" for a key that is not coded.
 std::string_view apiName(int16_t key);
@@ -91,6 +91,10 @@ enum class ErrorCode : int16_t {
   FENCED_INSTANCE_ID = 82,
   UNSTABLE_OFFSET_COMMIT = 88,
   UNKNOWN_TOPIC_ID = 100,
+  FENCED_MEMBER_EPOCH = 110,
+  UNRELEASED_INSTANCE_ID = 111,
+  UNSUPPORTED_ASSIGNOR = 112,
+  STALE_MEMBER_EPOCH = 113,
 };
 // "NOT_COORDINATOR"; a value not listed above gives "UNKNOWN_ERROR_CODE".
 std::string_view errorName(ErrorCode e);
@@ -1089,9 +1093,10 @@ struct ListOffsetsResponse {
 };
 
 // ---- 68 ConsumerGroupHeartbeat -----------------------------------------------
-// KIP-848's consumer protocol: flexible from version 0. Coded, not served:
-// it is in UnservedRequest below, so the port answers it as an unknown API
-// and ApiVersions does not list it.
+// KIP-848's consumer protocol: flexible from version 0. Version 1 adds
+// SubscribedTopicRegex to the request (the response is version 0's), and
+// Kafka then wants a MemberId the client made, never empty: a rule of the
+// server, not of the codec.
 
 struct ConsumerGroupHeartbeatRequest {
   struct TopicPartitions {
@@ -1108,7 +1113,7 @@ struct ConsumerGroupHeartbeatRequest {
   static constexpr std::string_view kName = "ConsumerGroupHeartbeatRequest";
   static constexpr ApiKey kApiKey = ApiKey::ConsumerGroupHeartbeat;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 0;
+  static constexpr int16_t kMaxVersion = 1;
   static constexpr int16_t kFlexibleSince = 0;
   std::string groupId;
   std::string memberId;
@@ -1119,15 +1124,18 @@ struct ConsumerGroupHeartbeatRequest {
   std::optional<std::vector<std::string>> subscribedTopicNames;
   std::optional<std::string> serverAssignor;
   std::optional<std::vector<TopicPartitions>> topicPartitions;
+  std::optional<std::string> subscribedTopicRegex;  // version 1 on, after SubscribedTopicNames on the wire
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.groupId, "GroupId", "group_id");
-    v(m.memberId, "MemberId", "member_id");
+    v(m.memberId, "MemberId", "member_id", schema::note("version 1 on: made by the client, never empty"));
     v(m.memberEpoch, "MemberEpoch", "member_epoch", schema::note("0 joins; -1 leaves; -2 a static member leaves"));
     v(m.instanceId, "InstanceId", "instance_id", schema::note("null: none, or unchanged"));
     v(m.rackId, "RackId", "rack_id", schema::note("null: none, or unchanged"));
     v(m.rebalanceTimeoutMs, "RebalanceTimeoutMs", "rebalance_timeout_ms", schema::note("ms; -1: unchanged"));
     v(m.subscribedTopicNames, "SubscribedTopicNames", "subscribed_topic_names", schema::note("null: unchanged"));
+    v(m.subscribedTopicRegex, "SubscribedTopicRegex", "subscribed_topic_regex", schema::since(1),
+      schema::note("null: unchanged"));
     v(m.serverAssignor, "ServerAssignor", "server_assignor", schema::note("null: none, or unchanged"));
     v(m.topicPartitions, "TopicPartitions", "topic_partitions", schema::note("owned; null: unchanged"));
   }
@@ -1148,7 +1156,7 @@ struct ConsumerGroupHeartbeatResponse {
   static constexpr std::string_view kName = "ConsumerGroupHeartbeatResponse";
   static constexpr ApiKey kApiKey = ApiKey::ConsumerGroupHeartbeat;
   static constexpr int16_t kMinVersion = 0;
-  static constexpr int16_t kMaxVersion = 0;
+  static constexpr int16_t kMaxVersion = 1;  // version 1 is version 0
   static constexpr int16_t kFlexibleSince = 0;
   int32_t throttleTimeMs = 0;
   ErrorCode error = ErrorCode::NONE;
@@ -1171,7 +1179,7 @@ struct ConsumerGroupHeartbeatResponse {
 };
 
 // ---- 69 ConsumerGroupDescribe ------------------------------------------------
-// Flexible from version 0; coded, not served (as ConsumerGroupHeartbeat).
+// KIP-848's consumer protocol: flexible from version 0.
 
 struct ConsumerGroupDescribeRequest {
   static constexpr std::string_view kName = "ConsumerGroupDescribeRequest";
@@ -1285,19 +1293,13 @@ struct ConsumerGroupDescribeResponse {
 using Request = std::variant<ApiVersionsRequest, MetadataRequest, FindCoordinatorRequest, JoinGroupRequest,
                              SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest,
                              OffsetFetchRequest, ListGroupsRequest, DescribeGroupsRequest, DeleteGroupsRequest,
-                             SaslHandshakeRequest, SaslAuthenticateRequest, FetchRequest, ListOffsetsRequest>;
+                             SaslHandshakeRequest, SaslAuthenticateRequest, FetchRequest, ListOffsetsRequest,
+                             ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest>;
 using Response = std::variant<ApiVersionsResponse, MetadataResponse, FindCoordinatorResponse, JoinGroupResponse,
                               SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse,
                               OffsetFetchResponse, ListGroupsResponse, DescribeGroupsResponse, DeleteGroupsResponse,
-                              SaslHandshakeResponse, SaslAuthenticateResponse, FetchResponse, ListOffsetsResponse>;
-
-// The APIs coded but not served yet (KIP-848's, whose server side is still
-// to come): read and written by the codec for tests and tools, answered by
-// the port as unknown APIs, never listed by ApiVersions (a client such as
-// kafka-python guesses the broker's release from that list). An API moves
-// to Request and Response above once the port serves it.
-using UnservedRequest = std::variant<ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest>;
-using UnservedResponse = std::variant<ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse>;
+                              SaslHandshakeResponse, SaslAuthenticateResponse, FetchResponse, ListOffsetsResponse,
+                              ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse>;
 
 namespace detail {
 template <typename Q, typename A, size_t I = 0>
@@ -1313,10 +1315,8 @@ constexpr bool requestsMatchResponses() {
   }
 }
 }  // namespace detail
-static_assert(detail::requestsMatchResponses<Request, Response>() &&
-                  detail::requestsMatchResponses<UnservedRequest, UnservedResponse>(),
-              "Request and Response (UnservedRequest and UnservedResponse) list the same APIs in the same order "
-              "with the same versions and first flexible version, each within the versions schema::smallest knows");
+static_assert(detail::requestsMatchResponses<Request, Response>(),
+              "Request and Response list the same APIs in the same order with the same versions and first flexible version, each within the versions schema::smallest knows");
 
 // An OffsetCommit answer with `error` for every partition the request names:
 // a commit refused before its group was asked.

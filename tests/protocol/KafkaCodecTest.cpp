@@ -606,6 +606,7 @@ TEST(KafkaCodec, ApiVersionsListsEveryServedApiInKeyOrder) {
   const std::vector<ApiVersionsResponse::ApiVersion> expected{
       {1, 0, 6},  {2, 0, 3},  {3, 0, 12}, {8, 0, 9},  {9, 0, 9},  {10, 0, 2}, {11, 0, 5}, {12, 0, 3},
       {13, 0, 1}, {14, 0, 3}, {15, 0, 4}, {16, 0, 2}, {17, 0, 1}, {18, 0, 2}, {36, 0, 1}, {42, 0, 1},
+      {68, 0, 1}, {69, 0, 0},
   };
   EXPECT_EQ(r.error, ErrorCode::NONE);
   EXPECT_EQ(r.apiKeys, expected);
@@ -636,7 +637,7 @@ TEST(KafkaCodec, ApiVersionsAboveTheMaximumIsAnsweredWithVersionZeroAndTheList) 
   Bytes expected;
   expected.int32(7);                        // CorrelationId (response header version 0)
   expected.int16(35);                       // ErrorCode UNSUPPORTED_VERSION
-  expected.count(16);                       // ApiKeys: 16, as ApiKey, MinVersion, MaxVersion
+  expected.count(18);                       // ApiKeys: 18, as ApiKey, MinVersion, MaxVersion
   expected.int16(1).int16(0).int16(6);      //   Fetch
   expected.int16(2).int16(0).int16(3);      //   ListOffsets
   expected.int16(3).int16(0).int16(12);     //   Metadata
@@ -653,6 +654,8 @@ TEST(KafkaCodec, ApiVersionsAboveTheMaximumIsAnsweredWithVersionZeroAndTheList) 
   expected.int16(18).int16(0).int16(2);     //   ApiVersions
   expected.int16(36).int16(0).int16(1);     //   SaslAuthenticate
   expected.int16(42).int16(0).int16(1);     //   DeleteGroups
+  expected.int16(68).int16(0).int16(1);     //   ConsumerGroupHeartbeat
+  expected.int16(69).int16(0).int16(0);     //   ConsumerGroupDescribe
   // No ThrottleTimeMs: a version-0 body.
   EXPECT_EQ(toHex(answer), toHex(expected.frame()));
 }

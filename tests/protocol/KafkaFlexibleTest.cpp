@@ -1,10 +1,9 @@
 // Kafka's flexible versions in the codec (protocol/kafka/Codec.h,
-// docs/protocol.md "The Kafka port"): the served ones (Metadata 9 to 12,
-// OffsetCommit 8 and 9, OffsetFetch 6 to 9) and the APIs coded but not
-// served (ConsumerGroupHeartbeat and ConsumerGroupDescribe, version 0):
-// header versions, compact forms and tagged fields against bytes built by
-// hand (TestBytes.h), that the new APIs stay unadvertised, then malformed
-// input as for the classic APIs: every truncation, truncated and overlong
+// docs/protocol.md "The Kafka port"): Metadata 9 to 12, OffsetCommit 8 and
+// 9, OffsetFetch 6 to 9, and KIP-848's ConsumerGroupHeartbeat (0 and 1) and
+// ConsumerGroupDescribe (0): header versions, compact forms and tagged
+// fields against bytes built by hand (TestBytes.h), that ApiVersions lists
+// the KIP-848 APIs, then malformed input as for the classic APIs: every truncation, truncated and overlong
 // varints, lengths past the frame, compact counts that must not allocate,
 // null where a field is not nullable.
 
@@ -12,9 +11,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "AllocationProbe.h"
@@ -42,8 +44,8 @@ Bytes flexibleHeader(ApiKey key, int16_t version = 0) {
   return b;
 }
 
-std::vector<uint8_t> flexibleFrame(ApiKey key, const Bytes& body) {
-  return flexibleHeader(key).noTags().raw(body.body()).frame();
+std::vector<uint8_t> flexibleFrame(ApiKey key, const Bytes& body, int16_t version = 0) {
+  return flexibleHeader(key, version).noTags().raw(body.body()).frame();
 }
 
 // Response header version 1: CorrelationId, then no tagged fields.
@@ -52,6 +54,7 @@ std::vector<uint8_t> flexibleResponseFrame(const Bytes& body) {
 }
 
 const RequestHeader kHeader68{68, 0, kCorrelationId, std::string(kClientId)};
+const RequestHeader kHeader68v1{68, 1, kCorrelationId, std::string(kClientId)};
 
 // Kafka's message definitions: the first flexible version of each served
 // API that has one.
@@ -63,6 +66,9 @@ int16_t firstFlexibleServed(int16_t key) {
       return 8;
     case ApiKey::OffsetFetch:
       return 6;
+    case ApiKey::ConsumerGroupHeartbeat:
+    case ApiKey::ConsumerGroupDescribe:
+      return 0;
     default:
       return 0x7fff;
   }
@@ -81,36 +87,108 @@ TEST(KafkaFlexible, HeaderVersionsFollowEachApisFirstFlexibleVersion) {
   // ApiVersions is answered with response header version 0 at every version.
   EXPECT_EQ(responseHeaderVersion(ApiKey::ApiVersions, 2), 0);
   for (const ApiKey key : {ApiKey::ConsumerGroupHeartbeat, ApiKey::ConsumerGroupDescribe}) {
-    EXPECT_EQ(requestHeaderVersion(key, 0), 2);
-    EXPECT_EQ(responseHeaderVersion(key, 0), 1);
-    EXPECT_EQ(requestHeaderVersion(key, 1), -1);
+    const int16_t newest = key == ApiKey::ConsumerGroupHeartbeat ? 1 : 0;
+    EXPECT_EQ(requestHeaderVersion(key, newest), 2);
+    EXPECT_EQ(responseHeaderVersion(key, newest), 1);
+    EXPECT_EQ(requestHeaderVersion(key, newest + 1), -1);
     EXPECT_EQ(responseHeaderVersion(key, -1), -1);
     EXPECT_EQ(minVersion(key), 0);
-    EXPECT_EQ(maxVersion(key), 0);
+    EXPECT_EQ(maxVersion(key), newest);
   }
   EXPECT_EQ(apiName(68), "ConsumerGroupHeartbeat");
   EXPECT_EQ(apiName(69), "ConsumerGroupDescribe");
 }
 
-// kafka-python 2.0.2 guesses the broker's release from the advertised set:
-// an API is listed only once the port serves it.
-TEST(KafkaFlexible, TheUnservedApisAreNeitherAdvertisedNorServed) {
-  for (const int16_t key : {68, 69}) {
-    EXPECT_FALSE(isServedApi(key));
-    for (const auto& api : apiVersionsResponse().apiKeys) EXPECT_NE(api.apiKey, key);
+// ApiVersions lists KIP-848's APIs (ConsumerGroupHeartbeat 0-1,
+// ConsumerGroupDescribe 0), and the port's decoder reads them.
+TEST(KafkaFlexible, TheKip848ApisAreAdvertisedAndServed) {
+  std::map<int16_t, std::pair<int16_t, int16_t>> listed;
+  for (const auto& api : apiVersionsResponse().apiKeys) listed[api.apiKey] = {api.minVersion, api.maxVersion};
+  EXPECT_TRUE(isServedApi(68));
+  EXPECT_TRUE(isServedApi(69));
+  EXPECT_EQ(listed[68], (std::pair<int16_t, int16_t>{0, 1}));
+  EXPECT_EQ(listed[69], (std::pair<int16_t, int16_t>{0, 0}));
+  int decoded = 0;
+  for (const Request& q : samples::requestSamples()) {
+    const int16_t key = std::visit([](const auto& m) { return static_cast<int16_t>(m.kApiKey); }, q);
+    if (key != 68 && key != 69) continue;
+    const auto [oldest, newest] = samples::versionRange(q);
+    for (int16_t v = oldest; v <= newest; ++v) {
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{key, v, kCorrelationId, std::string(kClientId)}, q, frame);
+      const DecodedRequest d = decodeRequest(bodyOf(frame));
+      ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+      EXPECT_EQ(d.header.correlationId, kCorrelationId);
+      EXPECT_EQ(d.header.clientId, std::string(kClientId));
+      ++decoded;
+    }
   }
-  for (const UnservedRequest& q : samples::unservedRequestSamples()) {
-    std::vector<uint8_t> frame;
-    encodeRequest(kHeader68, q, frame);
-    const DecodedRequest d = decodeRequest(bodyOf(frame));
-    EXPECT_EQ(d.status, DecodeStatus::UnknownApi);
-    EXPECT_EQ(d.header.correlationId, kCorrelationId);
-    EXPECT_EQ(d.header.clientId, std::string(kClientId));
-  }
-  // And the served APIs are unknown to the unserved decoder.
-  std::vector<uint8_t> heartbeat;
-  encodeRequest(RequestHeader{12, 3, 1, "c"}, Request(HeartbeatRequest{"g1", 3, "m-1", std::nullopt}), heartbeat);
-  EXPECT_EQ(decodeUnservedRequest(bodyOf(heartbeat)).status, DecodeStatus::UnknownApi);
+  EXPECT_EQ(decoded, 3);
+  // A version past the newest is UnsupportedVersion, its body unread.
+  const DecodedRequest past = decodeRequest(bodyOf(flexibleFrame(ApiKey::ConsumerGroupHeartbeat, Bytes(), 2)));
+  EXPECT_EQ(past.status, DecodeStatus::UnsupportedVersion);
+  EXPECT_EQ(decodeRequest(bodyOf(flexibleFrame(ApiKey::ConsumerGroupDescribe, Bytes(), 1))).status,
+            DecodeStatus::UnsupportedVersion);
+}
+
+// Version 1 adds SubscribedTopicRegex, a compact nullable string right
+// after SubscribedTopicNames; version 0 carries none (a regex set is not
+// written there). The response of version 1 is version 0's.
+TEST(KafkaFlexible, HeartbeatVersion1CarriesTheRegex) {
+  ConsumerGroupHeartbeatRequest q;
+  q.groupId = "g1";
+  q.memberId = "m-1";
+  q.subscribedTopicNames = std::vector<std::string>{"a"};
+  q.subscribedTopicRegex = "a.*";
+  const auto upToNames = [] {
+    return Bytes()
+        .compactStr("g1")
+        .compactStr("m-1")
+        .int32(0)          // MemberEpoch
+        .compactNull()     // InstanceId
+        .compactNull()     // RackId
+        .int32(-1)         // RebalanceTimeoutMs
+        .compactCount(1)   // SubscribedTopicNames: ["a"]
+        .compactStr("a");
+  };
+  const Bytes v1 = upToNames().compactStr("a.*").compactNull().compactNull().noTags();
+  const auto frame1 = flexibleFrame(ApiKey::ConsumerGroupHeartbeat, v1, 1);
+  std::vector<uint8_t> written;
+  encodeRequest(kHeader68v1, Request(q), written);
+  EXPECT_EQ(toHex(written), toHex(frame1));
+  DecodedRequest d = decodeRequest(bodyOf(frame1));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), q);
+
+  // Null: unchanged.
+  q.subscribedTopicRegex.reset();
+  const auto frameNull =
+      flexibleFrame(ApiKey::ConsumerGroupHeartbeat, upToNames().compactNull().compactNull().compactNull().noTags(), 1);
+  d = decodeRequest(bodyOf(frameNull));
+  ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), q);
+
+  // Version 0: no regex on the wire, whatever the message holds.
+  q.subscribedTopicRegex = "a.*";
+  written.clear();
+  encodeRequest(kHeader68, Request(q), written);
+  EXPECT_EQ(toHex(written),
+            toHex(flexibleFrame(ApiKey::ConsumerGroupHeartbeat, upToNames().compactNull().compactNull().noTags())));
+
+  // The answer: the same bytes at both versions.
+  ConsumerGroupHeartbeatResponse answer{0, ErrorCode::UNSUPPORTED_VERSION, "not served yet", std::nullopt, 0, 0,
+                                        std::nullopt};
+  std::vector<uint8_t> at0;
+  std::vector<uint8_t> at1;
+  encodeResponse(kCorrelationId, 0, Response(answer), at0);
+  encodeResponse(kCorrelationId, 1, Response(answer), at1);
+  EXPECT_EQ(toHex(at1), toHex(at0));
+  const Bytes body =
+      Bytes().int32(0).int16(35).compactStr("not served yet").compactNull().int32(0).int32(0).int8(-1).noTags();
+  EXPECT_EQ(toHex(at1), toHex(flexibleResponseFrame(body)));
+  const auto r = decodeResponse(ApiKey::ConsumerGroupHeartbeat, 1, bodyOf(at1));
+  ASSERT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(std::get<ConsumerGroupHeartbeatResponse>(r.response), answer);
 }
 
 // A member joining: nulls wherever Kafka allows them, written as compact
@@ -132,9 +210,9 @@ TEST(KafkaFlexible, NullsAndEmptiesInTheHeartbeat) {
                          .noTags();
   const auto frame = flexibleFrame(ApiKey::ConsumerGroupHeartbeat, body);
   std::vector<uint8_t> written;
-  encodeRequest(kHeader68, UnservedRequest(join), written);
+  encodeRequest(kHeader68, Request(join), written);
   EXPECT_EQ(toHex(written), toHex(frame));
-  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
   ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
   EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), join);
 
@@ -150,9 +228,9 @@ TEST(KafkaFlexible, NullsAndEmptiesInTheHeartbeat) {
                                  .int8(-1)  // Assignment: null
                                  .noTags();
   std::vector<uint8_t> encoded;
-  encodeResponse(kCorrelationId, 0, UnservedResponse(answer), encoded);
+  encodeResponse(kCorrelationId, 0, Response(answer), encoded);
   EXPECT_EQ(toHex(encoded), toHex(flexibleResponseFrame(responseBody)));
-  const auto r = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(encoded));
+  const auto r = decodeResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(encoded));
   ASSERT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(std::get<ConsumerGroupHeartbeatResponse>(r.response), answer);
 }
@@ -184,9 +262,9 @@ TEST(KafkaFlexible, VarintsLongerThanOneByte) {
                          .noTags();
   const auto frame = flexibleFrame(ApiKey::ConsumerGroupHeartbeat, body);
   std::vector<uint8_t> written;
-  encodeRequest(kHeader68, UnservedRequest(q), written);
+  encodeRequest(kHeader68, Request(q), written);
   EXPECT_EQ(toHex(written), toHex(frame));
-  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
   ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
   EXPECT_EQ(std::get<ConsumerGroupHeartbeatRequest>(d.request), q);
 }
@@ -205,7 +283,7 @@ TEST(KafkaFlexible, UnknownTaggedFieldsAreSkipped) {
                          .boolean(true)
                          .raw(tags.body());
   const auto frame = flexibleHeader(ApiKey::ConsumerGroupDescribe).raw(tags.body()).raw(body.body()).frame();
-  const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+  const DecodedRequest d = decodeRequest(bodyOf(frame));
   ASSERT_EQ(d.status, DecodeStatus::Ok) << d.detail;
   EXPECT_EQ(std::get<ConsumerGroupDescribeRequest>(d.request), (ConsumerGroupDescribeRequest{{"g1", "g2"}, true}));
 
@@ -227,7 +305,7 @@ TEST(KafkaFlexible, UnknownTaggedFieldsAreSkipped) {
                              .noTags()          // Assignment's
                              .noTags();         // the body's
   const auto responseFrame = Bytes().int32(kCorrelationId).raw(tags.body()).raw(response.body()).frame();
-  const auto r = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(responseFrame));
+  const auto r = decodeResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(responseFrame));
   ASSERT_TRUE(r.ok) << r.detail;
   const auto& answer = std::get<ConsumerGroupHeartbeatResponse>(r.response);
   ASSERT_TRUE(answer.assignment);
@@ -433,7 +511,8 @@ TEST(KafkaFlexibleServed, EveryTruncationIsMalformed) {
       EXPECT_NE(d.detail.find("after the last field"), std::string::npos) << d.detail;
     }
   }
-  EXPECT_EQ(frames, 4 + 2 + 4);  // Metadata 9-12, OffsetCommit 8-9, OffsetFetch 6-9
+  // Metadata 9-12, OffsetCommit 8-9, OffsetFetch 6-9, ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0
+  EXPECT_EQ(frames, 4 + 2 + 4 + 2 + 1);
 }
 
 TEST(KafkaFlexibleServed, HugeCompactCountsAndBadNulls) {
@@ -474,22 +553,28 @@ TEST(KafkaFlexibleServed, HugeCompactCountsAndBadNulls) {
 
 // ---- Malformed input -------------------------------------------------------------
 
-std::vector<std::vector<uint8_t>> unservedFrames() {
+// KIP-848's sample requests at each of their versions.
+std::vector<std::vector<uint8_t>> kip848Frames() {
   std::vector<std::vector<uint8_t>> out;
-  for (const UnservedRequest& q : samples::unservedRequestSamples()) {
-    std::vector<uint8_t> frame;
-    encodeRequest(kHeader68, q, frame);
-    out.push_back(std::move(frame));
+  for (const Request& q : samples::requestSamples()) {
+    const int16_t key = std::visit([](const auto& m) { return static_cast<int16_t>(m.kApiKey); }, q);
+    if (key != 68 && key != 69) continue;
+    const auto [oldest, newest] = samples::versionRange(q);
+    for (int16_t v = oldest; v <= newest; ++v) {
+      std::vector<uint8_t> frame;
+      encodeRequest(RequestHeader{key, v, kCorrelationId, std::string(kClientId)}, q, frame);
+      out.push_back(std::move(frame));
+    }
   }
   return out;
 }
 
 TEST(KafkaFlexibleMalformed, EveryTruncationIsMalformed) {
-  for (const auto& frame : unservedFrames()) {
+  for (const auto& frame : kip848Frames()) {
     const auto body = bodyOf(frame);
-    ASSERT_EQ(decodeUnservedRequest(body).status, DecodeStatus::Ok) << toHex(frame);
+    ASSERT_EQ(decodeRequest(body).status, DecodeStatus::Ok) << toHex(frame);
     for (size_t n = 0; n < body.size(); ++n) {
-      const DecodedUnservedRequest d = decodeUnservedRequest(body.first(n));
+      const DecodedRequest d = decodeRequest(body.first(n));
       EXPECT_EQ(d.status, DecodeStatus::Malformed) << toHex(frame) << " cut at " << n;
       EXPECT_FALSE(d.detail.empty());
     }
@@ -497,12 +582,25 @@ TEST(KafkaFlexibleMalformed, EveryTruncationIsMalformed) {
 }
 
 TEST(KafkaFlexibleMalformed, ATrailingByteIsMalformed) {
-  for (auto frame : unservedFrames()) {
+  for (auto frame : kip848Frames()) {
     frame.push_back(0);
-    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
     EXPECT_EQ(d.status, DecodeStatus::Malformed) << toHex(frame);
     EXPECT_NE(d.detail.find("after the last field"), std::string::npos) << d.detail;
   }
+}
+
+// ConsumerGroupHeartbeat version 1 up to its SubscribedTopicRegex.
+Bytes heartbeatUpToRegex() {
+  return Bytes()
+      .compactStr("g")
+      .compactStr("m")
+      .int32(1)
+      .compactNull()
+      .compactNull()
+      .int32(-1)
+      .compactCount(1)
+      .compactStr("t");
 }
 
 TEST(KafkaFlexibleMalformed, BadVarintsAndLengths) {
@@ -537,9 +635,18 @@ TEST(KafkaFlexibleMalformed, BadVarintsAndLengths) {
        "TaggedFields: truncated"},
       // Heartbeat: a non-nullable string null.
       {flexibleFrame(ApiKey::ConsumerGroupHeartbeat, Bytes().compactNull()), "GroupId: null string"},
+      // Heartbeat version 1: the regex's length past the frame, truncated,
+      // and above 32767.
+      {flexibleFrame(ApiKey::ConsumerGroupHeartbeat, heartbeatUpToRegex().uvarint(40).str("a.*"), 1),
+       "SubscribedTopicRegex: string length 39 beyond"},
+      {flexibleFrame(ApiKey::ConsumerGroupHeartbeat, heartbeatUpToRegex().raw(std::vector<uint8_t>{0x80}), 1),
+       "SubscribedTopicRegex: truncated"},
+      {flexibleFrame(ApiKey::ConsumerGroupHeartbeat,
+                     heartbeatUpToRegex().uvarint(0x8001).raw(std::vector<uint8_t>(0x8000, 'a')), 1),
+       "SubscribedTopicRegex: compact string length 32768"},
   };
   for (const auto& c : cases) {
-    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(c.frame));
+    const DecodedRequest d = decodeRequest(bodyOf(c.frame));
     EXPECT_EQ(d.status, DecodeStatus::Malformed) << c.expect;
     EXPECT_NE(d.detail.find(c.expect), std::string::npos) << d.detail;
     EXPECT_EQ(d.header.correlationId, kCorrelationId);
@@ -555,6 +662,7 @@ TEST(KafkaFlexibleMalformed, HugeCompactCountsAreRefusedBeforeAnythingIsAllocate
     ApiKey key;
     Bytes body;
     std::string field;
+    int16_t version = 0;
   };
   const auto heartbeatUpTo = [] {
     return Bytes().compactStr("g").compactStr("m").int32(1).compactNull().compactNull().int32(-1);
@@ -569,11 +677,15 @@ TEST(KafkaFlexibleMalformed, HugeCompactCountsAreRefusedBeforeAnythingIsAllocate
       {ApiKey::ConsumerGroupHeartbeat,
        heartbeatUpTo().compactNull().compactNull().compactCount(1).uuid(0).uvarint(0xfffffff0u).noTags().noTags(),
        "Partitions"},
+      // Version 1: after the regex, 4 TopicPartitions in 40 bytes.
+      {ApiKey::ConsumerGroupHeartbeat,
+       heartbeatUpToRegex().compactStr("t.*").compactNull().compactCount(4).raw(std::vector<uint8_t>(40, 0)),
+       "TopicPartitions", 1},
   };
   for (const auto& c : cases) {
-    const auto frame = flexibleFrame(c.key, c.body);
+    const auto frame = flexibleFrame(c.key, c.body, c.version);
     AllocationProbe probe;
-    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
     EXPECT_LT(probe.largest(), size_t{4096}) << c.field;
     EXPECT_EQ(d.status, DecodeStatus::Malformed) << c.field;
     EXPECT_NE(d.detail.find(c.field + ": array count"), std::string::npos) << d.detail;
@@ -584,11 +696,11 @@ TEST(KafkaFlexibleMalformed, ResponsesToo) {
   // A presence byte other than -1 or 1, and a response header cut short.
   const Bytes body = Bytes().int32(0).int16(0).compactNull().compactNull().int32(1).int32(5000).int8(2).noTags();
   const auto frame = flexibleResponseFrame(body);
-  const auto d = decodeUnservedResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(frame));
+  const auto d = decodeResponse(ApiKey::ConsumerGroupHeartbeat, 0, bodyOf(frame));
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.detail.find("Assignment: presence byte 2"), std::string::npos) << d.detail;
   const auto cut = Bytes().int32(kCorrelationId).raw(std::vector<uint8_t>{0x81}).frame();
-  const auto h = decodeUnservedResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(cut));
+  const auto h = decodeResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(cut));
   EXPECT_FALSE(h.ok);
   EXPECT_NE(h.detail.find("response header"), std::string::npos) << h.detail;
   // A huge member count in ConsumerGroupDescribe's answer.
@@ -604,7 +716,7 @@ TEST(KafkaFlexibleMalformed, ResponsesToo) {
                              .compactStr("uniform")
                              .uvarint(0x7fffffff);
   AllocationProbe probe;
-  const auto m = decodeUnservedResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(flexibleResponseFrame(describe)));
+  const auto m = decodeResponse(ApiKey::ConsumerGroupDescribe, 0, bodyOf(flexibleResponseFrame(describe)));
   EXPECT_LT(probe.largest(), size_t{4096});
   EXPECT_FALSE(m.ok);
   EXPECT_NE(m.detail.find("Members: array count"), std::string::npos) << m.detail;
@@ -614,16 +726,16 @@ TEST(KafkaFlexibleMalformed, ResponsesToo) {
 // decodes encodes back to the same bytes unless it carried tagged fields.
 TEST(KafkaFlexibleMalformed, RandomBytesNeverCrash) {
   std::mt19937 random(20261207);
-  const auto samples = unservedFrames();
+  const auto samples = kip848Frames();
   for (int round = 0; round < 20000; ++round) {
     std::vector<uint8_t> frame = samples[static_cast<size_t>(round) % samples.size()];
     const int flips = 1 + static_cast<int>(random() % 4);
     for (int i = 0; i < flips; ++i) frame[4 + random() % (frame.size() - 4)] = static_cast<uint8_t>(random());
-    const DecodedUnservedRequest d = decodeUnservedRequest(bodyOf(frame));
+    const DecodedRequest d = decodeRequest(bodyOf(frame));
     if (d.status == DecodeStatus::Ok) {
       std::vector<uint8_t> encoded;
       encodeRequest(d.header, d.request, encoded);
-      const DecodedUnservedRequest again = decodeUnservedRequest(bodyOf(encoded));
+      const DecodedRequest again = decodeRequest(bodyOf(encoded));
       ASSERT_EQ(again.status, DecodeStatus::Ok) << again.detail;
       EXPECT_EQ(again.request, d.request);
       EXPECT_EQ(again.header, d.header);

@@ -1,8 +1,7 @@
 #pragma once
 
-// One sample request per served Kafka API (protocol/kafka/Messages.h), and
-// per API coded but not served, with a field set in every version that
-// carries one: the codec tests' malformed input starts from them and the
+// One sample request per served Kafka API (protocol/kafka/Messages.h), with
+// a field set in every version that carries one: the codec tests' malformed input starts from them and the
 // Kafka fuzzer's seeds are them, encoded at every version
 // (protocol/fuzz/MakeKafkaSeeds.cpp).
 
@@ -33,6 +32,17 @@ inline std::vector<Request> requestSamples() {
   offsetFetch.topics = std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}};
   offsetFetch.groups = {{"g1", "m-1", 4, std::vector<OffsetFetchRequest::Topic>{{"orders", {0, 1, 2}}}}};
   offsetFetch.requireStable = true;
+  ConsumerGroupHeartbeatRequest heartbeat;  // every field set
+  heartbeat.groupId = "g1";
+  heartbeat.memberId = "m-1";
+  heartbeat.memberEpoch = 3;
+  heartbeat.instanceId = "i-1";
+  heartbeat.rackId = "r1";
+  heartbeat.rebalanceTimeoutMs = 300000;
+  heartbeat.subscribedTopicNames = std::vector<std::string>{"orders"};
+  heartbeat.subscribedTopicRegex = "ord.*";  // version 1 on
+  heartbeat.serverAssignor = "uniform";
+  heartbeat.topicPartitions = std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{sampleTopicId(), {0, 1}}};
   return {
       ApiVersionsRequest{},
       metadata,
@@ -50,24 +60,9 @@ inline std::vector<Request> requestSamples() {
       SaslAuthenticateRequest{"n,,n=alice,r=abc"},
       FetchRequest{-1, 500, 1, 1048576, 0, {{"orders", {{0, 42, -1, 65536}, {1, 7, -1, 65536}}}}},
       ListOffsetsRequest{-1, 1, {{"orders", {{0, -2, 1}, {1, -1, 1}}}}},
+      heartbeat,
+      ConsumerGroupDescribeRequest{{"g1", "g2"}, true},
   };
-}
-
-// One sample request per API coded but not served (UnservedRequest), every
-// field set, for the flexible vectors, the malformed input and the seeds.
-
-inline std::vector<UnservedRequest> unservedRequestSamples() {
-  ConsumerGroupHeartbeatRequest heartbeat;
-  heartbeat.groupId = "g1";
-  heartbeat.memberId = "m-1";
-  heartbeat.memberEpoch = 3;
-  heartbeat.instanceId = "i-1";
-  heartbeat.rackId = "r1";
-  heartbeat.rebalanceTimeoutMs = 300000;
-  heartbeat.subscribedTopicNames = std::vector<std::string>{"orders"};
-  heartbeat.serverAssignor = "uniform";
-  heartbeat.topicPartitions = std::vector<ConsumerGroupHeartbeatRequest::TopicPartitions>{{sampleTopicId(), {0, 1}}};
-  return {heartbeat, ConsumerGroupDescribeRequest{{"g1", "g2"}, true}};
 }
 
 // A request's versions.

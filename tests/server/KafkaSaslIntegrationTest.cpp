@@ -417,6 +417,23 @@ TEST_F(KafkaSaslTest, TeamAsUserGetsGroupAuthorizationFailedOnTeamBsGroup) {
   EXPECT_EQ(described->groups[1].error, kRefused);
   EXPECT_TRUE(described->groups[1].members.empty());
 
+  // KIP-848's: the heartbeat judged as JoinGroup, the describe per group
+  // (the groups allowed get the handler's answer, GROUP_ID_NOT_FOUND for now).
+  k::ConsumerGroupHeartbeatRequest heartbeat;
+  heartbeat.groupId = g;
+  heartbeat.memberId = "m-1";
+  auto refusedHeartbeat = a->call<k::ConsumerGroupHeartbeatResponse>(heartbeat, 1, answerWait());
+  ASSERT_TRUE(refusedHeartbeat.has_value());
+  EXPECT_EQ(refusedHeartbeat->error, kRefused);
+  auto consumerDescribed = a->call<k::ConsumerGroupDescribeResponse>(
+      k::ConsumerGroupDescribeRequest{{"team-a.x", g}, false}, 0, answerWait());
+  ASSERT_TRUE(consumerDescribed.has_value());
+  ASSERT_EQ(consumerDescribed->groups.size(), 2u);
+  EXPECT_EQ(consumerDescribed->groups[0].groupId, "team-a.x");
+  EXPECT_EQ(consumerDescribed->groups[0].error, ErrorCode::GROUP_ID_NOT_FOUND);
+  EXPECT_EQ(consumerDescribed->groups[1].groupId, g);
+  EXPECT_EQ(consumerDescribed->groups[1].error, kRefused);
+
   auto deleted = a->call<k::DeleteGroupsResponse>(k::DeleteGroupsRequest{{g}}, 1, answerWait());
   ASSERT_TRUE(deleted.has_value());
   ASSERT_EQ(deleted->results.size(), 1u);
