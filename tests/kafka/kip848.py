@@ -175,6 +175,13 @@ def ownership_violations(members: list[Member], ends: dict[str, float]) -> list[
     return problems
 
 
+class Fatal:
+    """What ConsumerProtocolBase.wait_for's state becomes once a member reported a fatal error."""
+
+    def __init__(self, errors: list) -> None:
+        self.errors = errors
+
+
 class ConsumerProtocolBase(KafkaPortTest):
     """Two servers serving the consumer protocol with the session timeout SESSION and the heartbeat
     interval HEARTBEAT_INTERVAL; a topic of 12 partitions; members of member_kip848.py."""
@@ -203,6 +210,19 @@ class ConsumerProtocolBase(KafkaPortTest):
 
     def kip(self, name: str, group: str, *extra: str) -> Member:
         return self.member("kip848", name, group, ["--request-timeout-s", f"{REQUEST_TIMEOUT:.1f}", *extra])
+
+    def wait_for(self, what: str, state, bound: float):
+        """As KafkaPortTest.wait_for, but fails at once when a member reports a fatal error (its
+        consumer is unusable from then on, so nothing it waits for will come)."""
+        def watched():
+            fatal = [(m, e) for m in self.members for e in m.snapshot() if e["event"] == "error" and e.get("fatal")]
+            return Fatal(fatal) if fatal else state()
+        got = super().wait_for(what, watched, bound)
+        if isinstance(got, Fatal):
+            self.fail(f"while waiting for {what}: " + "; ".join(f"{m.name} reported a fatal error: {e['error']}"
+                                                               for m, e in got.errors) + "\n" +
+                      "\n".join(m.describe() for m in self.members))
+        return got
 
     def kill_member(self, m: Member) -> None:
         m.kill9()

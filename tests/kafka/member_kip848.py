@@ -27,7 +27,8 @@ driver's) at which it happened:
   {"event":"committed","offsets":{"P":O}}                   a commit the driver asked for succeeded
   {"event":"committed_offsets","offsets":{"P":O|null}}      answer to {"cmd":"read_committed"}: committed()
                                                             of every partition, through this consumer
-  {"event":"error","op":"client"|"commit"|"committed"|...,"error":...,"code":N}
+  {"event":"error","op":"client"|"poll"|"commit"|"committed"|...,"error":...,"code":N}
+                                                            ("fatal":true: the consumer is unusable)
   {"event":"closed"}
 
 So a member holds a partition from its "assigned" event's "t" until the "t"
@@ -52,7 +53,7 @@ import struct
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from member_common import DistinctErrors, Membership, command_loop, emit, parser
 
@@ -152,7 +153,9 @@ def main() -> int:
         msg = consumer.poll(0.1)
         if msg is not None and msg.error() is not None:
             err = msg.error()
-            errors.report("poll", f"{err.name()}: {err.str()}", code=err.code(), t=time.monotonic())
+            # _FATAL: the consumer is unusable from here on (a refused heartbeat, a fenced static member).
+            errors.report("poll", f"{err.name()}: {err.str()}", code=err.code(),
+                          fatal=bool(err.fatal()) or err.code() == KafkaError._FATAL, t=time.monotonic())
         observe()
 
     def commit(offsets: dict) -> None:
