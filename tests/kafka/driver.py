@@ -704,13 +704,24 @@ class KafkaPortTest(unittest.TestCase):
             m.release()
         for s in self.servers:
             s.stop()
-        if not getattr(self._outcome, "success", True):
+        if self.failed():
             for s in self.servers:
                 sys.stderr.write(f"\n--- server {s.id} log tail ({s.log_path}) ---\n{s.log()[-4000:]}\n")
         for s in self.servers:
             shutil.rmtree(s.dir, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
         figure(f"kafka {self.id().split('.', 1)[1]}: {time.monotonic() - self.started:.1f} s")
+
+    def failed(self) -> bool:
+        """Whether this test has failed so far. From Python 3.11 unittest reports a failure to the
+        result at once and leaves the outcome's success flag alone: both are looked at."""
+        outcome = getattr(self, "_outcome", None)
+        if outcome is None:
+            return False
+        if not getattr(outcome, "success", True):
+            return True
+        result = getattr(outcome, "result", None)
+        return any(test is self for test, _ in getattr(result, "failures", []) + getattr(result, "errors", []))
 
     def server_args(self) -> list[str]:
         """Options every server of this test gets besides the common ones."""
