@@ -62,14 +62,15 @@ REQUEST_TIMEOUT = design_bound(failover_bound() + HEARTBEAT_INTERVAL)
 LIBRARY_BUILD_TIMEOUT = 900.0
 
 
-def settle_bound() -> float:
-    """A group reaches its new target assignment after a change of its members within: the claim
-    fallback (a new group without a controller), the join window's cap and the initial rebalance
-    delay (if the server holds the consumer protocol's first assignments back as it does the
-    classic one's), then three heartbeat intervals: the owner of a partition that moves hears at
-    its next heartbeat that it must give it up, says it has at the next, and the new owner is
-    given it at its own next."""
-    return CLAIM_FALLBACK + JOIN_WINDOW_MAX + INITIAL_REBALANCE_DELAY + 3 * HEARTBEAT_INTERVAL
+def settle_bound(changes: int = 1) -> float:
+    """A group reaches its target assignment after ``changes`` changes of its members (members
+    started together join one after another, each a change) within: the claim fallback (a new
+    group without a controller), the join window's cap and the initial rebalance delay (if the
+    server holds the consumer protocol's first assignments back as it does the classic one's),
+    then three heartbeat intervals a change: the owner of a partition that moves hears at its next
+    heartbeat that it must give it up, says it has at the next, and the new owner is given it at
+    its own next."""
+    return CLAIM_FALLBACK + JOIN_WINDOW_MAX + INITIAL_REBALANCE_DELAY + 3 * HEARTBEAT_INTERVAL * changes
 
 
 @lru_cache(maxsize=1)
@@ -292,7 +293,7 @@ class ConsumerProtocolTest(ConsumerProtocolBase):
         group = unique("K")
         ms = [self.kip(f"kip848-{n}", group) for n in range(3)]
         started = time.monotonic()
-        held = self.wait_split(ms, settle_bound(), "three members forming a group", sizes=[4, 4, 4])
+        held = self.wait_split(ms, settle_bound(3), "three members forming a group", sizes=[4, 4, 4])
         figure(f"kafka kip848 three members formed in {time.monotonic() - started:.1f} s: "
                f"{[sorted(h) for h in held]}")
         self.memberships(ms)
@@ -306,7 +307,7 @@ class ConsumerProtocolTest(ConsumerProtocolBase):
         group = unique("K")
         uniform = ("--remote-assignor", "uniform")
         first = [self.kip(f"kip848-{n}", group, *uniform) for n in range(3)]
-        before = self.wait_split(first, settle_bound(), "three members forming a group", sizes=[4, 4, 4])
+        before = self.wait_split(first, settle_bound(3), "three members forming a group", sizes=[4, 4, 4])
         marks = [len(m.snapshot()) for m in first]
         joined = time.monotonic()
         fourth = self.kip("kip848-3", group, *uniform)
@@ -332,7 +333,7 @@ class ConsumerProtocolTest(ConsumerProtocolBase):
         go to the others, who give up nothing."""
         group = unique("K")
         ms = [self.kip(f"kip848-{n}", group) for n in range(3)]
-        held = self.wait_split(ms, settle_bound(), "three members forming a group", sizes=[4, 4, 4])
+        held = self.wait_split(ms, settle_bound(3), "three members forming a group", sizes=[4, 4, 4])
         marks = [len(m.snapshot()) for m in ms]
         self.kill_member(ms[0])
         killed = self.ends[ms[0].name]
@@ -359,7 +360,7 @@ class ConsumerProtocolTest(ConsumerProtocolBase):
         holds."""
         group = unique("K")
         ms = [self.kip(f"kip848-describe-{n}", group) for n in range(3)]
-        held = self.wait_split(ms, settle_bound(), "three members forming a group", sizes=[4, 4, 4])
+        held = self.wait_split(ms, settle_bound(3), "three members forming a group", sizes=[4, 4, 4])
         ids = self.memberships(ms)
         rd = Rdkafka(self.bootstrap(), os.path.join(library()[0], "librdkafka.so.1"))
         try:
@@ -401,7 +402,7 @@ class ConsumerProtocolLongSessionTest(ConsumerProtocolBase):
         committed, and commit again."""
         group = unique("K")
         ms = [self.kip(f"kip848-{n}", group) for n in range(3)]
-        held = self.wait_split(ms, settle_bound(), "three members forming a group", sizes=[4, 4, 4])
+        held = self.wait_split(ms, settle_bound(3), "three members forming a group", sizes=[4, 4, 4])
         offsets: dict[str, int] = {}
         for m, h in zip(ms, held):
             mine = {str(p): 100 + 7 * p for p in sorted(h)}
@@ -446,7 +447,7 @@ class ConsumerProtocolLongSessionTest(ConsumerProtocolBase):
         no revocation or assignment."""
         group = unique("K")
         ms = [self.kip(f"kip848-static-{n}", group, "--instance-id", f"static-{n}") for n in range(3)]
-        held = self.wait_split(ms, settle_bound(), "three static members forming a group", sizes=[4, 4, 4])
+        held = self.wait_split(ms, settle_bound(3), "three static members forming a group", sizes=[4, 4, 4])
         marks = [len(m.snapshot()) for m in ms[:2]]
         self.close_member(ms[2])
         closed = self.ends[ms[2].name]
@@ -476,7 +477,7 @@ class ConsumerProtocolLongSessionTest(ConsumerProtocolBase):
         same partition."""
         group = unique("K")
         ms = [self.kip(f"kip848-{n}", group) for n in range(2)]
-        self.wait_split(ms, settle_bound(), "two members forming a group", sizes=[6, 6])
+        self.wait_split(ms, settle_bound(2), "two members forming a group", sizes=[6, 6])
         ms.append(self.kip("kip848-2", group))
         self.wait_split(ms, settle_bound(), "a third member joining", sizes=[4, 4, 4])
         ms.append(self.kip("kip848-3", group))
