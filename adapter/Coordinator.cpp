@@ -116,8 +116,10 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
     group->writeKafka(std::move(ops), version, moves, std::move(done));
   };
   hooks.newMemberId = [this](const std::string& clientId) { return memberIds_.next(clientId); };
-  kafka_ = std::make_unique<KafkaGroups>(zk_, layout_, offsets_, time_,
-                                         KafkaGroupsConfig{config_.kafkaRules, config_.topicsPath}, std::move(hooks));
+  hooks.brokerRacks = [this](const std::set<int32_t>& brokers) { return brokers_.racksOf(brokers); };
+  kafka_ = std::make_unique<KafkaGroups>(
+      zk_, layout_, offsets_, time_,
+      KafkaGroupsConfig{config_.kafkaRules, config_.topicsPath, config_.kafkaConsumerRules}, std::move(hooks));
   zk_.setListener(this);
 }
 

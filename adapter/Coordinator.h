@@ -127,8 +127,10 @@ struct CoordinatorConfig {
   // session (docs/design.md, "The session lease"); 0: a fifth of the
   // session timeout, at least 200 ms.
   Millis leaseMargin{0};
-  // Kafka groups (docs/kafka.md): their rules.
+  // Kafka groups (docs/kafka.md): their rules, under the classic protocol
+  // and under the consumer protocol.
   kafka::GroupRules kafkaRules;
+  kafka::ConsumerRules kafkaConsumerRules;
 };
 
 class Coordinator final : public protocol::Handler, private zk::SessionListener {

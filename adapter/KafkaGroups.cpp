@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "adapter/Fanout.h"
+#include "adapter/KafkaGroupsEntry.h"
 #include "common/LogRateLimiter.h"
 #include "protocol/Codec.h"
 #include "protocol/Wire.h"
@@ -71,37 +72,6 @@ k::OffsetCommitResponse commitAnswer(const k::OffsetCommitRequest& r, ErrorCode 
 // Member znode ops in one transaction, at most (ZooKeeper's request size
 // bounds a transaction; a native group's slices are as large).
 constexpr size_t kMaxOpsPerWrite = 1000;
-
-struct KafkaGroups::Entry {
-  struct Parked {
-    k::ResponseCallback done;
-  };
-  uint64_t serial = 0;
-  bool loading = true;
-  // Being forgotten: nothing more is written for it.
-  bool closing = false;
-  std::optional<kafka::ClassicGroup> model;
-  std::map<kafka::Ticket, Parked> parked;
-  CommittedOffsets offsets;
-  // The saved generation (<root>/kafka/<group>) names members: it is
-  // removed when the last one leaves, so that a later controller does not
-  // wait out their sessions.
-  bool savedMembers = false;
-  // The group znode's version as last written or read: the generation
-  // ZooKeeper has. The model's runs ahead of it while a rebalance's
-  // transaction is on its way.
-  int32_t version = -1;
-  // Member znodes this controller wrote, and those found when it loaded the
-  // group (another session's, after a handover): replaced by its own.
-  std::set<std::string> inZk;
-  std::set<std::string> found;
-  bool writing = false;
-  // A write the group's controller was too busy for: tried again by tick().
-  bool retry = false;
-  // JoinGroup answers of a generation ZooKeeper does not have yet: sent
-  // once it has.
-  std::vector<std::pair<k::ResponseCallback, k::JoinGroupResponse>> held;
-};
 
 struct KafkaGroups::Loaded {
   zk::GetResult saved;
@@ -233,7 +203,31 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t vers
       e.offsets.loaded = true;
     }
     std::optional<kafka::Snapshot> s;
+    std::optional<kafka::ConsumerSnapshot> cs;
     if (read.saved.error == zk::Error::Ok) {
+      e.savedVersion = read.saved.stat.version;
+      cs = kafka::decodeConsumerSnapshot(read.saved.data);
+    }
+    if (cs) {
+      // A group under the consumer protocol: its epochs, holdings and
+      // targets as its last controller saved them before answering.
+      const int32_t savedEpoch = cs->groupEpoch;
+      e.consumer.emplace(kafka::ConsumerGroup::resume(group, config_.consumer, std::move(*cs), time_.now()));
+      if (version > savedEpoch) {
+        // Its epoch moved past the saved one (a rewind; or a membership
+        // write applied whose save was not, so nobody heard of it): each
+        // member is fenced, gives up what it holds and joins again, so it
+        // reads the offsets anew; what it holds stays held until then.
+        e.consumer->fenceAll(version);
+        spdlog::info("kafka group {}: consumer-protocol group resumed at epoch {} after its epoch moved to {}; its "
+                     "members join again",
+                     group, savedEpoch, version);
+      } else {
+        spdlog::info("kafka group {}: consumer-protocol group resumed at epoch {} with {} member(s)", group,
+                     savedEpoch, e.consumer->size());
+      }
+      e.model.emplace(group, config_.rules, version);
+    } else if (read.saved.error == zk::Error::Ok) {
       s = kafka::decodeSnapshot(read.saved.data);
       if (!s) {
         spdlog::warn("kafka group {}: the saved generation at {} is unreadable; the group starts empty", group,
@@ -252,7 +246,7 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t vers
       e.savedMembers = !s->members.empty();
       spdlog::info("kafka group {}: resumed generation {} with {} member(s) (protocol {}, leader {})", group,
                    s->generation, s->members.size(), s->protocolName, s->leader);
-    } else {
+    } else if (!e.consumer) {
       e.model.emplace(group, config_.rules, version);
       e.savedMembers = read.saved.error == zk::Error::Ok;
     }
@@ -268,6 +262,9 @@ void KafkaGroups::reconcile(const std::string& group, Entry& e, Answers& out) {
   e.retry = false;
   std::map<std::string, std::string> want;  // member id -> client id
   for (const auto& m : e.model->members()) want.emplace(m.memberId, m.clientId);
+  if (e.consumer) {
+    for (const auto& [id, m] : e.consumer->members()) want.emplace(id, m.clientId);
+  }
   std::vector<zk::Op> ops;
   std::vector<std::string> removed, created;
   auto room = [&] { return ops.size() < kMaxOpsPerWrite; };
@@ -296,7 +293,9 @@ void KafkaGroups::reconcile(const std::string& group, Entry& e, Answers& out) {
   // The generation moves with the last slice: once ZooKeeper has it, its
   // member znodes are all there.
   const bool last = room();
-  const int moves = last ? std::max(0, e.model->generation() - e.version) : 0;
+  const int32_t generation = e.consumer ? std::max(e.model->generation(), e.consumer->groupEpoch())
+                                        : e.model->generation();
+  const int moves = last ? std::max(0, generation - e.version) : 0;
   if (ops.empty() && moves == 0) return;
   e.writing = true;
   out.push_back([this, group, serial = e.serial, ops = std::move(ops), version = e.version, moves,
@@ -421,6 +420,14 @@ void KafkaGroups::forget(const std::string& group, Entry& e, Answers& out) {
     out.push_back([done = std::move(done), resp = std::move(resp)] { done(resp); });
   }
   e.held.clear();
+  for (auto* beats : {&e.unsaved, &e.saving}) {
+    for (auto& b : *beats) {
+      k::ConsumerGroupHeartbeatResponse resp;
+      resp.error = ErrorCode::NOT_COORDINATOR;
+      out.push_back([done = std::move(b.done), resp = std::move(resp)] { done(resp); });
+    }
+    beats->clear();
+  }
 }
 
 void KafkaGroups::deliver(const std::string& group, Entry& e, kafka::Effects& fx, Answers& out) {
@@ -522,6 +529,15 @@ void KafkaGroups::tick(TimePoint now) {
         }
       }
       if (e.retry) reconcile(it->first, e, out);
+      if (e.consumer && !e.loading) {
+        const auto due = e.consumer->nextDeadline();
+        if (due && *due <= now) {
+          kafka::ConsumerEffects cfx;
+          const auto names = e.consumer->subscribedTopics();
+          e.consumer->tick(now, topicTable(names, nullptr), cfx);
+          deliverConsumer(it->first, e, cfx, std::nullopt, out);
+        }
+      }
       if (e.model) {
         const auto due = e.model->nextDeadline();
         if (due && *due <= now) {
@@ -547,6 +563,10 @@ void KafkaGroups::stop() {
     stopped_ = true;
     for (auto& [name, e] : groups_) forget(name, *e, out);
     groups_.clear();
+    // Heartbeats waiting for a topic's first read: answered NOT_COORDINATOR
+    // now that nothing is served.
+    for (auto& [topic, w] : topicWaiters_) out.push_back(std::move(w));
+    topicWaiters_.clear();
   }
   run(out);
 }
@@ -562,6 +582,23 @@ std::optional<k::DescribeGroupsResponse::Group> KafkaGroups::describeLocal(const
   MutexLock lock(mu_);
   auto it = groups_.find(group);
   if (it == groups_.end() || !it->second->model) return std::nullopt;
+  if (const auto& c = it->second->consumer; c && !c->empty()) {
+    // A consumer-protocol group, as DescribeGroups shows one: its state and
+    // members, no protocol metadata (ConsumerGroupDescribe has the rest).
+    k::DescribeGroupsResponse::Group d;
+    d.groupId = group;
+    d.groupState = std::string(c->state());
+    d.protocolType = "consumer";
+    for (const auto& [id, m] : c->members()) {
+      k::DescribeGroupsResponse::Member dm;
+      dm.memberId = id;
+      dm.groupInstanceId = m.instanceId;
+      dm.clientId = m.clientId;
+      dm.clientHost = m.clientHost;
+      d.members.push_back(std::move(dm));
+    }
+    return d;
+  }
   auto d = it->second->model->describe();
   d.groupId = group;
   return d;
@@ -597,7 +634,21 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   MutexLock lock(mu_);
   auto it = groups_.find(d.group);
   if (it == groups_.end() || !it->second->model) return;
-  const kafka::ClassicGroup& g = *it->second->model;
+  if (const auto& c = it->second->consumer; c && !c->empty()) {
+    describeConsumerInto(*c, d);
+  } else {
+    describeClassicInto(*it->second->model, d);
+  }
+  // Kafka commits are written here, not by the native model.
+  if (it->second->offsets.loaded) {
+    d.offsets.clear();
+    for (const auto& [tp, offset] : it->second->offsets.offsets) {
+      d.offsets.push_back(protocol::PartitionOffset{tp.topic, tp.partition, offset});
+    }
+  }
+}
+
+void KafkaGroups::describeClassicInto(const kafka::ClassicGroup& g, protocol::DescribeGroupResponse& d) const {
   d.kafka = true;
   d.protocolType = g.protocolType();
   d.protocolName = g.protocolName();
@@ -628,13 +679,6 @@ void KafkaGroups::describeInto(protocol::DescribeGroupResponse& d) const {
   }
   std::sort(d.members.begin(), d.members.end(),
             [](const auto& a, const auto& b) { return a.consumerId < b.consumerId; });
-  // Kafka commits are written here, not by the native model.
-  if (it->second->offsets.loaded) {
-    d.offsets.clear();
-    for (const auto& [tp, offset] : it->second->offsets.offsets) {
-      d.offsets.push_back(protocol::PartitionOffset{tp.topic, tp.partition, offset});
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -813,7 +857,19 @@ void KafkaGroups::join(const protocol::Caller& caller, const k::RequestHeader& h
       auto resp = failed<k::JoinGroupResponse>(notServedYet(r.groupId, error));
       resp.memberId = r.memberId;
       out.push_back([done = std::move(done), resp] { done(resp); });
+    } else if (e->consumer && !e->consumer->empty()) {
+      // One protocol at a time (docs/kafka.md, "The consumer protocol").
+      spdlog::info("kafka group {}: refused a classic JoinGroup: the group has {} consumer-protocol member(s)",
+                   r.groupId, e->consumer->size());
+      auto resp = failed<k::JoinGroupResponse>(ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
+      resp.memberId = r.memberId;
+      out.push_back([done = std::move(done), resp] { done(resp); });
     } else {
+      if (e->model->empty() && e->model->generation() < e->version) {
+        // The consumer protocol moved the epoch since: the classic
+        // generations go on from it.
+        e->model.emplace(r.groupId, config_.rules, e->version);
+      }
       const kafka::Ticket t = nextTicket_++;
       e->parked[t] = Entry::Parked{std::move(done)};
       kafka::JoinArgs a;
@@ -952,7 +1008,14 @@ void KafkaGroups::commit(k::OffsetCommitRequest r, k::ResponseCallback& done) {
   {
     MutexLock lock(mu_);
     Entry* e = entryFor(r.groupId, &error);
-    if (e != nullptr) error = e->model->commitCheck(r.generationId, r.memberId, r.groupInstanceId, time_.now());
+    if (e != nullptr && e->consumer && !e->consumer->empty()) {
+      // Fenced by the member's epoch (OffsetCommit 9's
+      // GenerationIdOrMemberEpoch): STALE_MEMBER_EPOCH, never
+      // ILLEGAL_GENERATION, which would cost the member its partitions.
+      error = e->consumer->commitCheck(r.memberId, r.generationId);
+    } else if (e != nullptr) {
+      error = e->model->commitCheck(r.generationId, r.memberId, r.groupInstanceId, time_.now());
+    }
     if (e == nullptr) error = notServedYet(r.groupId, error);
   }
   if (error != ErrorCode::NONE) return done(k::offsetCommitAnswer(r, error));
@@ -1143,7 +1206,7 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Lis
       if (!hooks_.isKafkaGroup(name).has_value()) continue;
       std::string type;
       if (auto it = groups_.find(name); it != groups_.end() && it->second->model) {
-        type = it->second->model->protocolType();
+        type = it->second->consumer && !it->second->consumer->empty() ? "consumer" : it->second->model->protocolType();
       }
       out.groups.push_back(k::ListGroupsResponse::Group{name, type});
     }
@@ -1206,7 +1269,8 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Del
     } else {
       MutexLock lock(mu_);
       auto it = groups_.find(name);
-      if (it != groups_.end() && it->second->model && !it->second->model->empty()) {
+      if (it != groups_.end() && ((it->second->model && !it->second->model->empty()) ||
+                                  (it->second->consumer && !it->second->consumer->empty()))) {
         e = ErrorCode::NON_EMPTY_GROUP;
       } else {
         toDelete.emplace_back(out.results.size() - 1, name);
@@ -1316,28 +1380,6 @@ void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::Sas
   k::SaslAuthenticateResponse out;
   out.error = ErrorCode::ILLEGAL_SASL_STATE;
   out.errorMessage = "SASL is not enabled on this Kafka port";
-  done(std::move(out));
-}
-
-// ---- KIP-848's consumer protocol ----
-
-void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ConsumerGroupHeartbeatRequest,
-                        k::ResponseCallback& done) {
-  k::ConsumerGroupHeartbeatResponse out;
-  out.error = ErrorCode::UNSUPPORTED_VERSION;
-  out.errorMessage = "not served yet";
-  done(std::move(out));
-}
-
-void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ConsumerGroupDescribeRequest r,
-                        k::ResponseCallback& done) {
-  k::ConsumerGroupDescribeResponse out;
-  for (auto& name : r.groupIds) {
-    k::ConsumerGroupDescribeResponse::Group g;
-    g.groupId = std::move(name);
-    g.error = ErrorCode::GROUP_ID_NOT_FOUND;
-    out.groups.push_back(std::move(g));
-  }
   done(std::move(out));
 }
 

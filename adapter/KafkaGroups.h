@@ -28,12 +28,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "adapter/Clock.h"
 #include "adapter/OffsetStore.h"
 #include "adapter/kafka/ClassicGroup.h"
+#include "adapter/kafka/ConsumerGroup.h"
 #include "common/Layout.h"
 #include "common/Sync.h"
 #include "protocol/kafka/Handler.h"
@@ -83,11 +85,17 @@ struct KafkaHooks {
       writeMembers;
   // A fresh member id (adapter/MemberIds.h): a znode name.
   std::function<std::string(const std::string& clientId)> newMemberId;
+  // Brokers' racks (adapter/BrokerRacks.h), for rack-aware assignment of
+  // consumer-protocol groups; unset: no racks.
+  std::function<std::map<int32_t, std::string>(const std::set<int32_t>& brokers)> brokerRacks;
 };
 
 struct KafkaGroupsConfig {
   kafka::GroupRules rules;
   std::string topicsPath{"/brokers/topics"};
+  // Groups under the consumer protocol (KIP-848): the session timeout and
+  // heartbeat interval the group sets for its members.
+  kafka::ConsumerRules consumer;
 };
 
 class KafkaGroups final : public protocol::kafka::Handler {
@@ -119,6 +127,11 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // For describe, the status page and tests: the group's Kafka state when
   // it is controlled here.
   std::optional<kafka::Snapshot> snapshotOf(const std::string& group) const EXCLUDES(mu_);
+  // Consumer-protocol groups loaded here with members, and their members
+  // (the metrics).
+  std::pair<size_t, size_t> consumerProtocolCounts() const EXCLUDES(mu_);
+  // A consumer-protocol group's state when it is controlled here.
+  std::optional<kafka::ConsumerSnapshot> consumerSnapshotOf(const std::string& group) const EXCLUDES(mu_);
   std::optional<protocol::kafka::DescribeGroupsResponse::Group> describeLocal(const std::string& group) const
       EXCLUDES(mu_);
   // A Kafka group's members, generation, assignments and protocol (type
@@ -126,6 +139,8 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // DescribeGroup answer of the group (groupctl describe, the status page);
   // left as it is for any other group.
   void describeInto(protocol::DescribeGroupResponse& d) const EXCLUDES(mu_);
+  void describeClassicInto(const kafka::ClassicGroup& g, protocol::DescribeGroupResponse& d) const REQUIRES(mu_);
+  void describeConsumerInto(const kafka::ConsumerGroup& g, protocol::DescribeGroupResponse& d) const REQUIRES(mu_);
 
  private:
   struct Entry;
@@ -208,11 +223,34 @@ class KafkaGroups final : public protocol::kafka::Handler {
              protocol::kafka::ListOffsetsRequest r, protocol::kafka::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::SaslAuthenticateRequest r, protocol::kafka::ResponseCallback& done);
-  // KIP-848's consumer protocol (not served yet: answered with errors).
+  // KIP-848's consumer protocol (KafkaConsumerGroups.cpp).
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::ConsumerGroupHeartbeatRequest r, protocol::kafka::ResponseCallback& done);
   void route(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
              protocol::kafka::ConsumerGroupDescribeRequest r, protocol::kafka::ResponseCallback& done);
+
+  // ---- The consumer protocol (KIP-848; KafkaConsumerGroups.cpp) ----
+  // A ConsumerGroupHeartbeat once its group exists; `retried` after its
+  // subscribed topics were read.
+  void consumerHeartbeat(const protocol::Caller& c, const protocol::kafka::RequestHeader& h,
+                         protocol::kafka::ConsumerGroupHeartbeatRequest r, protocol::kafka::ResponseCallback done,
+                         bool retried) EXCLUDES(mu_);
+  // The effects of a consumer group's call: member znodes and the group
+  // epoch written (reconcile()), the group saved before `answer` goes out
+  // when epochs or holdings changed.
+  struct HeldBeat;
+  void deliverConsumer(const std::string& group, Entry& e, kafka::ConsumerEffects& fx,
+                       std::optional<HeldBeat> answer, Answers& out) REQUIRES(mu_);
+  void saveConsumer(const std::string& group, Entry& e, Answers& out) REQUIRES(mu_);
+  void consumerSaved(const std::string& group, uint64_t serial, zk::Error error, int32_t savedVersion)
+      EXCLUDES(mu_);
+  // The subscribed topics as last read, with their ids, partition counts
+  // and replicas' racks; `missing` gets the names never read yet (their
+  // reads started here).
+  kafka::TopicTable topicTable(const std::set<std::string>& names, std::vector<std::string>* missing)
+      REQUIRES(mu_);
+  void readTopic(const std::string& name) REQUIRES(mu_);
+  void topicRead(const std::string& name, zk::GetResult r) EXCLUDES(mu_);
 
   // Writes offsets the group's fence let through; answers `done`.
   void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,
@@ -231,6 +269,16 @@ class KafkaGroups final : public protocol::kafka::Handler {
   uint64_t nextTicket_ GUARDED_BY(mu_) = 1;
   uint64_t nextSerial_ GUARDED_BY(mu_) = 1;
   bool stopped_ GUARDED_BY(mu_) = false;
+  // Topics subscribed by consumer-protocol groups, read on first use and
+  // watched; requests that wait for a first read.
+  struct TopicCache {
+    kafka::TopicInfo info;
+    std::vector<std::vector<int32_t>> replicas;  // broker ids per partition
+    bool read = false;
+    bool reading = false;
+  };
+  std::map<std::string, TopicCache, std::less<>> topics_ GUARDED_BY(mu_);
+  std::multimap<std::string, std::function<void()>> topicWaiters_ GUARDED_BY(mu_);
 
   // Fetches wait out their MaxWaitMs, then are answered empty (docs/kafka.md,
   // "Fetching"): by deadline.

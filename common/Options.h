@@ -155,6 +155,14 @@ inline constexpr Option kOptions[] = {
     detail::integer(detail::kKafka, "kafka.group.max.session.timeout.ms", "MS", 1800000, 1, detail::kNoMax,
                     "Largest session timeout a Kafka consumer may ask for, in milliseconds; at least "
                     "kafka.group.min.session.timeout.ms."),
+    detail::integer(detail::kKafka, "kafka.group.consumer.session.timeout.ms", "MS", 45000, 1000, 1'800'000,
+                    "A member of a group under Kafka's consumer protocol (group.protocol=consumer, KIP-848) silent "
+                    "this long is removed and its partitions move, in milliseconds. Set by the group: such a "
+                    "client does not choose it."),
+    detail::integer(detail::kKafka, "kafka.group.consumer.heartbeat.interval.ms", "MS", 5000, 100, 900'000,
+                    "How often members of a group under Kafka's consumer protocol heartbeat, in milliseconds, told "
+                    "to them in every answer; at most half of kafka.group.consumer.session.timeout.ms. A member "
+                    "learns of a new assignment at its next heartbeat, so this bounds how quickly partitions move."),
 
     // HTTP.
     detail::text(detail::kHttp, "http.address", "ADDRESS", "",

@@ -78,6 +78,8 @@ std::vector<OptionSpec> bindings() {
       bindNumber("kafka.group.initial.rebalance.delay.ms", &C::kafkaInitialRebalanceDelayMs),
       bindNumber("kafka.group.min.session.timeout.ms", &C::kafkaMinSessionTimeoutMs),
       bindNumber("kafka.group.max.session.timeout.ms", &C::kafkaMaxSessionTimeoutMs),
+      bindNumber("kafka.group.consumer.session.timeout.ms", &C::kafkaConsumerSessionTimeoutMs),
+      bindNumber("kafka.group.consumer.heartbeat.interval.ms", &C::kafkaConsumerHeartbeatIntervalMs),
       bindText("http.address", &C::httpAddress),
       bindNumber("http.port", &C::httpPort),
       bindText("http.port.file", &C::httpPortFile),
@@ -339,6 +341,11 @@ std::string validateConfig(const ServerConfig& c) {
   }
   if (c.kafkaListenPort > 0 && (c.kafkaListenPort == c.listenPort || c.kafkaListenPort == c.internalListenPort)) {
     return badValue("kafka.listen.port", num(c.kafkaListenPort), "must differ from listen.port and internal.listen.port");
+  }
+  if (c.kafkaConsumerHeartbeatIntervalMs * 2 > c.kafkaConsumerSessionTimeoutMs) {
+    return badValue("kafka.group.consumer.heartbeat.interval.ms", num(c.kafkaConsumerHeartbeatIntervalMs),
+                    "must be at most half of kafka.group.consumer.session.timeout.ms (" +
+                        num(c.kafkaConsumerSessionTimeoutMs) + "), so that a member beats twice within its session");
   }
   if (c.kafkaMaxSessionTimeoutMs < c.kafkaMinSessionTimeoutMs) {
     return badValue("kafka.group.max.session.timeout.ms", num(c.kafkaMaxSessionTimeoutMs),

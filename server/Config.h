@@ -46,6 +46,8 @@ struct ServerConfig {
   int64_t kafkaInitialRebalanceDelayMs = options::defaultInt("kafka.group.initial.rebalance.delay.ms");
   int64_t kafkaMinSessionTimeoutMs = options::defaultInt("kafka.group.min.session.timeout.ms");
   int64_t kafkaMaxSessionTimeoutMs = options::defaultInt("kafka.group.max.session.timeout.ms");
+  int64_t kafkaConsumerSessionTimeoutMs = options::defaultInt("kafka.group.consumer.session.timeout.ms");
+  int64_t kafkaConsumerHeartbeatIntervalMs = options::defaultInt("kafka.group.consumer.heartbeat.interval.ms");
 
   // Metrics and health over HTTP (server/HttpServer.h).
   std::string httpAddress{options::defaultText("http.address")};

@@ -228,6 +228,12 @@ class AdapterBackend final : public Backend {
                       [this] { return static_cast<double>(coordinator_.controlledGroups().size()); });
     registry.addGauge("groupcoord_members", "Members of the groups this server controls",
                       [this] { return static_cast<double>(coordinator_.memberCount()); });
+    registry.addGauge("groupcoord_kafka_consumer_protocol_groups",
+                      "Groups this server controls whose members use Kafka's consumer protocol (KIP-848)",
+                      [this] { return static_cast<double>(coordinator_.kafka().consumerProtocolCounts().first); });
+    registry.addGauge("groupcoord_kafka_consumer_protocol_members",
+                      "Members of those groups (a static member away until its session ends counts)",
+                      [this] { return static_cast<double>(coordinator_.kafka().consumerProtocolCounts().second); });
   }
 
   std::shared_ptr<StatusSource> statusSource() override { return status_; }
@@ -250,6 +256,8 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.kafkaRules.minSessionTimeout = adapter::Millis(config.kafkaMinSessionTimeoutMs);
   s.coordinator.kafkaRules.maxSessionTimeout = adapter::Millis(config.kafkaMaxSessionTimeoutMs);
   s.coordinator.kafkaRules.initialRebalanceDelay = adapter::Millis(config.kafkaInitialRebalanceDelayMs);
+  s.coordinator.kafkaConsumerRules.sessionTimeout = adapter::Millis(config.kafkaConsumerSessionTimeoutMs);
+  s.coordinator.kafkaConsumerRules.heartbeatInterval = adapter::Millis(config.kafkaConsumerHeartbeatIntervalMs);
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.joinWindow = std::chrono::milliseconds(config.joinWindowMs);
   s.coordinator.joinWindowMax = std::chrono::milliseconds(config.joinWindowMaxMs);

@@ -84,6 +84,10 @@ class KafkaPortTest : public ::testing::Test {
         "--server-id=" + std::to_string(id), "--zk-root=" + root_, "--zk-topics-path=" + topicsPath_,
         "--zk-session-timeout-ms=" + std::to_string(kZkSessionMs), "--kafka-listen-port=0",
         "--kafka-port-file=" + portFile, "--kafka-group-initial-rebalance-delay-ms=0",
+        // Consumer-protocol groups: the interval their members are told,
+        // and a session the failover tests outlast.
+        "--kafka-group-consumer-heartbeat-interval-ms=1000",
+        "--kafka-group-consumer-session-timeout-ms=" + std::to_string(kSessionMs),
         "--http-address=127.0.0.1", "--http-port=0", "--http-port-file=" + httpPortFile,
         // Placed once, where it stays: no handover moves the group while
         // the test watches it.
@@ -759,6 +763,208 @@ TEST_F(KafkaPortTest, ARewindMakesTheMembersJoinAgainAndFindTheRewoundOffset) {
   EXPECT_EQ(now.members.size(), 1u);
   EXPECT_TRUE(now.members.count(joined->memberId));
   EXPECT_EQ(fetchOffset(a, group), std::optional<int64_t>(5));
+}
+
+// ---- The consumer protocol (KIP-848; docs/kafka.md, "The consumer protocol") ----
+
+// One consumer-protocol member as librdkafka 2.15.1 speaks it, by hand: its
+// own member id, its epoch, what it owns.
+struct ConsumerMember {
+  std::string id;
+  int32_t epoch = 0;
+  std::set<int32_t> owned;
+};
+
+std::set<int32_t> partitionsIn(const std::optional<k::ConsumerGroupHeartbeatResponse::Assignment>& a) {
+  std::set<int32_t> out;
+  if (a) {
+    for (const auto& tp : a->topicPartitions) out.insert(tp.partitions.begin(), tp.partitions.end());
+  }
+  return out;
+}
+
+// A heartbeat: full (epoch 0, or every field set as after an error) or
+// steady (only its epoch and what it owns). The member takes the answer's
+// epoch and, when it carries one, its assignment as what it owns.
+std::optional<k::ConsumerGroupHeartbeatResponse> consumerBeat(KafkaWire& c, const std::string& group,
+                                                              const protocol::Uuid& topicId, ConsumerMember& m,
+                                                              bool full) {
+  k::ConsumerGroupHeartbeatRequest r;
+  r.groupId = group;
+  r.memberId = m.id;
+  r.memberEpoch = m.epoch;
+  if (full) {
+    r.rebalanceTimeoutMs = kSessionMs;
+    r.subscribedTopicNames = std::vector<std::string>{"work"};
+    r.subscribedTopicRegex = "";
+  }
+  if (full || m.epoch > 0) {
+    r.topicPartitions = std::vector<k::ConsumerGroupHeartbeatRequest::TopicPartitions>{};
+    if (!m.owned.empty()) {
+      r.topicPartitions->push_back({topicId, std::vector<int32_t>(m.owned.begin(), m.owned.end())});
+    }
+  }
+  return c.call<k::ConsumerGroupHeartbeatResponse>(r, 1);
+}
+
+TEST_F(KafkaPortTest, ConsumerProtocolMembersAreRevokedBeforeAnyoneIsGivenAndKeepEverythingAcrossAFailover) {
+  startServer(1);
+  startServer(2);
+  const std::string group = "kip848-workers";
+  const uint16_t controllerPort = coordinatorOf(group, kafkaPorts_[0]);
+  ASSERT_NE(controllerPort, 0);
+  const size_t controllerIndex = controllerPort == kafkaPorts_[0] ? 0 : 1;
+  const uint16_t otherPort = kafkaPorts_[1 - controllerIndex];
+  auto topic = zk_->getSync(topicsPath_ + "/work");
+  ASSERT_EQ(topic.error, zk::Error::Ok);
+  protocol::Uuid workId;
+  workId.bytes = layout::topicIdOf("work", topic.data);
+
+  // Each request names what its member owns by the topic's id.
+  auto beat = [&](KafkaWire& c, ConsumerMember& m, bool full) { return consumerBeat(c, group, workId, m, full); };
+
+  KafkaWire ca(controllerPort), cb(controllerPort);
+  ASSERT_TRUE(ca.connected() && cb.connected());
+  ConsumerMember a{"memberAAAAAAAAAAAAAAAA", 0, {}}, b{"memberBBBBBBBBBBBBBBBB", 0, {}};
+  // The first heartbeat makes the group; its controller loads it meanwhile.
+  std::optional<k::ConsumerGroupHeartbeatResponse> ra;
+  const auto loadDeadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  while (Clock::now() < loadDeadline) {
+    ra = beat(ca, a, true);
+    ASSERT_TRUE(ra) << ca.lastError();
+    if (ra->error != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(ra->error, k::ErrorCode::NONE) << ra->errorMessage.value_or("");
+  EXPECT_EQ(ra->memberId, std::optional<std::string>(a.id));
+  EXPECT_GT(ra->memberEpoch, 0);
+  EXPECT_EQ(ra->heartbeatIntervalMs, 1000) << "the group's interval, as the server was started with";
+  ASSERT_TRUE(ra->assignment.has_value());
+  ASSERT_EQ(ra->assignment->topicPartitions.size(), 1u);
+  EXPECT_EQ(ra->assignment->topicPartitions[0].topicId, workId);
+  a.epoch = ra->memberEpoch;
+  a.owned = partitionsIn(ra->assignment);
+  EXPECT_EQ(a.owned, (std::set<int32_t>{0, 1, 2, 3}));
+
+  // A second member joins: nothing is free, so it gets nothing yet.
+  auto rb = beat(cb, b, true);
+  ASSERT_TRUE(rb);
+  ASSERT_EQ(rb->error, k::ErrorCode::NONE) << rb->errorMessage.value_or("");
+  EXPECT_GT(rb->memberEpoch, a.epoch);
+  EXPECT_TRUE(partitionsIn(rb->assignment).empty()) << "nobody has given anything up yet";
+  b.epoch = rb->memberEpoch;
+  // The first is told to give two up, and stays at its epoch until it has.
+  ra = beat(ca, a, false);
+  ASSERT_TRUE(ra && ra->error == k::ErrorCode::NONE);
+  EXPECT_EQ(ra->memberEpoch, a.epoch);
+  const std::set<int32_t> kept = partitionsIn(ra->assignment);
+  ASSERT_EQ(kept.size(), 2u);
+  rb = beat(cb, b, false);
+  ASSERT_TRUE(rb && rb->error == k::ErrorCode::NONE);
+  EXPECT_TRUE(partitionsIn(rb->assignment).empty()) << "still held by the first member";
+  // It gives them up: its next heartbeat no longer lists them.
+  a.owned = kept;
+  ra = beat(ca, a, false);
+  ASSERT_TRUE(ra && ra->error == k::ErrorCode::NONE);
+  EXPECT_EQ(ra->memberEpoch, b.epoch) << "at the new epoch once it gave them up";
+  a.epoch = ra->memberEpoch;
+  rb = beat(cb, b, false);
+  ASSERT_TRUE(rb && rb->error == k::ErrorCode::NONE);
+  b.owned = partitionsIn(rb->assignment);
+  std::set<int32_t> all = a.owned;
+  all.insert(b.owned.begin(), b.owned.end());
+  EXPECT_EQ(b.owned.size(), 2u);
+  EXPECT_EQ(all, (std::set<int32_t>{0, 1, 2, 3})) << "disjoint and complete";
+
+  // ConsumerGroupDescribe, and ZooKeeper: member znodes, the epoch as the
+  // group znode's version, the group saved.
+  {
+    k::ConsumerGroupDescribeRequest d;
+    d.groupIds = {group, "never-made"};
+    auto described = ca.call<k::ConsumerGroupDescribeResponse>(d, 0);
+    ASSERT_TRUE(described);
+    ASSERT_EQ(described->groups.size(), 2u);
+    const auto& g = described->groups[0];
+    EXPECT_EQ(g.error, k::ErrorCode::NONE);
+    EXPECT_EQ(g.groupState, "Stable");
+    EXPECT_EQ(g.groupEpoch, b.epoch);
+    ASSERT_EQ(g.members.size(), 2u);
+    for (const auto& m : g.members) {
+      EXPECT_EQ(m.memberEpoch, b.epoch);
+      EXPECT_EQ(m.subscribedTopicNames, std::vector<std::string>{"work"});
+      ASSERT_EQ(m.assignment.topicPartitions.size(), 1u);
+      EXPECT_EQ(m.assignment.topicPartitions[0].topicName, "work");
+      EXPECT_EQ(m.assignment.topicPartitions[0].partitions.size(), 2u);
+    }
+    EXPECT_EQ(described->groups[1].error, k::ErrorCode::GROUP_ID_NOT_FOUND);
+  }
+  const InZk before = inZk(group);
+  EXPECT_EQ(before.version, b.epoch);
+  EXPECT_EQ(before.members.size(), 2u);
+  EXPECT_TRUE(before.members.count(a.id) && before.members.count(b.id));
+  EXPECT_EQ(zk_->getSync(layout::Layout(root_).kafkaGroupPath(group)).error, zk::Error::Ok);
+  {
+    const auto m = scrape(controllerIndex);
+    EXPECT_EQ(seriesValue(m, "groupcoord_kafka_consumer_protocol_groups"), 1.0);
+    EXPECT_EQ(seriesValue(m, "groupcoord_kafka_consumer_protocol_members"), 2.0);
+    EXPECT_GE(seriesValue(m, "groupcoord_kafka_requests_total{api=\"ConsumerGroupHeartbeat\"}"), 7.0);
+  }
+
+  // Offsets fenced by the member's epoch; a classic join is refused.
+  auto commitAt = [&](KafkaWire& c, const std::string& member, int32_t epoch, int64_t offset) {
+    k::OffsetCommitRequest r;
+    r.groupId = group;
+    r.memberId = member;
+    r.generationId = epoch;
+    r.topics.push_back({"work", {{*a.owned.begin(), offset, -1, -1, std::string()}}});
+    auto x = c.call<k::OffsetCommitResponse>(r, 9);
+    return x && x->topics.size() == 1 ? x->topics[0].partitions[0].error : k::ErrorCode::UNKNOWN_SERVER_ERROR;
+  };
+  EXPECT_EQ(commitAt(ca, a.id, a.epoch, 42), k::ErrorCode::NONE);
+  EXPECT_EQ(commitAt(ca, a.id, a.epoch + 7, 43), k::ErrorCode::STALE_MEMBER_EPOCH);
+  EXPECT_EQ(commitAt(ca, "nobody", a.epoch, 43), k::ErrorCode::UNKNOWN_MEMBER_ID);
+  EXPECT_EQ(commitAt(ca, "", -1, 43), k::ErrorCode::UNKNOWN_MEMBER_ID) << "a standalone commit to a live group";
+  {
+    KafkaWire classic(controllerPort);
+    auto j = classic.call<k::JoinGroupResponse>(joinRequest(group, "x"), 5);
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->error, k::ErrorCode::INCONSISTENT_GROUP_PROTOCOL) << "one protocol per group";
+  }
+
+  // The controller dies; the other server takes the group over and both
+  // members go on at their epochs with what they own: nothing reassigned.
+  servers_[controllerIndex]->kill9();
+  KafkaWire na(otherPort), nb(otherPort);
+  const auto deadline = Clock::now() + designBound(std::chrono::milliseconds(2 * kZkSessionMs + 3000));
+  k::ErrorCode last = k::ErrorCode::UNKNOWN_SERVER_ERROR;
+  const std::set<int32_t> ownedA = a.owned, ownedB = b.owned;
+  while (Clock::now() < deadline) {
+    ra = beat(na, a, true);
+    ASSERT_TRUE(ra);
+    last = ra->error;
+    if (last == k::ErrorCode::NONE) break;
+    EXPECT_TRUE(last == k::ErrorCode::NOT_COORDINATOR || last == k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        << "while the group moves: " << k::errorName(last);
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(last, k::ErrorCode::NONE) << "the new controller knows the member and its epoch";
+  EXPECT_EQ(ra->memberEpoch, a.epoch);
+  EXPECT_EQ(partitionsIn(ra->assignment), ownedA) << "a full heartbeat is answered with the same assignment";
+  rb = beat(nb, b, true);
+  ASSERT_TRUE(rb && rb->error == k::ErrorCode::NONE);
+  EXPECT_EQ(rb->memberEpoch, b.epoch);
+  EXPECT_EQ(partitionsIn(rb->assignment), ownedB);
+
+  // A leaves (epoch -1): its partitions go to the other at once.
+  a.epoch = -1;
+  ra = beat(na, a, false);
+  ASSERT_TRUE(ra);
+  EXPECT_EQ(ra->error, k::ErrorCode::NONE);
+  EXPECT_EQ(ra->memberEpoch, -1);
+  rb = beat(nb, b, false);
+  ASSERT_TRUE(rb && rb->error == k::ErrorCode::NONE);
+  EXPECT_EQ(partitionsIn(rb->assignment), (std::set<int32_t>{0, 1, 2, 3}));
+  EXPECT_GT(rb->memberEpoch, b.epoch);
 }
 
 TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
