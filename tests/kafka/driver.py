@@ -188,8 +188,8 @@ def run(args: list[str], timeout: float | None = None) -> subprocess.CompletedPr
     return r
 
 
-def missing_prerequisites() -> list[str]:
-    """What this suite needs and does not find, each with how to get it."""
+def missing_servers() -> list[str]:
+    """The ensemble and the binaries, when missing, each with how to get it."""
     out = []
     r = subprocess.run(["bash", str(SOURCE_DIR / "scripts/zk-ensemble.sh"), "--base-port", str(zk_base_port()),
                         "leader"], capture_output=True, text=True, timeout=60)
@@ -199,6 +199,12 @@ def missing_prerequisites() -> list[str]:
     for binary in (GROUPCOORDD, GROUPCTL):
         if not os.access(binary, os.X_OK):
             out.append(f"{binary} is not built: cmake --build build --target groupcoordd groupctl")
+    return out
+
+
+def missing_prerequisites() -> list[str]:
+    """What this suite needs and does not find, each with how to get it."""
+    out = missing_servers()
     for binary, package in ((KCAT, "kcat"), (NODE, "nodejs")):
         if not os.access(binary, os.X_OK):
             out.append(f"{binary} is missing: apt-get install {package} (scripts/dev.sh setup)")
@@ -275,8 +281,8 @@ class Rdkafka:
     EVENT_LISTCONSUMERGROUPS_RESULT = 0x2000
     EVENT_DESCRIBECONSUMERGROUPS_RESULT = 0x4000
 
-    def __init__(self, bootstrap: str) -> None:
-        lib = ctypes.CDLL("librdkafka.so.1")
+    def __init__(self, bootstrap: str, library: str = "librdkafka.so.1") -> None:
+        lib = ctypes.CDLL(library)
         vp, cp, sz, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
         psz, pvp = ctypes.POINTER(sz), ctypes.POINTER(vp)
         for name, res, args in (
@@ -522,10 +528,11 @@ class Member:
 
     def __init__(self, lib: str, name: str, bootstrap: str, group: str, topic: str, scratch: str,
                  extra: list[str] | None = None, session_timeout: float = SESSION_TIMEOUT,
-                 rebalance_timeout: float = REBALANCE_TIMEOUT) -> None:
+                 rebalance_timeout: float = REBALANCE_TIMEOUT, partitions: int = TOPIC_PARTITIONS,
+                 env: dict[str, str] | None = None) -> None:
         self.lib, self.name = lib, name
         common = ["--bootstrap", bootstrap, "--group", group, "--topic", topic,
-                  "--partitions", str(TOPIC_PARTITIONS), "--client-id", name,
+                  "--partitions", str(partitions), "--client-id", name,
                   "--session-timeout-ms", str(round(session_timeout * 1000)),
                   "--heartbeat-ms", str(round(HEARTBEAT_INTERVAL * 1000)),
                   "--rebalance-timeout-ms", str(round(rebalance_timeout * 1000)), *(extra or [])]
@@ -535,7 +542,8 @@ class Member:
         self.events: list[dict] = []
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         text=True, bufsize=1, cwd=str(HERE))
+                                         text=True, bufsize=1, cwd=str(HERE),
+                                         env=None if env is None else {**os.environ, **env})
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -632,6 +640,8 @@ def member_command(lib: str) -> list[str]:
         return [PYTHON, str(HERE / "member_kafka_python.py")]
     if lib == "confluent":
         return [PYTHON, str(HERE / "member_confluent.py")]
+    if lib == "kip848":  # confluent-kafka on librdkafka 2.15.1, group.protocol=consumer (kip848.py)
+        return [PYTHON, str(HERE / "member_kip848.py")]
     if lib == "kafkajs":
         return [NODE, str(JS_DIR / "member.js")]
     raise ValueError(lib)
@@ -658,8 +668,18 @@ def split_of(members: list[Member], sizes: list[int] | None = None) -> list[set[
 class KafkaPortTest(unittest.TestCase):
     """Two servers with Kafka ports and a topic of 6 partitions per test, on a root of its own."""
 
+    # The topic's partitions (a subclass may want more).
+    PARTITIONS = TOPIC_PARTITIONS
+
+    def missing_prerequisites(self) -> list[str]:
+        return missing_prerequisites()
+
+    def member_env(self) -> dict[str, str] | None:
+        """What a member process gets in its environment besides this process's."""
+        return None
+
     def setUp(self) -> None:
-        missing = missing_prerequisites()
+        missing = self.missing_prerequisites()
         if missing:
             self.fail("the Kafka client tests cannot run:\n  " + "\n  ".join(missing))
         self.scratch = tempfile.mkdtemp(prefix="groupcoord-kafka-test-")
@@ -674,7 +694,7 @@ class KafkaPortTest(unittest.TestCase):
         for _ in range(2):
             self.start_server()
         self.topic = unique("T")
-        run([GROUPCTL, "topic", "create", self.topic, "--partitions", str(TOPIC_PARTITIONS), "--zookeeper",
+        run([GROUPCTL, "topic", "create", self.topic, "--partitions", str(self.PARTITIONS), "--zookeeper",
              zk_connect(), "--topics-path", self.topics_path])
 
     def stop_everything(self) -> None:
@@ -684,13 +704,24 @@ class KafkaPortTest(unittest.TestCase):
             m.release()
         for s in self.servers:
             s.stop()
-        if not getattr(self._outcome, "success", True):
+        if self.failed():
             for s in self.servers:
                 sys.stderr.write(f"\n--- server {s.id} log tail ({s.log_path}) ---\n{s.log()[-4000:]}\n")
         for s in self.servers:
             shutil.rmtree(s.dir, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
         figure(f"kafka {self.id().split('.', 1)[1]}: {time.monotonic() - self.started:.1f} s")
+
+    def failed(self) -> bool:
+        """Whether this test has failed so far. From Python 3.11 unittest reports a failure to the
+        result at once and leaves the outcome's success flag alone: both are looked at."""
+        outcome = getattr(self, "_outcome", None)
+        if outcome is None:
+            return False
+        if not getattr(outcome, "success", True):
+            return True
+        result = getattr(outcome, "result", None)
+        return any(test is self for test, _ in getattr(result, "failures", []) + getattr(result, "errors", []))
 
     def server_args(self) -> list[str]:
         """Options every server of this test gets besides the common ones."""
@@ -709,7 +740,7 @@ class KafkaPortTest(unittest.TestCase):
                bootstrap: str | None = None, session_timeout: float = SESSION_TIMEOUT,
                rebalance_timeout: float = REBALANCE_TIMEOUT) -> Member:
         m = Member(lib, name, bootstrap or self.bootstrap(), group, self.topic, self.scratch, extra, session_timeout,
-                   rebalance_timeout)
+                   rebalance_timeout, self.PARTITIONS, self.member_env())
         self.members.append(m)
         return m
 

@@ -91,10 +91,12 @@ def _read_commands(commands: "queue.Queue[dict]") -> None:
     commands.put({"cmd": "close"})  # the driver went away: leave
 
 
-def command_loop(poll: Callable[[], None], commit: Callable[[dict], None], close: Callable[[], None]) -> int:
+def command_loop(poll: Callable[[], None], commit: Callable[[dict], None], close: Callable[[], None],
+                 others: dict[str, Callable[[dict], None]] | None = None) -> int:
     """Polls the consumer (``poll`` returns within about 100 ms) and serves the driver's commands
     between polls: ``commit`` gets a commit command's {"P":O} and emits what came of it; ``close``
-    leaves the group, after which {"event":"closed"} is emitted and 0 returned."""
+    leaves the group, after which {"event":"closed"} is emitted and 0 returned. ``others`` serves
+    a script's own commands by name, each handler given the whole command."""
     commands: "queue.Queue[dict]" = queue.Queue()
     threading.Thread(target=_read_commands, args=(commands,), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: commands.put({"cmd": "close"}))
@@ -110,3 +112,7 @@ def command_loop(poll: Callable[[], None], commit: Callable[[dict], None], close
             return 0
         if command["cmd"] == "commit":
             commit(command["offsets"])
+        elif others and command["cmd"] in others:
+            others[command["cmd"]](command)
+        else:
+            emit(event="error", op="command", error=f"unknown command {command['cmd']!r}")
