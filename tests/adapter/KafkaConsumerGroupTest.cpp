@@ -342,6 +342,27 @@ TEST_F(ConsumerGroupTest, DifferentSubscriptionsAreEachBalancedAmongTheirSubscri
   EXPECT_EQ(ms.at("a").target.count("u"), 0u);
 }
 
+TEST_F(ConsumerGroupTest, MembersAreGivenPartitionsWhoseReplicasShareTheirRack) {
+  // Partitions 0-5 have their replicas in rack r1, 6-11 in rack r2.
+  auto& racks = topics["t"].replicaRacks;
+  for (int p = 0; p < kPartitions; ++p) racks.push_back({p < 6 ? "r1" : "r2"});
+  for (const auto& [id, rack] : std::vector<std::pair<std::string, std::string>>{{"a", "r2"}, {"b", "r1"}}) {
+    HeartbeatArgs j;
+    j.version = 1;
+    j.request.groupId = "g";
+    j.request.memberId = id;
+    j.request.memberEpoch = 0;
+    j.request.rackId = rack;
+    j.request.rebalanceTimeoutMs = 3000;
+    j.request.subscribedTopicNames = std::vector<std::string>{"t"};
+    j.request.topicPartitions = std::vector<Req::TopicPartitions>{};
+    ASSERT_EQ(g.heartbeat(j, topics, now, fx).error, E::NONE);
+  }
+  EXPECT_EQ(g.members().at("a").target.at("t"), (std::set<int32_t>{6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(g.members().at("b").target.at("t"), (std::set<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(g.members().at("a").rackId, "r2");
+}
+
 TEST_F(ConsumerGroupTest, ASnapshotResumesEpochsHoldingsAndTargetsAndNothingElseReadsAsOne) {
   for (const char* id : {"a", "b", "c"}) join(id, std::string("i-") + id);
   settle({"a", "b", "c"});
