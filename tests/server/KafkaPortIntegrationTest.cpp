@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -152,6 +153,13 @@ class KafkaPortTest : public ::testing::Test {
   std::vector<uint16_t> kafkaPorts_;
   std::vector<uint16_t> httpPorts_;
 };
+
+// How far behind the leader this test's ZooKeeper node may be: syncLimit
+// (5) ticks of GROUPCOORD_ZK_TICK_MS (scripts/zk-ensemble.sh).
+std::chrono::milliseconds followerLag() {
+  const char* tickEnv = std::getenv("GROUPCOORD_ZK_TICK_MS");
+  return std::chrono::milliseconds(5 * (tickEnv != nullptr ? std::atoll(tickEnv) : 500));
+}
 
 // A series' value; -1 when the scrape lacks it.
 double seriesValue(const std::map<std::string, double>& samples, const std::string& series) {
@@ -740,7 +748,7 @@ TEST_F(KafkaPortTest, ARewindMakesTheMembersJoinAgainAndFindTheRewoundOffset) {
   client::Admin admin({{"127.0.0.1", servers_[0]->port()}});
   auto rewound = admin.rewind(group, {protocol::PartitionOffset{"work", 0, 5}});
   ASSERT_TRUE(rewound.ok()) << rewound.status.toString();
-  EXPECT_GT(inZk(group).version, g.generation);
+  EXPECT_TRUE(eventuallyWithin(designBound(followerLag()), [&] { return inZk(group).version > g.generation; }));
 
   // The members' generation is gone: their heartbeats say so, they join
   // again, at the group znode's next version, and fetch the rewound offset.
@@ -758,7 +766,14 @@ TEST_F(KafkaPortTest, ARewindMakesTheMembersJoinAgainAndFindTheRewoundOffset) {
     ASSERT_TRUE(joined);
   }
   ASSERT_EQ(joined->error, k::ErrorCode::NONE);
-  const InZk now = inZk(group);
+  // This test's session reads from its own ZooKeeper node, which may apply
+  // the server's write a little later (a follower is within syncLimit
+  // ticks of the leader: 5 of GROUPCOORD_ZK_TICK_MS, scripts/zk-ensemble.sh).
+  InZk now = inZk(group);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    now = inZk(group);
+    return now.version == joined->generationId;
+  });
   EXPECT_EQ(joined->generationId, now.version);
   EXPECT_EQ(now.members.size(), 1u);
   EXPECT_TRUE(now.members.count(joined->memberId));
@@ -899,7 +914,11 @@ TEST_F(KafkaPortTest, ConsumerProtocolMembersAreRevokedBeforeAnyoneIsGivenAndKee
     }
     EXPECT_EQ(described->groups[1].error, k::ErrorCode::GROUP_ID_NOT_FOUND);
   }
-  const InZk before = inZk(group);
+  InZk before = inZk(group);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    before = inZk(group);
+    return before.version == b.epoch && before.members.size() == 2;
+  });
   EXPECT_EQ(before.version, b.epoch);
   EXPECT_EQ(before.members.size(), 2u);
   EXPECT_TRUE(before.members.count("memberA%2FAAAAAAA+AAAAAA") && before.members.count(b.id))
