@@ -5,7 +5,7 @@
 #
 # SCENARIO: throughput, members, instructions, gate, members-100k, members-1conn,
 # scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet, kafka,
-# peers (default: all, in that order), placement (run by fleet too, after it).
+# peers, kip848 (default: all, in that order), placement (run by fleet too, after it).
 # throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -39,6 +39,13 @@
 # one member leaves groups of 10 and 1,000 at heartbeat intervals of 1 s
 # and 3 s (three times each); then 1,000 form one group on a fresh server
 # with the delay at its default, 3000 ms.
+# kip848: real KIP-848 consumers (librdkafka 2.15.1, scripts/librdkafka.sh,
+# under Debian's python3-confluent-kafka; group.protocol=consumer), a
+# process each, on groupcoordd's Kafka port (bench/kip848.py): 10 on a topic
+# of 100 partitions grown to 1,000 by `groupctl topic grow`, 5 rounds, at
+# heartbeat intervals of 1 s and 5 s; then, at 1 s, an 11th joins 10 stable
+# ones 20 times (closing after each), timing each moved partition's unowned
+# span by the callbacks; a partition held twice fails it. About 6 minutes.
 # peers: the same membership workload on groupcoordd, on the ZooKeeper
 # ensemble alone (a session, an ephemeral znode and a children watch per
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
@@ -93,7 +100,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka peers)
+all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka peers kip848)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -155,7 +162,7 @@ log "building in $build_dir (${BUILD_TYPE:-RelWithDebInfo}, as scripts/dev.sh bu
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGROUPCOORD_BUILD_TESTS=OFF \
   ${CMAKE_ARGS:-} > "$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$build_dir" -j "$jobs" --target groupcoordd groupcoord-bench groupcoord-echo groupcoord-loop-echo \
-  groupcoord-gate-cost \
+  groupcoord-gate-cost groupctl \
   > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log" >&2; exit 1; }
 fi
@@ -512,6 +519,30 @@ for s in "${scenarios[@]}"; do
         stop_server "$server_pid"
       done
       ;;
+    kip848)
+      # Real consumers: librdkafka 2.15.1 (built once per machine and cached)
+      # under Debian's python3-confluent-kafka, a process each, driven by
+      # bench/kip848.py; the server sets their heartbeat interval.
+      rdkafka_lib=$("$root/scripts/librdkafka.sh" path)
+      for hb in 1000 5000; do
+        kafka_on 1 0
+        server_args+=(--kafka-group-consumer-heartbeat-interval-ms="$hb")
+        start_server 1
+        server_args=()
+        wait_kafka_port 1
+        phases=growth
+        [ "$hb" != 1000 ] || phases=growth,join
+        log "scenario: kip848, heartbeat interval $hb ms ($phases)"
+        # Every wait in the driver is bounded, the whole of it by --deadline-s;
+        # timeout is the last resort (its members close when it is gone).
+        LD_LIBRARY_PATH="$rdkafka_lib" "${gen_cpu[@]}" timeout --kill-after=10 420 /usr/bin/python3 "$root/bench/kip848.py" \
+          --bootstrap="127.0.0.1:$kafka_port" --zookeeper="$zk" --groupctl="$build_dir/client/groupctl" \
+          --heartbeat-ms="$hb" --phases="$phases" --rounds="$(q 5 1)" --joins="$(q 20 2)" --deadline-s=400 \
+          --events-log="$work/kip848-hb$hb.events" --member-stderr="$work/kip848-hb$hb.members.log" |
+          tee -a "$table" || { kip848_failed=1; log "kip848 at $hb ms FAILED (server log $work/server1.log, member lines $work/kip848-hb$hb.events)"; }
+        stop_server "$server_pid"
+      done
+      ;;
     peers)
       peers_results=${PEERS_RESULTS:-$work/peers-results.txt}
       peers_sizes=(${PEERS_SIZES:-$(q "1000 10000" "100 300")})
@@ -564,3 +595,4 @@ echo
 cat "$work/final.md"
 [ -z "${BENCH_OUT:-}" ] || cp "$work/final.md" "$BENCH_OUT"
 log "logs in $work"
+[ -z "${kip848_failed:-}" ] || { log "kip848 FAILED (its rows say how)"; exit 1; }

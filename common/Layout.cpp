@@ -284,6 +284,16 @@ std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replica
   return j.dump();
 }
 
+std::optional<std::string> growTopic(std::string_view data, int32_t partitions) {
+  const auto n = decodeTopicPartitions(data);
+  if (!n || partitions <= *n) return std::nullopt;
+  json j = json::parse(data, nullptr, false);
+  json& parts = j.at("partitions");
+  for (int32_t p = *n; p < partitions; ++p)
+    parts[std::to_string(p)] = *n > 0 ? json(parts.at(std::to_string(p % *n))) : json::array({0});
+  return j.dump();
+}
+
 namespace {
 constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

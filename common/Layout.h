@@ -157,6 +157,15 @@ std::string encodeTopic(int32_t partitions);
 // Replica ids that are not integers are skipped.
 std::optional<std::vector<std::vector<int32_t>>> decodeTopicReplicas(std::string_view data);
 std::string encodeTopicReplicas(const std::vector<std::vector<int32_t>>& replicas);
+// The same document with `partitions` partitions (`groupctl topic grow`):
+// every other field as it was (the version, "topic_id" when present and
+// none when absent, so that the topic's id stays the same either way), the
+// existing partitions' replicas as they were, and new partition p with the
+// replicas of partition p % (the old count), as Kafka spreads new
+// partitions over the brokers of the old ones ([0] when there were none).
+// nullopt when decodeTopicPartitions would say nullopt or `partitions` is
+// not more than the current count (partitions are never removed).
+std::optional<std::string> growTopic(std::string_view data, int32_t partitions);
 
 // A topic's id, as Kafka keeps it in the topic's znode since 2.8:
 // "topic_id", 16 bytes written as unpadded base64url (22 characters).

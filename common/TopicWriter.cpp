@@ -77,6 +77,8 @@ void logErrorsOnly(const char* message) {
 }  // namespace
 
 bool ZkCode::nodeExists() const { return value == ZNODEEXISTS; }
+bool ZkCode::noNode() const { return value == ZNONODE; }
+bool ZkCode::badVersion() const { return value == ZBADVERSION; }
 
 std::string ZkCode::name() const {
   if (const char* known = codeName(value)) return known;
@@ -163,6 +165,40 @@ ZkCode TopicWriter::createTopic(const std::string& path, int32_t partitions, con
   if (data.size() > static_cast<size_t>(INT_MAX)) return {ZBADARGUMENTS};
   return {zoo_create(session_->zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
                      ZOO_PERSISTENT, nullptr, 0)};
+}
+
+ZkCode TopicWriter::read(const std::string& path, std::string* data, int32_t* version) {
+  if (!session_) return {ZINVALIDSTATE};
+  zhandle_t* zh = session_->zh;
+  // The size first, then the data into a buffer a little larger: if the
+  // znode grew in between (the buffer came back full), again.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Stat stat{};
+    const int present = zoo_exists(zh, path.c_str(), 0, &stat);
+    if (present != ZOK) return {present};
+    std::string buffer(static_cast<size_t>(stat.dataLength) + 4096, '\0');
+    int length = static_cast<int>(std::min<size_t>(buffer.size(), INT_MAX));
+    const int rc = zoo_get(zh, path.c_str(), 0, buffer.data(), &length, &stat);
+    if (rc != ZOK) return {rc};
+    if (length >= 0 && static_cast<size_t>(length) < buffer.size()) {
+      buffer.resize(static_cast<size_t>(length));
+      *data = std::move(buffer);
+      *version = stat.version;
+      return {ZOK};
+    }
+    if (length < 0) {  // a znode without data
+      data->clear();
+      *version = stat.version;
+      return {ZOK};
+    }
+  }
+  return {ZDATAINCONSISTENCY};
+}
+
+ZkCode TopicWriter::setIfVersion(const std::string& path, const std::string& data, int32_t version) {
+  if (!session_) return {ZINVALIDSTATE};
+  if (data.size() > static_cast<size_t>(INT_MAX)) return {ZBADARGUMENTS};
+  return {zoo_set(session_->zh, path.c_str(), data.data(), static_cast<int>(data.size()), version)};
 }
 
 }  // namespace groupcoord::topics

@@ -1,7 +1,7 @@
 #pragma once
 
 // A small blocking writer of Kafka topic metadata into ZooKeeper, for
-// `groupctl topic create`: one short session straight on the ZooKeeper C
+// `groupctl topic create` and `groupctl topic grow`: one short session straight on the ZooKeeper C
 // client (zookeeper_mt), without zk::Session and without a logging library.
 // The C client's own error lines (ZOO_ERROR) go to standard error; its other
 // log lines are dropped.
@@ -22,6 +22,8 @@ struct ZkCode {
   int value = 0;
   bool ok() const { return value == 0; }
   bool nodeExists() const;
+  bool noNode() const;
+  bool badVersion() const;
   // "ZNODEEXISTS"; "ZERROR(n)" for a code this build does not know.
   std::string name() const;
 };
@@ -53,6 +55,13 @@ class TopicWriter {
   // as Kafka 2.8 and later write a topic). ZNODEEXISTS when
   // `path` exists already; ZNONODE when its parent does not.
   ZkCode createTopic(const std::string& path, int32_t partitions, const layout::TopicId& id);
+  // Reads the znode `path` (`groupctl topic grow`): its data into *data and
+  // its data version into *version. ZNONODE when it does not exist.
+  ZkCode read(const std::string& path, std::string* data, int32_t* version);
+  // Sets the znode `path` to `data` if its data version is still `version`
+  // (read's): ZBADVERSION when someone changed it since, ZNONODE when it was
+  // deleted; nothing is written then.
+  ZkCode setIfVersion(const std::string& path, const std::string& data, int32_t version);
 
  private:
   struct Session;

@@ -16,6 +16,10 @@
 #include "client/groupctl/Context.h"
 #include "common/Permissions.h"
 
+namespace groupcoord::topics {
+class TopicWriter;
+}
+
 namespace groupcoord::groupctl {
 
 class Command {
@@ -115,11 +119,15 @@ class DrainCommand final : public Command {
   bool mark_;
 };
 
-// `topic create T --partitions N --zookeeper CONNECT [--topics-path P]`.
+// `topic create T --partitions N --zookeeper CONNECT [--topics-path P]` and
+// `topic grow T --partitions N ...` (more partitions for an existing topic).
 class TopicCommand final : public Command {
  public:
   using Command::Command;
   int run() override;
+
+ private:
+  int grow(topics::TopicWriter& writer, const std::string& name, const std::string& path, int32_t partitions);
 };
 
 // `auth hash --user U --role R [--iterations N]`: a credentials-file line.

@@ -14,6 +14,7 @@ const char* const kOverallHelp =
     "  rewind GROUP --topic T [--partition P] (--to-offset N | --shift-by N | --to-earliest)\n"
     "         [--dry-run | --execute]\n"
     "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "  topic grow T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
     "  servers                       the servers, their load and bound, and the groups that should move\n"
     "  drain SERVER_ID [--wait DURATION]   move every group off a server before maintenance\n"
     "  undrain SERVER_ID             let a drained server take groups again\n"
@@ -65,8 +66,15 @@ const std::map<std::string, std::string> kCommandHelp = {
      "  below 0 become 0. --to-earliest means offset 0.\n"},
     {"topic",
      "usage: groupctl topic create T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
-     "  Writes topic metadata (Kafka's JSON layout) under PATH (default /brokers/topics),\n"
-     "  creating missing parents. Fails if the topic already exists.\n"},
+     "       groupctl topic grow T --partitions N --zookeeper CONNECT [--topics-path PATH]\n"
+     "  create writes topic metadata (Kafka's JSON layout, with a new topic id) under PATH\n"
+     "  (default /brokers/topics), creating missing parents. Fails if the topic already exists.\n"
+     "  grow raises topic T's partition count to N: the topic keeps its id and the existing\n"
+     "  partitions their replicas; new partition p gets the replicas of partition p % (the old\n"
+     "  count). The znode is written only if nobody changed it since it was read (else it fails\n"
+     "  and writes nothing: run it again). Fails if T does not exist or N is not more than its\n"
+     "  partitions (they cannot be removed, as in Kafka). Consumers of T see the new partitions\n"
+     "  at once: its groups rebalance onto them.\n"},
     {"servers",
      "usage: groupctl servers\n"
      "  How groups are placed on the servers, as the bootstrap server sees it\n"

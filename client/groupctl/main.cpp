@@ -13,7 +13,8 @@
 //   rewind        {"group":NAME,"topic":T,"executed":BOOL,
 //                  "partitions":[{"topic","partition","current","new","error"}]}
 //                 ("error" is the protocol error name, "NONE" when applied, null in a dry run)
-//   topic create  {"topic":T,"partitions":N,"path":ZNODE}
+//   topic create  {"topic":T,"partitions":N,"path":ZNODE,"topic_id":ID}
+//   topic grow    {"topic":T,"partitions":N,"previous_partitions":M,"path":ZNODE,"topic_id":ID}
 //   drain         {"server":ID,"draining":true,"waited":BOOL}
 //                 ("waited": --wait was given and no group names ID as its controller any more)
 //   undrain       {"server":ID,"draining":false}

@@ -88,6 +88,31 @@ TEST(Layout, MemberDataSurvivesInvalidUtf8) {
   EXPECT_NE(data.find("client_id"), std::string::npos);
 }
 
+// `groupctl topic grow`'s new document: more partitions, the rest as it was.
+TEST(Layout, GrowingATopicKeepsItsIdAndReplicas) {
+  using Replicas = std::vector<std::vector<int32_t>>;
+  const std::string kafka = R"({"version":3,"topic_id":"_____________________w","partitions":{"0":[1,2],"1":[3]},)"
+                            R"("adding_replicas":{},"removing_replicas":{}})";
+  const auto grown = growTopic(kafka, 5);
+  ASSERT_TRUE(grown.has_value());
+  EXPECT_EQ(decodeTopicReplicas(*grown), (Replicas{{1, 2}, {3}, {1, 2}, {3}, {1, 2}}));
+  EXPECT_EQ(decodeTopicId(*grown), decodeTopicId(kafka));
+  EXPECT_NE(grown->find(R"("version":3)"), std::string::npos) << *grown;
+  EXPECT_NE(grown->find(R"("adding_replicas":{})"), std::string::npos) << *grown;
+  // No id before, none after: the derived one stays the topic's id.
+  const auto old = growTopic(encodeTopic(2), 3);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(decodeTopicId(*old));
+  EXPECT_EQ(topicIdOf("orders", *old), derivedTopicId("orders"));
+  EXPECT_EQ(decodeTopicPartitions(*old), 3);
+  // Never fewer or as many, never from data that is not a topic.
+  EXPECT_FALSE(growTopic(kafka, 2));
+  EXPECT_FALSE(growTopic(kafka, 1));
+  EXPECT_FALSE(growTopic(R"({"version":1,"partitions":{"0":[1],"2":[2]}})", 5)) << "a gap";
+  EXPECT_FALSE(growTopic("not json", 5));
+  EXPECT_EQ(decodeTopicReplicas(*growTopic(R"({"version":1,"partitions":{}})", 2)), (Replicas{{0}, {0}}));
+}
+
 // Topic ids as Kafka keeps them in a topic's znode (since 2.8): 16 bytes
 // as unpadded base64url; groupcoord writes one with every topic it makes
 // and derives a stable one for a topic that has none.

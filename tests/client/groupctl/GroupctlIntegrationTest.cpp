@@ -27,6 +27,7 @@
 #include "client/Connection.h"
 #include "client/Consumer.h"
 #include "common/Layout.h"
+#include "common/TopicWriter.h"
 #include "tests/client/FakeServer.h"
 #include "tests/client/groupctl/GroupctlRun.h"
 #include "support/ServerProcess.h"
@@ -115,6 +116,117 @@ TEST_F(GroupctlTest, TopicCreateRefusesAnExistingTopic) {
   EXPECT_EQ(again.exit, 1);
   EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
   EXPECT_TRUE(again.out.empty());
+}
+
+// `topic grow`: more partitions, the same id and the existing partitions'
+// replicas; new partition p takes partition p % (the old count)'s.
+TEST_F(GroupctlTest, TopicGrowKeepsTheIdAndTheReplicas) {
+  auto zk = openTestSession();
+  ASSERT_NE(zk, nullptr);
+  const std::string before = zk->getSync(topicsPath_ + "/alpha").data;
+  const auto alphaId = layout::decodeTopicId(before);
+  ASSERT_TRUE(alphaId.has_value()) << before;
+
+  CtlRun grown = groupctl({"topic", "grow", "alpha", "--partitions", "5", "--zookeeper", zkConnect(), "--topics-path",
+                         topicsPath_});
+  ASSERT_EQ(grown.exit, 0) << grown.err;
+  EXPECT_EQ(grown.out, "grew topic alpha from 3 to 5 partitions at " + topicsPath_ + "/alpha (topic id " +
+                           layout::topicIdText(*alphaId) + ")\n");
+  const std::string after = zk->getSync(topicsPath_ + "/alpha").data;
+  EXPECT_EQ(layout::decodeTopicPartitions(after), std::optional<int32_t>(5)) << after;
+  EXPECT_EQ(layout::decodeTopicId(after), alphaId) << after;
+
+  // A topic as a Kafka cluster writes it: replicas on several brokers, the
+  // fields groupctl does not know kept as they were.
+  const std::string kafka = R"({"version":3,"topic_id":"_____________________w","partitions":)"
+                            R"({"0":[1,2],"1":[2,3],"2":[3,1]},"adding_replicas":{},"removing_replicas":{},)"
+                            R"("extra":"kept"})";
+  ASSERT_EQ(zk->createSync(topicsPath_ + "/beta", kafka, zk::CreateMode::Persistent).error, zk::Error::Ok);
+  CtlRun beta = groupctl({"--output", "json", "topic", "grow", "beta", "--partitions", "7", "--zookeeper", zkConnect(),
+                         "--topics-path", topicsPath_});
+  ASSERT_EQ(beta.exit, 0) << beta.err;
+  json bj = json::parse(beta.out);
+  EXPECT_EQ(bj["topic"], "beta");
+  EXPECT_EQ(bj["partitions"], 7);
+  EXPECT_EQ(bj["previous_partitions"], 3);
+  EXPECT_EQ(bj["path"], topicsPath_ + "/beta");
+  EXPECT_EQ(bj["topic_id"], "_____________________w");
+  const auto betaData = zk->getSync(topicsPath_ + "/beta");
+  using Replicas = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(layout::decodeTopicReplicas(betaData.data),
+            (Replicas{{1, 2}, {2, 3}, {3, 1}, {1, 2}, {2, 3}, {3, 1}, {1, 2}}))
+      << betaData.data;
+  json written = json::parse(betaData.data);
+  EXPECT_EQ(written["version"], 3);
+  EXPECT_EQ(written["topic_id"], "_____________________w");
+  EXPECT_EQ(written["extra"], "kept");
+  EXPECT_EQ(betaData.stat.version, 1) << "one write";
+
+  // A topic written before ids: still none in its znode, so the id derived
+  // from its name stays its id.
+  ASSERT_EQ(zk->createSync(topicsPath_ + "/legacy", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  CtlRun legacy = groupctl({"--output", "json", "topic", "grow", "legacy", "--partitions", "4", "--zookeeper",
+                           zkConnect(), "--topics-path", topicsPath_});
+  ASSERT_EQ(legacy.exit, 0) << legacy.err;
+  EXPECT_EQ(json::parse(legacy.out)["topic_id"], layout::topicIdText(layout::derivedTopicId("legacy")));
+  const std::string legacyData = zk->getSync(topicsPath_ + "/legacy").data;
+  EXPECT_EQ(layout::decodeTopicPartitions(legacyData), std::optional<int32_t>(4)) << legacyData;
+  EXPECT_FALSE(json::parse(legacyData).contains("topic_id")) << legacyData;
+}
+
+TEST_F(GroupctlTest, TopicGrowRefusesFewerPartitionsAMissingTopicAndBadCounts) {
+  auto zk = openTestSession();
+  ASSERT_NE(zk, nullptr);
+  const auto before = zk->getSync(topicsPath_ + "/alpha");
+  auto grow = [&](const std::string& topic, const std::string& n) {
+    return groupctl({"topic", "grow", topic, "--partitions", n, "--zookeeper", zkConnect(), "--topics-path",
+                     topicsPath_});
+  };
+  for (const char* n : {"3", "2", "1"}) {
+    CtlRun same = grow("alpha", n);
+    EXPECT_EQ(same.exit, 1) << n;
+    EXPECT_NE(same.err.find("INVALID_PARTITIONS: topic 'alpha' has 3 partitions"), std::string::npos) << same.err;
+    EXPECT_TRUE(same.out.empty());
+  }
+  CtlRun missing = grow("nosuch", "10");
+  EXPECT_EQ(missing.exit, 1);
+  EXPECT_NE(missing.err.find("topic 'nosuch' does not exist at " + topicsPath_ + "/nosuch"), std::string::npos)
+      << missing.err;
+  for (const char* n : {"0", "-4", "abc", "99999999999"}) {
+    CtlRun bad = grow("alpha", n);
+    EXPECT_EQ(bad.exit, 2) << n << ": " << bad.err;
+  }
+  CtlRun noCount = groupctl({"topic", "grow", "alpha", "--zookeeper", zkConnect()});
+  EXPECT_EQ(noCount.exit, 2);
+  EXPECT_NE(noCount.err.find("topic grow needs --partitions N"), std::string::npos) << noCount.err;
+  CtlRun unknown = groupctl({"topic", "shrink", "alpha", "--partitions", "1", "--zookeeper", zkConnect()});
+  EXPECT_EQ(unknown.exit, 2);
+  // Nothing was written by any of them.
+  const auto after = zk->getSync(topicsPath_ + "/alpha");
+  EXPECT_EQ(after.stat.version, before.stat.version);
+  EXPECT_EQ(after.data, before.data);
+}
+
+// The write is at the version read: a change in between fails it and
+// writes nothing (what `topic grow` reports as CONCURRENT_CHANGE).
+TEST_F(GroupctlTest, TopicGrowWritesOnlyOverWhatItRead) {
+  topics::TopicWriter writer(zkConnect());
+  ASSERT_TRUE(writer.start().ok());
+  ASSERT_TRUE(writer.waitConnected(10s).ok());
+  std::string data;
+  int32_t version = -1;
+  ASSERT_TRUE(writer.read(topicsPath_ + "/alpha", &data, &version).ok());
+  EXPECT_EQ(layout::decodeTopicPartitions(data), std::optional<int32_t>(3));
+  auto zk = openTestSession();
+  ASSERT_NE(zk, nullptr);
+  const std::string other = *layout::growTopic(data, 4);
+  ASSERT_EQ(zk->setSync(topicsPath_ + "/alpha", other).error, zk::Error::Ok);
+  const auto lost = writer.setIfVersion(topicsPath_ + "/alpha", *layout::growTopic(data, 6), version);
+  EXPECT_TRUE(lost.badVersion()) << lost.name();
+  EXPECT_EQ(zk->getSync(topicsPath_ + "/alpha").data, other);
+  std::string none;
+  EXPECT_TRUE(writer.read(topicsPath_ + "/nosuch", &none, &version).noNode());
 }
 
 // `create --assignment M` and `describe --history N`, as their --help
