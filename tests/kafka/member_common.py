@@ -24,6 +24,7 @@ import json
 import os
 import queue
 import signal
+import struct
 import sys
 import threading
 from typing import Callable
@@ -116,3 +117,25 @@ def command_loop(poll: Callable[[], None], commit: Callable[[dict], None], close
             others[command["cmd"]](command)
         else:
             emit(event="error", op="command", error=f"unknown command {command['cmd']!r}")
+
+
+# rd_kafka_consumer_group_metadata_write's layout (librdkafka 2.0.2 and 2.15.1): this magic, the
+# generation id (with the consumer protocol, the member epoch) as a native int32, then the group id
+# and the member id, each NUL-terminated (then the group instance id's null flag and text).
+CGMD_MAGIC = b"CGMDv2:"
+
+
+def membership_of(consumer) -> tuple[int, str] | None:
+    """(generation or member epoch, member id) as librdkafka holds them now, from a
+    confluent-kafka Consumer; None if the metadata is not in the layout this script knows."""
+    data = consumer.consumer_group_metadata()
+    if not isinstance(data, bytes) or not data.startswith(CGMD_MAGIC):
+        return None
+    at = len(CGMD_MAGIC)
+    (generation,) = struct.unpack_from("=i", data, at)
+    at += 4
+    group_end = data.find(b"\0", at)
+    member_end = data.find(b"\0", group_end + 1)
+    if group_end < 0 or member_end < 0:
+        return None
+    return generation, data[group_end + 1:member_end].decode(errors="replace")

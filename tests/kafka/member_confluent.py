@@ -31,35 +31,12 @@ or "poll","code":N}, each distinct one once.
 
 from __future__ import annotations
 
-import struct
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from member_common import DistinctErrors, Membership, command_loop, emit, parser
-
-# rd_kafka_consumer_group_metadata_write's layout (librdkafka 2.0.2): this magic, the generation
-# id as a native int32, then the group id, the member id (each NUL-terminated), and the group
-# instance id's null flag and text.
-CGMD_MAGIC = b"CGMDv2:"
-
-
-def membership_of(consumer: Consumer) -> tuple[int, str] | None:
-    """(generation, member id) as librdkafka holds them now; None if the metadata is not in the
-    layout this script knows."""
-    data = consumer.consumer_group_metadata()
-    if not isinstance(data, bytes) or not data.startswith(CGMD_MAGIC):
-        return None
-    at = len(CGMD_MAGIC)
-    (generation,) = struct.unpack_from("=i", data, at)
-    at += 4
-    group_end = data.find(b"\0", at)
-    member_end = data.find(b"\0", group_end + 1)
-    if group_end < 0 or member_end < 0:
-        return None
-    return generation, data[group_end + 1:member_end].decode(errors="replace")
-
+from member_common import DistinctErrors, Membership, command_loop, emit, membership_of, parser
 
 def main() -> int:
     p = parser("confluent-member")

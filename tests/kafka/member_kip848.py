@@ -49,33 +49,12 @@ on standard error, which the driver keeps and quotes in a failure.
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from member_common import DistinctErrors, Membership, command_loop, emit, parser
-
-# rd_kafka_consumer_group_metadata_write's layout: this magic, the generation id (with this
-# protocol, the member epoch) as a native int32, then the group id and the member id, each
-# NUL-terminated.
-CGMD_MAGIC = b"CGMDv2:"
-
-
-def membership_of(consumer: Consumer) -> tuple[int, str] | None:
-    data = consumer.consumer_group_metadata()
-    if not isinstance(data, bytes) or not data.startswith(CGMD_MAGIC):
-        return None
-    at = len(CGMD_MAGIC)
-    (epoch,) = struct.unpack_from("=i", data, at)
-    at += 4
-    group_end = data.find(b"\0", at)
-    member_end = data.find(b"\0", group_end + 1)
-    if group_end < 0 or member_end < 0:
-        return None
-    return epoch, data[group_end + 1:member_end].decode(errors="replace")
-
+from member_common import DistinctErrors, Membership, command_loop, emit, membership_of, parser
 
 def main() -> int:
     p = parser("kip848-member")
