@@ -99,6 +99,7 @@ void KafkaGroups::consumerHeartbeat(const protocol::Caller& caller, const k::Req
       a.version = h.apiVersion;
       a.clientId = h.clientId.value_or("");
       a.clientHost = "/" + caller.host;
+      a.clientPort = caller.port;
       if (r.memberId.empty() && r.memberEpoch == 0) a.freshMemberId = hooks_.newMemberId(a.clientId);
       const std::string group = r.groupId;
       a.request = std::move(r);
@@ -212,7 +213,8 @@ void KafkaGroups::readTopic(const std::string& name) {
   auto again = [this, name](const zk::WatchEvent& ev) {
     if (ev.type == zk::WatchEvent::Type::Session) return;
     MutexLock lock(mu_);
-    if (!stopped_) readTopic(name);
+    // A topic no group subscribes to any more was forgotten: not read again.
+    if (!stopped_ && topics_.count(name)) readTopic(name);
   };
   const std::string path = config_.topicsPath + "/" + name;
   zk_.get(path, [this, name, path, again](zk::GetResult r) {
@@ -348,6 +350,16 @@ void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::
   d.protocolType = "consumer";
   d.protocolName = std::string(kafka::kConsumerProtocolName);
   d.generation = g.groupEpoch();
+  // The server assigns, and the group sets the session.
+  d.mode = protocol::AssignmentMode::SERVER;
+  d.sessionTimeoutMs = config_.consumer.sessionTimeout.count();
+  // Its members' subscriptions, with the partition counts as last read.
+  d.topics.clear();
+  for (const auto& t : g.subscribedTopics()) {
+    auto it = topics_.find(t);
+    const bool known = it != topics_.end() && it->second.read && it->second.info.partitions > 0;
+    d.topics.push_back(protocol::TopicState{t, known ? it->second.info.partitions : -1});
+  }
   d.members.clear();
   const TimePoint now = time_.now();
   const int64_t wallNow = time_.wallMs();
@@ -363,7 +375,10 @@ void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::
     s.consumerId = id;
     s.clientId = m.clientId;
     s.host = m.clientHost.starts_with("/") ? m.clientHost.substr(1) : m.clientHost;
-    s.lastHeardMs = wallNow - std::chrono::duration_cast<Millis>(now - m.lastHeard).count();
+    s.port = m.clientPort;
+    auto wallOf = [&](TimePoint t) { return wallNow - std::chrono::duration_cast<Millis>(now - t).count(); };
+    s.lastHeardMs = wallOf(m.lastHeard);
+    if (m.joinedAt) s.joinedAtMs = wallOf(*m.joinedAt);
     s.rack = m.rackId;
     s.held = tps(m.assigned);
     kafka::TopicSets waiting;
@@ -375,6 +390,23 @@ void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::
     }
     s.waiting = tps(waiting);
     d.members.push_back(std::move(s));
+  }
+}
+
+void KafkaGroups::forgetUnsubscribedTopics() {
+  std::set<std::string> subscribed;
+  for (const auto& [group, e] : groups_) {
+    if (e->consumer) {
+      const auto names = e->consumer->subscribedTopics();
+      subscribed.insert(names.begin(), names.end());
+    }
+  }
+  for (auto it = topics_.begin(); it != topics_.end();) {
+    if (!subscribed.count(it->first) && !it->second.reading && !topicWaiters_.count(it->first)) {
+      it = topics_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 

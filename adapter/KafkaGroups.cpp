@@ -533,6 +533,10 @@ void KafkaGroups::tick(TimePoint now) {
   }
   {
     MutexLock lock(mu_);
+    if (now >= nextTopicSweep_) {
+      forgetUnsubscribedTopics();
+      nextTopicSweep_ = now + std::chrono::seconds(30);
+    }
     for (auto it = groups_.begin(); it != groups_.end();) {
       Entry& e = *it->second;
       kafka::Effects fx;

@@ -250,6 +250,10 @@ class KafkaGroups final : public protocol::kafka::Handler {
   kafka::TopicTable topicTable(const std::set<std::string>& names, std::vector<std::string>* missing)
       REQUIRES(mu_);
   void readTopic(const std::string& name) REQUIRES(mu_);
+  // Topics no loaded group subscribes to are dropped (names come from
+  // clients: the cache does not grow with every name ever subscribed);
+  // their watches, when they fire, read nothing.
+  void forgetUnsubscribedTopics() REQUIRES(mu_);
   void topicRead(const std::string& name, zk::GetResult r) EXCLUDES(mu_);
 
   // Writes offsets the group's fence let through; answers `done`.
@@ -279,6 +283,7 @@ class KafkaGroups final : public protocol::kafka::Handler {
   };
   std::map<std::string, TopicCache, std::less<>> topics_ GUARDED_BY(mu_);
   std::multimap<std::string, std::function<void()>> topicWaiters_ GUARDED_BY(mu_);
+  TimePoint nextTopicSweep_ GUARDED_BY(mu_){};
 
   // Fetches wait out their MaxWaitMs, then are answered empty (docs/kafka.md,
   // "Fetching"): by deadline.

@@ -219,6 +219,7 @@ Response ConsumerGroup::join(const HeartbeatArgs& a, const TopicTable& topics, C
       m.away = false;
       m.told.reset();
       m.lastHeard = now;
+      m.joinedAt = now;
       auto& placed = members_.emplace(id, std::move(m)).first->second;
       fx.membership = true;
       fx.durable = true;
@@ -252,6 +253,7 @@ Response ConsumerGroup::join(const HeartbeatArgs& a, const TopicTable& topics, C
   ConsumerMember fresh;
   fresh.memberId = id;
   fresh.lastHeard = now;
+  fresh.joinedAt = now;
   auto& m = members_.emplace(id, std::move(fresh)).first->second;
   fx.membership = true;
   fx.durable = true;
@@ -269,6 +271,7 @@ bool ConsumerGroup::takeRequest(ConsumerMember& m, const HeartbeatArgs& a, const
   bool retarget = false;
   if (!a.clientId.empty()) m.clientId = a.clientId;
   if (!a.clientHost.empty()) m.clientHost = a.clientHost;
+  if (a.clientPort != 0) m.clientPort = a.clientPort;
   if (r.instanceId && m.instanceId != r.instanceId) {
     m.instanceId = r.instanceId;
     fx.durable = true;
@@ -520,6 +523,8 @@ ConsumerSnapshot ConsumerGroup::snapshot() const {
     c.lastHeard = {};
     c.revokingSince = {};
     c.told.reset();
+    c.clientPort = 0;
+    c.joinedAt.reset();
     s.members.push_back(std::move(c));
   }
   return s;

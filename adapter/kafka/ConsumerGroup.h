@@ -91,6 +91,10 @@ struct ConsumerMember {
   // What the last answer told it (for the assignment delta): nullopt until
   // an answer carried an assignment.
   std::optional<TopicSets> told;
+  // For groupctl describe, not saved: its source port, and when it joined
+  // (nullopt for a member a new controller resumed).
+  uint16_t clientPort = 0;
+  std::optional<ConsumerTime> joinedAt;
   bool operator==(const ConsumerMember&) const = default;
 };
 
@@ -99,6 +103,7 @@ struct HeartbeatArgs {
   int16_t version = 0;
   std::string clientId;     // the request header's
   std::string clientHost;   // the peer's address
+  uint16_t clientPort = 0;  // the peer's port
   std::string freshMemberId;  // version 0: the id a joining member without one gets
 };
 
@@ -117,7 +122,7 @@ struct ConsumerEffects {
 // What a new controller resumes (encodeConsumerSnapshot below).
 struct ConsumerSnapshot {
   int32_t groupEpoch = 0;
-  std::vector<ConsumerMember> members;  // lastHeard, revokingSince, told not kept
+  std::vector<ConsumerMember> members;  // lastHeard, revokingSince, told, clientPort, joinedAt not kept
   bool operator==(const ConsumerSnapshot&) const = default;
 };
 // A versioned byte string that never reads as a classic snapshot

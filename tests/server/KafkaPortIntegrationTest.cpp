@@ -944,11 +944,18 @@ TEST_F(KafkaPortTest, ConsumerProtocolMembersAreRevokedBeforeAnyoneIsGivenAndKee
     EXPECT_TRUE(described.value.kafka);
     EXPECT_EQ(described.value.protocolName, "uniform, consumer protocol");
     EXPECT_EQ(described.value.generation, b.epoch);
+    EXPECT_EQ(described.value.mode, protocol::AssignmentMode::SERVER) << "the server assigns";
+    EXPECT_EQ(described.value.sessionTimeoutMs, kSessionMs) << "the group's session, as the server was started";
+    ASSERT_EQ(described.value.topics.size(), 1u) << "the members' subscription";
+    EXPECT_EQ(described.value.topics[0].topic, "work");
+    EXPECT_EQ(described.value.topics[0].partitions, 4);
     ASSERT_EQ(described.value.members.size(), 2u);
     for (const auto& m : described.value.members) {
       EXPECT_EQ(m.held.size(), 2u) << m.consumerId;
       EXPECT_TRUE(m.waiting.empty()) << m.consumerId;
       EXPECT_GT(m.lastHeardMs, 0) << m.consumerId;
+      EXPECT_GT(m.joinedAtMs, 0) << m.consumerId;
+      EXPECT_NE(m.port, 0) << m.consumerId << ": its source port";
     }
   }
 
