@@ -269,7 +269,6 @@ void KafkaGroups::topicRead(const std::string& name, zk::GetResult r) {
     }
     const bool changed = !c.read || !(c.info == info);
     c.info = std::move(info);
-    c.replicas = std::move(replicas);
     c.read = true;
     auto [from, to] = topicWaiters_.equal_range(name);
     for (auto w = from; w != to; ++w) waiting.push_back(std::move(w->second));

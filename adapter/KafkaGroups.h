@@ -277,7 +277,6 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // watched; requests that wait for a first read.
   struct TopicCache {
     kafka::TopicInfo info;
-    std::vector<std::vector<int32_t>> replicas;  // broker ids per partition
     bool read = false;
     bool reading = false;
   };

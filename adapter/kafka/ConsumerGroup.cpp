@@ -306,13 +306,6 @@ bool ConsumerGroup::takeRequest(ConsumerMember& m, const HeartbeatArgs& a, const
   return retarget;
 }
 
-bool ConsumerGroup::heldByOther(const std::string& topic, int32_t p, const std::string& except) const {
-  for (const auto& [id, m] : members_) {
-    if (id != except && contains(m.assigned, topic, p)) return true;
-  }
-  return false;
-}
-
 void ConsumerGroup::reconcile(ConsumerMember& m, ConsumerTime now, ConsumerEffects& fx) {
   if (m.epoch == groupEpoch_ && m.revoking.empty() && m.assigned == m.target) return;
   const TopicSets revoke = minus(m.assigned, m.target);

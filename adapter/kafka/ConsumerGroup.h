@@ -189,7 +189,6 @@ class ConsumerGroup {
   void remove(const std::string& id, const char* why, ConsumerEffects& fx);
   // A new group epoch and its target.
   void retarget(const TopicTable& topics, ConsumerEffects& fx);
-  bool heldByOther(const std::string& topic, int32_t p, const std::string& except) const;
 
   std::string groupId_;
   ConsumerRules rules_;
