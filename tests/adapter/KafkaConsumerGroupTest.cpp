@@ -79,15 +79,15 @@ class ConsumerGroupTest : public ::testing::Test {
   void record(const std::string& id, const Resp& r) {
     epochs[id] = r.memberEpoch;
     if (!r.assignment) return;
-    std::set<int32_t> now;
-    for (const auto& tp : r.assignment->topicPartitions) now.insert(tp.partitions.begin(), tp.partitions.end());
+    std::set<int32_t> told;
+    for (const auto& tp : r.assignment->topicPartitions) told.insert(tp.partitions.begin(), tp.partitions.end());
     for (int32_t p : owned[id]) {
-      if (!now.count(p)) ++revoked[id];
+      if (!told.count(p)) ++revoked[id];
     }
-    for (int32_t p : now) {
+    for (int32_t p : told) {
       if (!owned[id].count(p)) ++assigned[id];
     }
-    owned[id] = now;
+    owned[id] = told;
     std::map<int32_t, int> holders;
     for (const auto& [m, ps] : owned) {
       for (int32_t p : ps) EXPECT_EQ(++holders[p], 1) << "partition " << p << " owned twice";
