@@ -12,6 +12,7 @@
 #include "adapter/KafkaGroups.h"
 #include "adapter/KafkaGroupsEntry.h"
 #include "common/Layout.h"
+#include "common/Options.h"
 
 namespace groupcoord::adapter {
 
@@ -82,12 +83,16 @@ void KafkaGroups::consumerHeartbeat(const protocol::Caller& caller, const k::Req
                              "time, so the consumer protocol may join once they have left"));
       });
     } else {
-      if (!e->consumer) e->consumer.emplace(r.groupId, config_.consumer, std::max(e->version, e->model->generation()));
-      // Its topics, read once before the first answer that needs them.
-      std::set<std::string> names = e->consumer->subscribedTopics();
-      if (r.subscribedTopicNames) names.insert(r.subscribedTopicNames->begin(), r.subscribedTopicNames->end());
+      if (!e->consumer) e->consumer.emplace(r.groupId, e->rules, std::max(e->version, e->model->generation()));
+      // Its topics, read once before the first answer that needs them. A
+      // steady heartbeat (no subscription in it) uses the group's table as
+      // it is: kept current by topicRead.
       std::vector<std::string> missing;
-      kafka::TopicTable table = topicTable(names, &missing);
+      if (!e->topicsComplete || r.subscribedTopicNames) {
+        std::set<std::string> names = e->consumer->subscribedTopics();
+        if (r.subscribedTopicNames) names.insert(r.subscribedTopicNames->begin(), r.subscribedTopicNames->end());
+        groupTopics(*e, std::move(names), &missing);
+      }
       if (!missing.empty() && !retried) {
         const std::string first = missing.front();
         topicWaiters_.emplace(first, [this, caller, h, r = std::move(r), done = std::move(done)]() mutable {
@@ -104,7 +109,7 @@ void KafkaGroups::consumerHeartbeat(const protocol::Caller& caller, const k::Req
       const std::string group = r.groupId;
       a.request = std::move(r);
       kafka::ConsumerEffects fx;
-      auto resp = e->consumer->heartbeat(a, table, now, fx);
+      auto resp = e->consumer->heartbeat(a, e->topics, now, fx);
       if (resp.error != ErrorCode::NONE) {
         spdlog::debug("kafka group {}: ConsumerGroupHeartbeat of {} at epoch {}: {}: {}", group, a.request.memberId,
                       a.request.memberEpoch, k::errorName(resp.error), resp.errorMessage.value_or(""));
@@ -186,6 +191,15 @@ void KafkaGroups::consumerSaved(const std::string& group, uint64_t serial, zk::E
     }
   }
   run(out);
+}
+
+void KafkaGroups::groupTopics(Entry& e, std::set<std::string> names, std::vector<std::string>* missing) {
+  if (e.topicsComplete && names == e.topicNames) return;
+  std::vector<std::string> lacking;
+  e.topics = topicTable(names, &lacking);
+  e.topicNames = std::move(names);
+  e.topicsComplete = lacking.empty();
+  if (missing != nullptr) *missing = std::move(lacking);
 }
 
 kafka::TopicTable KafkaGroups::topicTable(const std::set<std::string>& names, std::vector<std::string>* missing) {
@@ -275,11 +289,12 @@ void KafkaGroups::topicRead(const std::string& name, zk::GetResult r) {
     topicWaiters_.erase(from, to);
     if (changed) {
       for (auto& [group, e] : groups_) {
-        if (!e->consumer || e->loading || e->closing) continue;
-        const auto names = e->consumer->subscribedTopics();
-        if (!names.count(name)) continue;
+        if (!e->consumer || e->loading || e->closing || !e->topicNames.count(name)) continue;
+        e->topicsComplete = false;
+        groupTopics(*e, e->topicNames, nullptr);
+        if (!e->consumer->subscribedTopics().count(name)) continue;
         kafka::ConsumerEffects fx;
-        e->consumer->topicsChanged(topicTable(names, nullptr), fx);
+        e->consumer->topicsChanged(e->topics, fx);
         if (fx.membership) {
           spdlog::info("kafka group {}: topic {} changed ({} partitions); group epoch {}", group, name,
                        c.info.partitions, e->consumer->groupEpoch());
@@ -290,6 +305,85 @@ void KafkaGroups::topicRead(const std::string& name, zk::GetResult r) {
   }
   run(out);
   for (auto& w : waiting) w();
+}
+
+void KafkaGroups::readGroupConfig(const std::string& group, uint64_t serial, std::function<void(zk::GetResult)> then) {
+  const std::string path = layout_.groupConfigPath(group);
+  auto again = [this, group, serial](const zk::WatchEvent& ev) {
+    if (ev.type == zk::WatchEvent::Type::Session) return;
+    {
+      MutexLock lock(mu_);
+      auto it = groups_.find(group);
+      // Forgotten here (or loaded again, with watches of its own).
+      if (stopped_ || it == groups_.end() || it->second->serial != serial) return;
+    }
+    readGroupConfig(group, serial, [this, group, serial](zk::GetResult r) {
+      groupConfigChanged(group, serial, std::move(r));
+    });
+  };
+  zk_.get(path, [this, group, serial, path, then = std::move(then), again](zk::GetResult r) mutable {
+    if (r.error != zk::Error::NoNode) return then(std::move(r));
+    // A read of a missing znode leaves no watch: watch for its creation.
+    zk_.exists(path, [this, group, serial, r = std::move(r), then = std::move(then)](zk::ExistsResult x) mutable {
+      // Created in between: read it.
+      if (x.error == zk::Error::Ok) return readGroupConfig(group, serial, std::move(then));
+      then(std::move(r));
+    }, again);
+  }, again);
+}
+
+void KafkaGroups::groupConfigChanged(const std::string& group, uint64_t serial, zk::GetResult r) {
+  const kafka::ConsumerRules rules = consumerRulesOf(group, r);
+  MutexLock lock(mu_);
+  auto it = groups_.find(group);
+  if (it == groups_.end() || it->second->serial != serial) return;
+  Entry& e = *it->second;
+  if (rules.sessionTimeout == e.rules.sessionTimeout && rules.heartbeatInterval == e.rules.heartbeatInterval) return;
+  spdlog::info("kafka group {}: consumer-protocol session timeout {} ms, heartbeat interval {} ms (were {} and {})",
+               group, rules.sessionTimeout.count(), rules.heartbeatInterval.count(), e.rules.sessionTimeout.count(),
+               e.rules.heartbeatInterval.count());
+  e.rules = rules;
+  if (e.consumer) e.consumer->setRules(rules);
+}
+
+kafka::ConsumerRules KafkaGroups::consumerRulesOf(const std::string& group, const zk::GetResult& read) const {
+  kafka::ConsumerRules rules = config_.consumer;
+  if (read.error == zk::Error::NoNode) return rules;
+  if (read.error != zk::Error::Ok) {
+    spdlog::warn("kafka group {}: reading its own settings at {} failed: {}; the server's apply until it is loaded "
+                 "again",
+                 group, layout_.groupConfigPath(group), read.error);
+    return rules;
+  }
+  std::string why;
+  const auto c = layout::decodeGroupConfig(read.data, &why);
+  if (!c) {
+    spdlog::warn("kafka group {}: its settings at {} are unreadable ({}); the server's apply", group,
+                 layout_.groupConfigPath(group), why);
+    return rules;
+  }
+  auto within = [&](std::string_view key, std::string_view option, std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    const auto& o = options::find(option);
+    const int64_t bounded = std::clamp(*v, o.min, o.max);
+    if (bounded != *v) {
+      spdlog::warn("kafka group {}: its {} {} is out of {}..{}; {} applies", group, key, *v, o.min, o.max, bounded);
+    }
+    return bounded;
+  };
+  const int64_t session = within(layout::kConsumerSessionTimeoutKey, "kafka.group.consumer.session.timeout.ms",
+                                 c->consumerSessionTimeoutMs, rules.sessionTimeout.count());
+  int64_t interval = within(layout::kConsumerHeartbeatIntervalKey, "kafka.group.consumer.heartbeat.interval.ms",
+                            c->consumerHeartbeatIntervalMs, rules.heartbeatInterval.count());
+  if (interval * 2 > session) {
+    // A member beats at least twice within its session.
+    spdlog::warn("kafka group {}: heartbeat interval {} ms is over half its session timeout {} ms; {} ms applies",
+                 group, interval, session, session / 2);
+    interval = session / 2;
+  }
+  rules.sessionTimeout = std::chrono::milliseconds(session);
+  rules.heartbeatInterval = std::chrono::milliseconds(interval);
+  return rules;
 }
 
 void KafkaGroups::route(const protocol::Caller&, const k::RequestHeader&, k::ConsumerGroupDescribeRequest r,
@@ -351,7 +445,7 @@ void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::
   d.generation = g.groupEpoch();
   // The server assigns, and the group sets the session.
   d.mode = protocol::AssignmentMode::SERVER;
-  d.sessionTimeoutMs = config_.consumer.sessionTimeout.count();
+  d.sessionTimeoutMs = g.rules().sessionTimeout.count();
   // Its members' subscriptions, with the partition counts as last read.
   d.topics.clear();
   for (const auto& t : g.subscribedTopics()) {
@@ -394,11 +488,11 @@ void KafkaGroups::describeConsumerInto(const kafka::ConsumerGroup& g, protocol::
 
 void KafkaGroups::forgetUnsubscribedTopics() {
   std::set<std::string> subscribed;
-  for (const auto& [group, e] : groups_) {
-    if (e->consumer) {
-      const auto names = e->consumer->subscribedTopics();
-      subscribed.insert(names.begin(), names.end());
-    }
+  for (auto& [group, e] : groups_) {
+    if (!e->consumer) continue;
+    // Each group's table shrinks to what its members subscribe to now.
+    if (!e->loading && !e->closing) groupTopics(*e, e->consumer->subscribedTopics(), nullptr);
+    subscribed.insert(e->topicNames.begin(), e->topicNames.end());
   }
   for (auto it = topics_.begin(); it != topics_.end();) {
     if (!subscribed.count(it->first) && !it->second.reading && !topicWaiters_.count(it->first)) {

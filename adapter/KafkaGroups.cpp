@@ -101,6 +101,7 @@ constexpr size_t kMaxOpsPerWrite = 1000;
 
 struct KafkaGroups::Loaded {
   zk::GetResult saved;
+  zk::GetResult config;
   zk::ChildrenResult members;
   OffsetsRead offsets;
 };
@@ -181,6 +182,7 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
     }
     auto e = std::make_unique<Entry>();
     e->serial = nextSerial_++;
+    e->rules = config_.consumer;
     const uint64_t serial = e->serial;
     groups_.emplace(group, std::move(e));
     // The generation a previous controller made stable, if any, and the
@@ -190,6 +192,8 @@ KafkaGroups::Entry* KafkaGroups::entryFor(const std::string& group, ErrorCode* e
     });
     zk_.get(snapshotPath(group),
             reads->collect<zk::GetResult>([](Loaded& l, zk::GetResult r) { l.saved = std::move(r); }));
+    readGroupConfig(group, serial,
+                    reads->collect<zk::GetResult>([](Loaded& l, zk::GetResult r) { l.config = std::move(r); }));
     zk_.getChildren(layout_.membersPath(group), reads->collect<zk::ChildrenResult>([](Loaded& l, zk::ChildrenResult r) {
       l.members = std::move(r);
     }));
@@ -222,6 +226,7 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t vers
       return;
     }
     e.version = version;
+    e.rules = consumerRulesOf(group, read.config);
     e.found.insert(read.members.children.begin(), read.members.children.end());
     if (read.offsets.error == zk::Error::Ok || read.offsets.error == zk::Error::NoNode) {
       e.offsets.offsets = std::move(read.offsets.offsets);
@@ -238,7 +243,7 @@ void KafkaGroups::loaded(const std::string& group, uint64_t serial, int32_t vers
       // A group under the consumer protocol: its epochs, holdings and
       // targets as its last controller saved them before answering.
       const int32_t savedEpoch = cs->groupEpoch;
-      e.consumer.emplace(kafka::ConsumerGroup::resume(group, config_.consumer, std::move(*cs), time_.now()));
+      e.consumer.emplace(kafka::ConsumerGroup::resume(group, e.rules, std::move(*cs), time_.now()));
       if (version > savedEpoch) {
         // Its epoch moved past the saved one (a rewind; or a membership
         // write applied whose save was not, so nobody heard of it): each
@@ -563,8 +568,8 @@ void KafkaGroups::tick(TimePoint now) {
         const auto due = e.consumer->nextDeadline();
         if (due && *due <= now) {
           kafka::ConsumerEffects cfx;
-          const auto names = e.consumer->subscribedTopics();
-          e.consumer->tick(now, topicTable(names, nullptr), cfx);
+          if (!e.topicsComplete) groupTopics(e, e.consumer->subscribedTopics(), nullptr);
+          e.consumer->tick(now, e.topics, cfx);
           deliverConsumer(it->first, e, cfx, std::nullopt, out);
         }
       }

@@ -249,12 +249,23 @@ class KafkaGroups final : public protocol::kafka::Handler {
   // reads started here).
   kafka::TopicTable topicTable(const std::set<std::string>& names, std::vector<std::string>* missing)
       REQUIRES(mu_);
+  // The group's table (Entry::topics) built again for `names` unless it
+  // was built for them and complete; `missing` as topicTable's.
+  void groupTopics(Entry& e, std::set<std::string> names, std::vector<std::string>* missing) REQUIRES(mu_);
   void readTopic(const std::string& name) REQUIRES(mu_);
   // Topics no loaded group subscribes to are dropped (names come from
   // clients: the cache does not grow with every name ever subscribed);
   // their watches, when they fire, read nothing.
   void forgetUnsubscribedTopics() REQUIRES(mu_);
   void topicRead(const std::string& name, zk::GetResult r) EXCLUDES(mu_);
+  // The group's own settings (layout::GroupConfig), read and watched while
+  // the group is loaded here (`serial`); `then` gets the read (NoNode: it
+  // has none), and each later change reaches groupConfigChanged.
+  void readGroupConfig(const std::string& group, uint64_t serial, std::function<void(zk::GetResult)> then);
+  void groupConfigChanged(const std::string& group, uint64_t serial, zk::GetResult r) EXCLUDES(mu_);
+  // The server's rules with the group's own settings over them; values out
+  // of bounds are brought within them, with a warning in the log.
+  kafka::ConsumerRules consumerRulesOf(const std::string& group, const zk::GetResult& config) const;
 
   // Writes offsets the group's fence let through; answers `done`.
   void writeOffsets(const std::string& group, protocol::kafka::OffsetCommitRequest r,

@@ -51,9 +51,21 @@ struct KafkaGroups::Entry {
   // once it has.
   std::vector<std::pair<protocol::kafka::ResponseCallback, protocol::kafka::JoinGroupResponse>> held;
 
+  // The consumer protocol's session timeout and heartbeat interval for this
+  // group: the server's options, or the group's own settings
+  // (<root>/config/groups/<group>, read when the group is loaded and
+  // watched).
+  kafka::ConsumerRules rules;
   // The group under the consumer protocol, once a member of it joined (or
   // a saved one was found). A group has members of one protocol at a time.
   std::optional<kafka::ConsumerGroup> consumer;
+  // The topics its heartbeats are judged against (KafkaGroups::topicTable),
+  // built for `topicNames` (every topic a member subscribes to, and those a
+  // request named) when those change or one of them is read again, not on
+  // every heartbeat; `topicsComplete` once every one of them was read.
+  kafka::TopicTable topics;
+  std::set<std::string> topicNames;
+  bool topicsComplete = false;
   // Heartbeat answers waiting for the group to be saved: those of the next
   // save, and those of the save in flight.
   std::vector<HeldBeat> unsaved;

@@ -57,6 +57,35 @@ std::optional<GroupSettings> decodeSettings(std::string_view data) {
   return s;
 }
 
+std::string encodeGroupConfig(const GroupConfig& c) {
+  json j = json::object();
+  if (c.consumerSessionTimeoutMs) j[std::string(kConsumerSessionTimeoutKey)] = *c.consumerSessionTimeoutMs;
+  if (c.consumerHeartbeatIntervalMs) j[std::string(kConsumerHeartbeatIntervalKey)] = *c.consumerHeartbeatIntervalMs;
+  return j.dump();
+}
+
+std::optional<GroupConfig> decodeGroupConfig(std::string_view data, std::string* why) {
+  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    if (why != nullptr) *why = "not a JSON object";
+    return std::nullopt;
+  }
+  GroupConfig c;
+  auto take = [&](std::string_view key, std::optional<int64_t>& into) {
+    auto it = j.find(std::string(key));
+    if (it == j.end()) return true;
+    if (!it->is_number_integer()) {
+      if (why != nullptr) *why = std::string(key) + " is not a whole number";
+      return false;
+    }
+    into = it->get<int64_t>();
+    return true;
+  };
+  if (!take(kConsumerSessionTimeoutKey, c.consumerSessionTimeoutMs)) return std::nullopt;
+  if (!take(kConsumerHeartbeatIntervalKey, c.consumerHeartbeatIntervalMs)) return std::nullopt;
+  return c;
+}
+
 // {"handover":1,"from":1,"to":2,"generation":7,"cversion":12,"moved_members":true,
 //  "members":{"m-1":{"client_id":"svc","held":[["orders",0]],"target":[["orders",0],["orders",3]]},...}}
 std::string encodeHandover(const HandoverRecord& r) {

@@ -12,6 +12,8 @@
 //                                                             when any: adapter/OffsetStore.h)
 //   <root>/kafka/<group>                          PERSISTENT  a Kafka group's last stable generation
 //                                                             (adapter/KafkaGroups.h)
+//   <root>/config/groups/<group>                  PERSISTENT  GroupConfig JSON: a group's own settings
+//                                                             (`groupctl config`), read by its controller
 //
 // Names reaching these functions have passed protocol::isValidName: they
 // hold no '/', so they cannot escape their parent.
@@ -56,6 +58,10 @@ class Layout {
   // Kafka groups' last stable generations (adapter/KafkaGroups.h).
   std::string kafkaPath() const { return root_ + "/kafka"; }
   std::string kafkaGroupPath(std::string_view group) const { return kafkaPath() + "/" + std::string(group); }
+  // Groups' own settings (GroupConfig below), apart from the group znode,
+  // whose version is the group's generation: setting one moves nothing.
+  std::string groupConfigsPath() const { return root_ + "/config/groups"; }
+  std::string groupConfigPath(std::string_view group) const { return groupConfigsPath() + "/" + std::string(group); }
 
  private:
   std::string root_;
@@ -78,6 +84,23 @@ struct GroupSettings {
 std::string encodeSettings(const GroupSettings& s);
 // nullopt when the data is not a settings document this version understands.
 std::optional<GroupSettings> decodeSettings(std::string_view data);
+
+// A group's own settings (docs/kafka.md, "The consumer protocol"), under
+// Kafka's names: {"consumer.session.timeout.ms":N,
+// "consumer.heartbeat.interval.ms":M}. Unset: the server's option
+// (kafka.group.consumer.session.timeout.ms, ...heartbeat.interval.ms).
+struct GroupConfig {
+  std::optional<int64_t> consumerSessionTimeoutMs;
+  std::optional<int64_t> consumerHeartbeatIntervalMs;
+  bool operator==(const GroupConfig&) const = default;
+};
+inline constexpr std::string_view kConsumerSessionTimeoutKey = "consumer.session.timeout.ms";
+inline constexpr std::string_view kConsumerHeartbeatIntervalKey = "consumer.heartbeat.interval.ms";
+std::string encodeGroupConfig(const GroupConfig& c);
+// nullopt when the data is not a JSON object; keys this version does not
+// know are skipped, and a known key with a value that is not a whole number
+// is nullopt (so `why` can say which).
+std::optional<GroupConfig> decodeGroupConfig(std::string_view data, std::string* why = nullptr);
 
 // A server's registration: where clients reach it (advertised.host/port)
 // and, when it has an internal listener, where peers and clients inside its

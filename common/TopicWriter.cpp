@@ -160,11 +160,19 @@ ZkCode TopicWriter::ensurePath(const std::string& path) {
 }
 
 ZkCode TopicWriter::createTopic(const std::string& path, int32_t partitions, const layout::TopicId& id) {
+  return create(path, layout::encodeTopic(partitions, id));
+}
+
+ZkCode TopicWriter::create(const std::string& path, const std::string& data) {
   if (!session_) return {ZINVALIDSTATE};
-  const std::string data = layout::encodeTopic(partitions, id);
   if (data.size() > static_cast<size_t>(INT_MAX)) return {ZBADARGUMENTS};
   return {zoo_create(session_->zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
                      ZOO_PERSISTENT, nullptr, 0)};
+}
+
+ZkCode TopicWriter::removeIfVersion(const std::string& path, int32_t version) {
+  if (!session_) return {ZINVALIDSTATE};
+  return {zoo_delete(session_->zh, path.c_str(), version)};
 }
 
 ZkCode TopicWriter::read(const std::string& path, std::string* data, int32_t* version) {

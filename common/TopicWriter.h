@@ -62,6 +62,12 @@ class TopicWriter {
   // (read's): ZBADVERSION when someone changed it since, ZNONODE when it was
   // deleted; nothing is written then.
   ZkCode setIfVersion(const std::string& path, const std::string& data, int32_t version);
+  // Creates the persistent znode `path` holding `data` (`groupctl config`):
+  // ZNODEEXISTS when it exists already, ZNONODE when its parent does not.
+  ZkCode create(const std::string& path, const std::string& data);
+  // Deletes the znode `path` if its data version is still `version`:
+  // ZBADVERSION when someone changed it since, ZNONODE when it is gone.
+  ZkCode removeIfVersion(const std::string& path, int32_t version);
 
  private:
   struct Session;

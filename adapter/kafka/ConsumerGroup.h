@@ -161,6 +161,11 @@ class ConsumerGroup {
   // A heartbeat of the member heard while it cannot be answered (the
   // session lease): its session does not run out meanwhile.
   void heard(std::string_view memberId, ConsumerTime now);
+  // The group's own settings changed (`groupctl config`): sessions are
+  // judged by the new timeout from now on, and every answer from now on
+  // tells the new interval. Nothing moves.
+  void setRules(const ConsumerRules& rules) { rules_ = rules; }
+  const ConsumerRules& rules() const { return rules_; }
 
   const std::string& groupId() const { return groupId_; }
   int32_t groupEpoch() const { return groupEpoch_; }

@@ -16,10 +16,10 @@ const std::set<std::string> kValueOptions = {"--bootstrap", "--output",      "--
                                              "--role",      "--iterations",  "--tls-certificate-file", "--tls-key-file",
                                              "--wait",      "--history",     "--assignment",
                                              "--file",      "--principal",   "--operation",  "--group",
-                                             "--prefix"};
+                                             "--prefix",    "--heartbeat-interval", "--zk-root"};
 const std::set<std::string> kFlagOptions = {"--ephemeral",   "--dry-run", "--execute", "--to-earliest",
                                             "--help",        "--tls-no-verify-hostname", "--allow", "--deny",
-                                            "--plain-auth"};
+                                            "--plain-auth", "--reset"};
 
 }  // namespace
 

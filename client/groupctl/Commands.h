@@ -35,6 +35,11 @@ class Command {
   client::Admin& admin() { return context_.admin(); }
   int fail(const client::Status& status, const std::string& group) { return context_.fail(status, group); }
   int failWith(const client::Status& status, const std::string& hint) { return context_.failWith(status, hint); }
+  // Starts `writer`'s ZooKeeper session on --zookeeper `connect` and waits
+  // for it: kExitOk, or kExitUnreachable (said on stderr); a connect string
+  // the client refuses is a UsageError. For the commands that write
+  // ZooKeeper themselves (topic, config).
+  static int openZooKeeper(topics::TopicWriter& writer, const std::string& connect);
   // The one positional after the command's name.
   const std::string& groupArg(const std::string& command) {
     expectPositionals(args_, 2, "GROUP (`groupctl " + command + " GROUP`)");
@@ -128,6 +133,14 @@ class TopicCommand final : public Command {
 
  private:
   int grow(topics::TopicWriter& writer, const std::string& name, const std::string& path, int32_t partitions);
+};
+
+// `config GROUP --zookeeper CONNECT [--session-timeout D]
+// [--heartbeat-interval D] | [--reset]`: a group's own settings.
+class ConfigCommand final : public Command {
+ public:
+  using Command::Command;
+  int run() override;
 };
 
 // `auth hash --user U --role R [--iterations N]`: a credentials-file line.

@@ -15,6 +15,8 @@ const char* const kOverallHelp =
     "         [--dry-run | --execute]\n"
     "  topic create T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
     "  topic grow T --partitions N --zookeeper CONNECT [--topics-path /brokers/topics]\n"
+    "  config GROUP --zookeeper CONNECT [--session-timeout D] [--heartbeat-interval D] [--reset]\n"
+    "                                a group's own settings (Kafka consumer protocol)\n"
     "  servers                       the servers, their load and bound, and the groups that should move\n"
     "  drain SERVER_ID [--wait DURATION]   move every group off a server before maintenance\n"
     "  undrain SERVER_ID             let a drained server take groups again\n"
@@ -75,6 +77,19 @@ const std::map<std::string, std::string> kCommandHelp = {
      "  and writes nothing: run it again). Fails if T does not exist or N is not more than its\n"
      "  partitions (they cannot be removed, as in Kafka). Consumers of T see the new partitions\n"
      "  at once: its groups rebalance onto them.\n"},
+    {"config",
+     "usage: groupctl config GROUP --zookeeper CONNECT [--zk-root PATH]\n"
+     "                      [--session-timeout DURATION] [--heartbeat-interval DURATION] | [--reset]\n"
+     "  A group's own settings, over the server's options for it. Today they are those of Kafka's\n"
+     "  consumer protocol (group.protocol=consumer): --session-timeout (as\n"
+     "  kafka.group.consumer.session.timeout.ms) and --heartbeat-interval (as\n"
+     "  kafka.group.consumer.heartbeat.interval.ms), each within that option's bounds; the interval\n"
+     "  is at most half the session. Settings not given keep their value; --reset removes them all\n"
+     "  (the server's options apply again). Without a setting, shows them. Written to\n"
+     "  PATH/config/groups/GROUP (PATH: the servers' zk.root, default /groupcoord) only if nobody\n"
+     "  changed it since it was read. The group's controller applies a change at once: members\n"
+     "  hear the new interval in their next heartbeat's answer, and sessions are judged by the new\n"
+     "  timeout from then on. Nothing is reassigned.\n"},
     {"servers",
      "usage: groupctl servers\n"
      "  How groups are placed on the servers, as the bootstrap server sees it\n"

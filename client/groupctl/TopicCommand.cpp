@@ -10,6 +10,15 @@ namespace groupcoord::groupctl {
 
 using nlohmann::json;
 
+int Command::openZooKeeper(topics::TopicWriter& writer, const std::string& connect) {
+  if (!writer.start().ok()) throw UsageError{"bad --zookeeper connect string '" + connect + "'"};
+  if (!writer.waitConnected(std::chrono::milliseconds(10000)).ok()) {
+    std::cerr << "groupctl: cannot reach ZooKeeper; is the ensemble running? tried " << connect << "\n";
+    return kExitUnreachable;
+  }
+  return kExitOk;
+}
+
 int TopicCommand::run() {
   if (args_.positional.size() < 2 || (args_.positional[1] != "create" && args_.positional[1] != "grow"))
     throw UsageError{"`groupctl topic` knows two subcommands: create, grow"};
@@ -31,11 +40,7 @@ int TopicCommand::run() {
   const std::string connect = args_.options["--zookeeper"];
 
   topics::TopicWriter writer(connect, std::chrono::milliseconds(10000));
-  if (!writer.start().ok()) throw UsageError{"bad --zookeeper connect string '" + connect + "'"};
-  if (!writer.waitConnected(std::chrono::milliseconds(10000)).ok()) {
-    std::cerr << "groupctl: cannot reach ZooKeeper; is the ensemble running? tried " << connect << "\n";
-    return kExitUnreachable;
-  }
+  if (int opened = openZooKeeper(writer, connect); opened != kExitOk) return opened;
   if (sub == "grow") return grow(writer, name, path, static_cast<int32_t>(partitions));
   if (auto e = writer.ensurePath(topicsPath); !e.ok()) {
     std::cerr << "groupctl: " << e.name() << ": could not create " << topicsPath

@@ -15,6 +15,8 @@
 //                 ("error" is the protocol error name, "NONE" when applied, null in a dry run)
 //   topic create  {"topic":T,"partitions":N,"path":ZNODE,"topic_id":ID}
 //   topic grow    {"topic":T,"partitions":N,"previous_partitions":M,"path":ZNODE,"topic_id":ID}
+//   config        {"group":NAME,"path":ZNODE,"consumer.session.timeout.ms":N|null,
+//                  "consumer.heartbeat.interval.ms":N|null}
 //   drain         {"server":ID,"draining":true,"waited":BOOL}
 //                 ("waited": --wait was given and no group names ID as its controller any more)
 //   undrain       {"server":ID,"draining":false}
@@ -55,6 +57,7 @@ std::unique_ptr<Command> commandNamed(const std::string& name, Context& context)
   if (name == "offsets") return std::make_unique<OffsetsCommand>(context);
   if (name == "rewind") return std::make_unique<RewindCommand>(context);
   if (name == "topic") return std::make_unique<TopicCommand>(context);
+  if (name == "config") return std::make_unique<ConfigCommand>(context);
   if (name == "servers") return std::make_unique<ServersCommand>(context);
   if (name == "drain") return std::make_unique<DrainCommand>(context, true);
   if (name == "undrain") return std::make_unique<DrainCommand>(context, false);

@@ -43,6 +43,30 @@ TEST(Layout, SettingsRoundTrip) {
   EXPECT_EQ(*back, s);
 }
 
+TEST(Layout, GroupConfigRoundTripsAndSaysWhyItIsUnreadable) {
+  EXPECT_EQ(Layout("/gc").groupConfigPath("g"), "/gc/config/groups/g");
+  GroupConfig c;
+  EXPECT_EQ(encodeGroupConfig(c), "{}");
+  EXPECT_EQ(decodeGroupConfig("{}"), std::optional<GroupConfig>(c));
+  c.consumerHeartbeatIntervalMs = 1500;
+  EXPECT_EQ(encodeGroupConfig(c), R"({"consumer.heartbeat.interval.ms":1500})");
+  c.consumerSessionTimeoutMs = 30000;
+  EXPECT_EQ(decodeGroupConfig(encodeGroupConfig(c)), std::optional<GroupConfig>(c));
+  // Keys this version does not know are skipped.
+  EXPECT_EQ(decodeGroupConfig(R"({"consumer.session.timeout.ms":30000,"consumer.heartbeat.interval.ms":1500,)"
+                              R"("consumer.assignors":"uniform"})"),
+            std::optional<GroupConfig>(c));
+  std::string why;
+  EXPECT_FALSE(decodeGroupConfig(R"({"consumer.session.timeout.ms":"30s"})", &why).has_value());
+  EXPECT_EQ(why, "consumer.session.timeout.ms is not a whole number");
+  EXPECT_FALSE(decodeGroupConfig(R"({"consumer.heartbeat.interval.ms":1.5})", &why).has_value());
+  EXPECT_EQ(why, "consumer.heartbeat.interval.ms is not a whole number");
+  for (const char* bad : {"", "[]", "{", "7"}) {
+    EXPECT_FALSE(decodeGroupConfig(bad, &why).has_value()) << bad;
+    EXPECT_EQ(why, "not a JSON object");
+  }
+}
+
 TEST(Layout, UnreadableSettingsAreRefusedNotThrown) {
   EXPECT_FALSE(decodeSettings("").has_value());
   EXPECT_FALSE(decodeSettings("{").has_value());

@@ -33,15 +33,16 @@ Run alone: python3 tests/kafka/kip848.py [-k PATTERN] (tests/README.md).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 import unittest
 from functools import lru_cache
 
-from driver import (CLAIM_FALLBACK, COMMAND_TIMEOUT, INITIAL_REBALANCE_DELAY, JOIN_WINDOW_MAX, PYTHON,
+from driver import (CLAIM_FALLBACK, COMMAND_TIMEOUT, GROUPCTL, INITIAL_REBALANCE_DELAY, JOIN_WINDOW_MAX, PYTHON,
                     SOURCE_DIR, ZK_SESSION_TIMEOUT, KafkaPortTest, Member, Rdkafka, design_bound,
-                    eventually_within, failover_bound, figure, missing_servers, unique)
+                    eventually_within, failover_bound, figure, missing_servers, run, unique, zk_connect)
 
 LIBRDKAFKA_VERSION = "2.15.1"
 PARTITIONS = 12
@@ -353,6 +354,34 @@ class ConsumerProtocolTest(ConsumerProtocolBase):
             self.assertEqual(taken_from(m, mark), set(), m.describe())
             self.assertTrue(h <= a, m.describe())
         self.assertEqual(after[0] | after[1], ALL)
+        self.assert_no_errors(ms[1:])
+        self.assert_ownership()
+
+    def test_group_own_session_timeout(self) -> None:
+        """`groupctl config` gives the group a session timeout of its own, longer than the
+        server's: a killed member's partitions stay its own past the server's session timeout and
+        move after the group's."""
+        group = unique("K")
+        own = 3 * SESSION_TIMEOUT
+        set_ = run([GROUPCTL, "--output", "json", "config", group, "--zookeeper", zk_connect(), "--zk-root",
+                    self.root, "--session-timeout", f"{round(own * 1000)}ms"])
+        self.assertEqual(json.loads(set_.stdout)["consumer.session.timeout.ms"], round(own * 1000), set_.stdout)
+        ms = [self.kip(f"kip848-own-{n}", group) for n in range(2)]
+        held = self.wait_split(ms, settle_bound(2), "two members forming a group", sizes=[6, 6])
+        self.assertEqual(self.groupctl_describe(group)["session_timeout_ms"], round(own * 1000))
+        mark = len(ms[1].snapshot())
+        self.kill_member(ms[0])
+        killed = self.ends[ms[0].name]
+        after = self.wait_split(ms[1:], own + HEARTBEAT_INTERVAL, "the survivor after the other was killed",
+                                sizes=[12])
+        took = time.monotonic() - killed
+        figure(f"kafka kip848 with the group's own session timeout {own:.0f} s (the server's "
+               f"{SESSION_TIMEOUT:.0f} s), the killed member's partitions moved in {took:.1f} s")
+        # A lower bound the protocol promises: no allowance.
+        self.assertGreaterEqual(took, own - HEARTBEAT_INTERVAL,
+                                "the killed member's partitions moved before the group's own session timeout")
+        self.assertEqual(taken_from(ms[1], mark), set(), ms[1].describe())
+        self.assertTrue(held[1] <= after[0], ms[1].describe())
         self.assert_no_errors(ms[1:])
         self.assert_ownership()
 

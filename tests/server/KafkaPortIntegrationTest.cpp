@@ -1016,6 +1016,96 @@ TEST_F(KafkaPortTest, ConsumerProtocolMembersAreRevokedBeforeAnyoneIsGivenAndKee
   EXPECT_GT(rb->memberEpoch, b.epoch);
 }
 
+// A group's own settings (`groupctl config`, <root>/config/groups/<group>)
+// over the server's options: read when its controller loads it, and a
+// change applied at once, with nothing moved.
+TEST_F(KafkaPortTest, AConsumerProtocolGroupTakesItsOwnSessionAndIntervalAtOnce) {
+  startServer(1);
+  const std::string group = "kip848-own-settings";
+  const layout::Layout l(root_);
+  ASSERT_EQ(zk_->ensurePathSync(l.groupConfigsPath()), zk::Error::Ok);
+  layout::GroupConfig own;
+  own.consumerHeartbeatIntervalMs = 2500;
+  ASSERT_EQ(zk_->createSync(l.groupConfigPath(group), layout::encodeGroupConfig(own), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  auto topic = zk_->getSync(topicsPath_ + "/work");
+  ASSERT_EQ(topic.error, zk::Error::Ok);
+  protocol::Uuid workId;
+  workId.bytes = layout::topicIdOf("work", topic.data);
+  KafkaWire c(kafkaPorts_[0]);
+  ASSERT_TRUE(c.connected());
+  ConsumerMember a{"own-settings-member", 0, {}};
+  std::optional<k::ConsumerGroupHeartbeatResponse> r;
+  const auto loadDeadline = Clock::now() + designBound(std::chrono::milliseconds(kZkSessionMs));
+  while (Clock::now() < loadDeadline) {
+    r = consumerBeat(c, group, workId, a, true);
+    ASSERT_TRUE(r) << c.lastError();
+    if (r->error != k::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(r->error, k::ErrorCode::NONE) << r->errorMessage.value_or("");
+  EXPECT_EQ(r->heartbeatIntervalMs, 2500) << "the group's own interval, not the server's 1000";
+  const int32_t epoch = r->memberEpoch;
+  a.epoch = epoch;
+  a.owned = partitionsIn(r->assignment);
+  EXPECT_EQ(a.owned, (std::set<int32_t>{0, 1, 2, 3}));
+
+  // Changed while the member is in the group: its next answers tell the new
+  // interval, and describe the new session; nothing moves.
+  own.consumerHeartbeatIntervalMs = 700;
+  own.consumerSessionTimeoutMs = 9000;
+  ASSERT_EQ(zk_->setSync(l.groupConfigPath(group), layout::encodeGroupConfig(own)).error, zk::Error::Ok);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    r = consumerBeat(c, group, workId, a, false);
+    return r && r->error == k::ErrorCode::NONE && r->heartbeatIntervalMs == 700;
+  });
+  ASSERT_TRUE(r && r->error == k::ErrorCode::NONE);
+  EXPECT_EQ(r->heartbeatIntervalMs, 700);
+  EXPECT_EQ(r->memberEpoch, epoch) << "a setting moves no epoch";
+  {
+    client::Admin admin({{"127.0.0.1", servers_[0]->port()}});
+    auto described = admin.describeGroup(group);
+    ASSERT_TRUE(described.ok()) << described.status.toString();
+    EXPECT_EQ(described.value.sessionTimeoutMs, 9000) << "the group's own session";
+    EXPECT_EQ(described.value.generation, epoch);
+  }
+
+  // An interval over half the session is brought to half of it; removed,
+  // the server's options apply again.
+  own.consumerHeartbeatIntervalMs = 8000;
+  ASSERT_EQ(zk_->setSync(l.groupConfigPath(group), layout::encodeGroupConfig(own)).error, zk::Error::Ok);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    r = consumerBeat(c, group, workId, a, false);
+    return r && r->error == k::ErrorCode::NONE && r->heartbeatIntervalMs == 4500;
+  });
+  EXPECT_EQ(r->heartbeatIntervalMs, 4500);
+  ASSERT_EQ(zk_->removeSync(l.groupConfigPath(group)), zk::Error::Ok);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    r = consumerBeat(c, group, workId, a, false);
+    return r && r->error == k::ErrorCode::NONE && r->heartbeatIntervalMs == 1000;
+  });
+  EXPECT_EQ(r->heartbeatIntervalMs, 1000) << "the server's interval again";
+  // Made again (the controller watched for its creation), then made
+  // unreadable: the server's options apply to what cannot be read.
+  own = {};
+  own.consumerHeartbeatIntervalMs = 2500;
+  ASSERT_EQ(zk_->createSync(l.groupConfigPath(group), layout::encodeGroupConfig(own), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    r = consumerBeat(c, group, workId, a, false);
+    return r && r->error == k::ErrorCode::NONE && r->heartbeatIntervalMs == 2500;
+  });
+  EXPECT_EQ(r->heartbeatIntervalMs, 2500) << "a setting made after the group was loaded";
+  ASSERT_EQ(zk_->setSync(l.groupConfigPath(group), "{\"consumer.heartbeat.interval.ms\":\"soon\"}").error,
+            zk::Error::Ok);
+  eventuallyWithin(designBound(followerLag()), [&] {
+    r = consumerBeat(c, group, workId, a, false);
+    return r && r->error == k::ErrorCode::NONE && r->heartbeatIntervalMs == 1000;
+  });
+  EXPECT_EQ(r->heartbeatIntervalMs, 1000);
+  EXPECT_EQ(r->memberEpoch, epoch) << "nothing moved through all of it";
+}
+
 TEST_F(KafkaPortTest, RequestsThePortCannotAnswerCloseTheConnection) {
   startServer(1);
   // ApiVersions above the served maximum: the served list at version 0.

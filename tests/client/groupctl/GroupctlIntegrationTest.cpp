@@ -208,6 +208,64 @@ TEST_F(GroupctlTest, TopicGrowRefusesFewerPartitionsAMissingTopicAndBadCounts) {
   EXPECT_EQ(after.data, before.data);
 }
 
+// `config`: a group's own settings at <root>/config/groups/<group>, merged
+// setting by setting, within the options' bounds, and removed by --reset.
+TEST_F(GroupctlTest, ConfigSetsShowsAndResetsAGroupsOwnSettings) {
+  auto zk = openTestSession();
+  ASSERT_NE(zk, nullptr);
+  const layout::Layout l(root_);
+  auto config = [&](std::vector<std::string> more) {
+    std::vector<std::string> args{"config", "payments", "--zookeeper", zkConnect(), "--zk-root", root_};
+    args.insert(args.end(), more.begin(), more.end());
+    return groupctl(args);
+  };
+  CtlRun none = config({});
+  ASSERT_EQ(none.exit, 0) << none.err;
+  EXPECT_NE(none.out.find("session timeout the server's, heartbeat interval the server's"), std::string::npos)
+      << none.out;
+  EXPECT_EQ(zk->getSync(l.groupConfigPath("payments")).error, zk::Error::NoNode) << "showing writes nothing";
+
+  CtlRun interval = config({"--heartbeat-interval", "2s"});
+  ASSERT_EQ(interval.exit, 0) << interval.err;
+  CtlRun session = config({"--session-timeout", "20000"});
+  ASSERT_EQ(session.exit, 0) << session.err;
+  auto stored = zk->getSync(l.groupConfigPath("payments"));
+  ASSERT_EQ(stored.error, zk::Error::Ok);
+  layout::GroupConfig want;
+  want.consumerHeartbeatIntervalMs = 2000;
+  want.consumerSessionTimeoutMs = 20000;
+  EXPECT_EQ(layout::decodeGroupConfig(stored.data), std::optional<layout::GroupConfig>(want))
+      << "the second setting kept the first: " << stored.data;
+  CtlRun shown = groupctl({"--output", "json", "config", "payments", "--zookeeper", zkConnect(), "--zk-root", root_});
+  ASSERT_EQ(shown.exit, 0) << shown.err;
+  json j = json::parse(shown.out);
+  EXPECT_EQ(j["consumer.heartbeat.interval.ms"], 2000);
+  EXPECT_EQ(j["consumer.session.timeout.ms"], 20000);
+  EXPECT_EQ(j["path"], l.groupConfigPath("payments"));
+
+  // Refused, with nothing written: out of the options' bounds, an interval
+  // over half the session, --reset with a setting, a hostile name.
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--heartbeat-interval", "50ms"},
+                                       {"--session-timeout", "31m"},
+                                       {"--heartbeat-interval", "11s"},
+                                       {"--reset", "--session-timeout", "10s"},
+                                       {"--heartbeat-interval", "soon"}}) {
+    CtlRun r = config(bad);
+    EXPECT_EQ(r.exit, 2) << bad[0] << " " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  CtlRun hostile = groupctl({"config", "../servers", "--zookeeper", zkConnect(), "--zk-root", root_,
+                             "--heartbeat-interval", "1s"});
+  EXPECT_EQ(hostile.exit, 2) << hostile.err;
+  EXPECT_EQ(zk->getSync(l.groupConfigPath("payments")).stat.version, stored.stat.version);
+
+  CtlRun reset = config({"--reset"});
+  ASSERT_EQ(reset.exit, 0) << reset.err;
+  EXPECT_EQ(zk->getSync(l.groupConfigPath("payments")).error, zk::Error::NoNode);
+  CtlRun again = config({"--reset"});
+  EXPECT_EQ(again.exit, 0) << "nothing to remove is no error: " << again.err;
+}
+
 // The write is at the version read: a change in between fails it and
 // writes nothing (what `topic grow` reports as CONCURRENT_CHANGE).
 TEST_F(GroupctlTest, TopicGrowWritesOnlyOverWhatItRead) {
