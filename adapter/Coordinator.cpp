@@ -68,6 +68,7 @@ Coordinator::Coordinator(zk::Client& zk, CoordinatorConfig config, const TimeSou
                     [this](const std::optional<std::string>& clientId) { return memberIds_.next(clientId); }},
       handovers_(servers_, placement_, groups_, time_,
                  HandoverConfig{config_.handoverMaxInFlight, Millis(1000), config_.placementInterval}) {
+  groupContext_.answersFromMemory = [this](TimePoint now) { return answersFromMemory(now); };
   servers_.setIdentity(ServerIdentity{config_.serverId, config_.advertisedHost, config_.advertisedPort,
                                       config_.internalHost, config_.internalPort, config_.kafkaPort});
   KafkaHooks hooks;
@@ -346,6 +347,9 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
     return done(protocol::errorResponse(request, e));
   }
   if (stopped_) return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
+  // A heartbeat held from this connection is answered first: its answer
+  // comes before this one's on the connection.
+  if (caller.connection != 0) releaseHeldOn(caller.connection);
   // A re-registration is answered from memory and extends a member's hold
   // on its partitions, as a heartbeat does (answerHeartbeat): only while the
   // lease holds and no stall is suspected.
@@ -421,6 +425,9 @@ bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::Connect
   // The slot is this coordinator's own: nothing else fills it.
   if (!slot) slot = std::make_unique<HeartbeatSlot>();
   GroupTable::Cached& kept = static_cast<HeartbeatSlot&>(*slot).group;
+  // A heartbeat that may be held takes the general path (route), which has
+  // a callback to answer it with later.
+  if (r.waitMs > 0 && config_.heartbeatMaxWait.count() > 0) return false;
   out = answerHeartbeat(caller, r, now, kept);
   if (motion != nullptr) {
     // A sampled heartbeat: the group is the one just looked up (the cache hits).
@@ -440,8 +447,42 @@ void Coordinator::toController(const Request& r, ResponseCallback& done, F&& f) 
 void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::HeartbeatRequest r,
                         ResponseCallback& done) {
   GroupTable::Cached kept;
-  done(answerHeartbeat(caller, protocol::HeartbeatView{h.version, h.correlationId, r.group, r.consumerId, r.generation},
-                       time_.now(), kept));
+  const protocol::HeartbeatView view{h.version, h.correlationId, r.group, r.consumerId, r.generation, r.waitMs};
+  const TimePoint now = time_.now();
+  const Millis wait = std::min(Millis(std::max(r.waitMs, 0)), config_.heartbeatMaxWait);
+  if (wait.count() > 0 && caller.connection != 0 && answersFromMemory(now)) {
+    if (auto g = groups_.find(r.group)) {
+      // Held (docs/design.md, "Held heartbeats"): its connection is noted,
+      // so that another request on it answers this one first.
+      uint64_t ticket = 0;
+      {
+        MutexLock lock(heldMu_);
+        ticket = nextHeldTicket_++;
+        heldOn_[caller.connection] = {r.group, ticket};
+      }
+      auto answered = [this, connection = caller.connection, ticket, done = std::move(done)](protocol::Response a) {
+        {
+          MutexLock lock(heldMu_);
+          auto it = heldOn_.find(connection);
+          if (it != heldOn_.end() && it->second.second == ticket) heldOn_.erase(it);
+        }
+        done(std::move(a));
+      };
+      return g->heartbeatHeld(view, caller, now, wait, std::move(answered));
+    }
+  }
+  done(answerHeartbeat(caller, view, now, kept));
+}
+
+void Coordinator::releaseHeldOn(uint64_t connection) {
+  std::string group;
+  {
+    MutexLock lock(heldMu_);
+    auto it = heldOn_.find(connection);
+    if (it == heldOn_.end()) return;
+    group = it->second.first;
+  }
+  if (auto g = groups_.find(group)) g->releaseHeld(connection);
 }
 
 void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, protocol::RegisterConsumerRequest r,

@@ -41,6 +41,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +112,9 @@ struct CoordinatorConfig {
   // The newest RegisterConsumer version answered; a newer one gets the
   // error-only UNSUPPORTED_VERSION a server of an older release gives.
   int16_t registerMaxVersion = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
+  // Longest a heartbeat with a wait is held (docs/design.md, "Held
+  // heartbeats"); 0: none is.
+  Millis heartbeatMaxWait{options::defaultInt("heartbeat.max.wait.ms")};
   // A server is preferred for groups (and receives them by handover) only
   // once it has been live this long.
   Millis handoverSettleDelay{options::defaultInt("handover.settle.ms")};
@@ -252,6 +256,9 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // One route per request type: a new request type that has none does not
   // compile.
   void route(const protocol::Caller& c, const protocol::RequestHeader& h, protocol::HeartbeatRequest r, protocol::ResponseCallback& done);
+  // Another request came on `connection`: a heartbeat held from it is
+  // answered first (GroupController::releaseHeld).
+  void releaseHeldOn(uint64_t connection) EXCLUDES(heldMu_);
   // A heartbeat's answer, whichever way it came (route, heartbeatNow); the
   // lease rule is here and nowhere else.
   protocol::HeartbeatResponse answerHeartbeat(const protocol::Caller& caller, const protocol::HeartbeatView& r,
@@ -285,6 +292,12 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // heartbeat (heartbeatNow's readAt) is this clock's too.
   const bool systemTime_;
   SessionEpoch epoch_;
+  // The group of each connection's held heartbeat, with a ticket so that a
+  // later one on the same connection is not forgotten by an earlier one's
+  // answer (docs/design.md, "Held heartbeats").
+  mutable Mutex heldMu_;
+  std::map<uint64_t, std::pair<std::string, uint64_t>> heldOn_ GUARDED_BY(heldMu_);
+  uint64_t nextHeldTicket_ GUARDED_BY(heldMu_) = 1;
 
   std::atomic<bool> connected_{false};
   std::atomic<bool> renewNeeded_{false};

@@ -53,13 +53,23 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
 protocol::HeartbeatResponse GroupController::heartbeat(const protocol::HeartbeatView& r,
                                                        const protocol::Caller& caller, TimePoint now,
                                                        MemberCache* cache) {
+  Outbox out;  // after the lock: held heartbeats this one's release woke
   MutexLock lock(mu_);
+  bool moved = false;
+  protocol::HeartbeatResponse resp = heartbeatLocked(r, caller, now, cache, &moved);
+  if (moved) {
+    noteState();
+    wakeHeld(now, out);
+  }
+  return resp;
+}
+
+protocol::HeartbeatResponse GroupController::heartbeatLocked(const protocol::HeartbeatView& r,
+                                                             const protocol::Caller& caller, TimePoint now,
+                                                             MemberCache* cache, bool* moved) {
   const GroupPhase phase = phase_.get();
   if (isServing(phase) && phase_.handover() != HandoverStage::Verifying) {
-    bool moved = false;
-    const protocol::HeartbeatResponse resp = model_.heartbeat(r, caller, now, cache, &moved);
-    if (moved) noteState();
-    return resp;
+    return model_.heartbeat(r, caller, now, cache, moved);
   }
   protocol::HeartbeatResponse resp;
   if (isLoading(phase) || phase == GroupPhase::Dropped) {
@@ -76,6 +86,125 @@ protocol::HeartbeatResponse GroupController::heartbeat(const protocol::Heartbeat
   // until its own timeout.
   resp.error = phase == GroupPhase::Deleting ? ErrorCode::UNKNOWN_GROUP : ErrorCode::CONTROLLER_NOT_AVAILABLE;
   return resp;
+}
+
+// ---------------------------------------------------------------------------
+// Held heartbeats (docs/design.md, "Held heartbeats")
+
+void GroupController::heartbeatHeld(const protocol::HeartbeatView& r, const protocol::Caller& caller, TimePoint now,
+                                    Millis wait, ResponseCallback done) {
+  LockedOutbox lk(mu_, &quietUntil_);
+  // Held at most a third of the session: the member's next heartbeat comes
+  // within two holds of this one's sending, inside its session either way
+  // it counts (docs/design.md, "Held heartbeats").
+  const TimePoint until = now + std::min(wait, Millis(model_.settings().sessionTimeoutMs / 3));
+  bool moved = false;
+  const protocol::HeartbeatResponse resp = heartbeatLocked(r, caller, now, nullptr, &moved);
+  if (moved) noteState();
+  // An earlier heartbeat of the same member still held (sent on another
+  // connection, or given up by its client): answered with this one's news.
+  if (auto old = held_.find(r.consumerId); old != held_.end()) answerHeld(old, now, lk.out);
+  wakeHeld(now, lk.out);
+  // Held only while the answer is "nothing to do" (a client-mode member
+  // waiting at the barrier is told to keep waiting), the group is served
+  // here, and no takeover grace runs: a grace's end makes partitions
+  // grantable by the clock alone, which nothing here watches.
+  const bool served = isServing(phase_.get()) && !phase_.handingOver();
+  const bool idle = resp.error == ErrorCode::NONE ||
+                    (model_.clientMode() && resp.error == ErrorCode::REBALANCE_IN_PROGRESS);
+  if (!served || !idle || until <= now || model_.ownership().inGrace(now)) {
+    lk.out.push([done = std::move(done), resp] { done(resp); });
+    return;
+  }
+  if (held_.empty()) {
+    heldGeneration_ = model_.generation();
+    heldSettled_ = model_.settled();
+  }
+  std::string id(r.consumerId);
+  heldUntil_.emplace(until, id);
+  held_.emplace(id, HeldBeat{std::string(r.group), id, r.generation, caller, resp.error, until, std::move(done)});
+}
+
+void GroupController::releaseHeld(uint64_t connection) {
+  LockedOutbox lk(mu_, &quietUntil_);
+  const TimePoint now = ctx_.time.now();
+  for (auto it = held_.begin(); it != held_.end();) {
+    auto next = std::next(it);
+    if (it->second.caller.connection == connection) answerHeld(it, now, lk.out);
+    it = next;
+  }
+}
+
+size_t GroupController::heldCount() const {
+  MutexLock lock(mu_);
+  return held_.size();
+}
+
+void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out) {
+  HeldBeat& h = it->second;
+  const protocol::HeartbeatView view{1, 0, h.group, h.consumerId, h.generation, 0};
+  protocol::HeartbeatResponse resp;
+  bool moved = false;
+  if (ctx_.answersFromMemory && !ctx_.answersFromMemory(now)) {
+    // Heard at its arrival; not answered from memory while the lease does
+    // not hold, as a heartbeat arriving now would not be.
+    resp.generation = model_.generation();
+    resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  } else if (isServing(phase_.get()) && phase_.handover() != HandoverStage::Verifying) {
+    // Its session counts from its arrival, not from now.
+    resp = model_.recheck(view, h.caller, now, &moved);
+  } else {
+    resp = heartbeatLocked(view, h.caller, now, nullptr, &moved);
+  }
+  for (auto [from, to] = heldUntil_.equal_range(h.until); from != to; ++from) {
+    if (from->second == it->first) {
+      heldUntil_.erase(from);
+      break;
+    }
+  }
+  out.push([done = std::move(h.done), resp] { done(resp); });
+  held_.erase(it);
+  if (moved) noteState();
+}
+
+void GroupController::wakeHeld(TimePoint now, Outbox& out) {
+  std::vector<std::string> freed = model_.takeFreedFor();
+  if (held_.empty()) return;
+  const bool served = isServing(phase_.get()) && !phase_.handingOver();
+  const bool settled = model_.settled();
+  if (!served || model_.generation() != heldGeneration_ || (model_.clientMode() && settled != heldSettled_)) {
+    // Every answer may have changed: each is looked at again. Those still
+    // "nothing to do" stay held (a generation move answers all of them).
+    heldGeneration_ = model_.generation();
+    heldSettled_ = settled;
+    for (auto it = held_.begin(); it != held_.end();) {
+      auto next = std::next(it);
+      HeldBeat& h = it->second;
+      bool moved = false;
+      const protocol::HeartbeatView view{1, 0, h.group, h.consumerId, h.generation, 0};
+      const auto resp = served ? model_.recheck(view, h.caller, now, &moved) : protocol::HeartbeatResponse{};
+      if (!served || resp.error != h.answer || h.until <= now) answerHeld(it, now, out);
+      it = next;
+    }
+    freed = model_.takeFreedFor();
+  }
+  // A partition of their target became free: they may take it now. (An
+  // answer looked at again may free more; a few rounds take those too.)
+  for (int round = 0; round < 4 && !freed.empty(); ++round) {
+    for (const auto& id : freed) {
+      if (auto it = held_.find(id); it != held_.end()) answerHeld(it, now, out);
+    }
+    freed = model_.takeFreedFor();
+  }
+  // Those whose time is up.
+  while (!heldUntil_.empty() && heldUntil_.begin()->first <= now) {
+    auto it = held_.find(heldUntil_.begin()->second);
+    if (it == held_.end()) {
+      heldUntil_.erase(heldUntil_.begin());
+      continue;
+    }
+    answerHeld(it, now, out);
+  }
 }
 
 bool GroupController::inStep() const {
@@ -105,6 +234,7 @@ void GroupController::registerMember(const protocol::RequestHeader& h, protocol:
   model_.registerMember(h, r, id, caller, at(), Serving{!isBusy(phase), ctx_.connected}, done, lk.out);
   flush(lk.out);
   noteState();
+  wakeHeld(ctx_.time.now(), lk.out);
 }
 
 void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallback done) {
@@ -115,6 +245,7 @@ void GroupController::leave(const protocol::LeaveGroupRequest& r, ResponseCallba
     return lk.out.push([done = std::move(done), e] { done(protocol::LeaveGroupResponse{e}); });
   }
   if (model_.leave(r, ctx_.connected, done, lk.out)) flush(lk.out);
+  wakeHeld(ctx_.time.now(), lk.out);
 }
 
 void GroupController::deleteGroup(const protocol::DeleteGroupRequest& r, ResponseCallback done) {
@@ -180,7 +311,10 @@ TimePoint GroupController::nextTickDue(TimePoint now) const {
   const bool quiet =
       phase_.get() == GroupPhase::Idle && ctx_.connected && !phase_.handingOver() && model_.quiet();
   if (!quiet || model_.nextLivenessScan() <= now) return now;
-  return std::min(model_.nextLivenessScan(), now + kQuietTickLimit);
+  TimePoint due = std::min(model_.nextLivenessScan(), now + kQuietTickLimit);
+  // The first held heartbeat whose time comes.
+  if (!heldUntil_.empty()) due = std::min(due, heldUntil_.begin()->first);
+  return due;
 }
 
 void GroupController::tick(TimePoint now) {
@@ -204,6 +338,7 @@ void GroupController::tick(TimePoint now) {
     maybeHandOver(now, lk.out);
   }
   noteState();
+  wakeHeld(now, lk.out);
   const TimePoint due = nextTickDue(now);
   quietUntil_.store(due > now ? due.time_since_epoch().count() : 0, std::memory_order_release);
 }
@@ -211,6 +346,7 @@ void GroupController::tick(TimePoint now) {
 void GroupController::topicChanged(const std::string& topic) {
   LockedOutbox lk(mu_, &quietUntil_);
   if (isServing(phase_.get()) && model_.topicChanged(topic, at())) flush(lk.out);
+  wakeHeld(ctx_.time.now(), lk.out);
 }
 
 size_t GroupController::refuseQueuedCommits() {
@@ -221,6 +357,11 @@ size_t GroupController::refuseQueuedCommits() {
 void GroupController::answerAllWaiting(ErrorCode answer) {
   LockedOutbox lk(mu_, &quietUntil_);
   model_.answerAll(answer, lk.out);
+  for (auto& [id, h] : held_) {
+    lk.out.push([done = std::move(h.done), answer] { done(protocol::HeartbeatResponse{-1, answer}); });
+  }
+  held_.clear();
+  heldUntil_.clear();
 }
 
 void GroupController::drop(ErrorCode answer, const char* why) {
@@ -231,6 +372,8 @@ void GroupController::drop(ErrorCode answer, const char* why) {
   spdlog::info("group {}: no longer controlled here ({}); {} members dropped", name_, why, model_.members().size());
   model_.clearMembers();
   phase_.to(GroupPhase::Dropped);
+  // Held heartbeats go now: their members look for the next controller.
+  wakeHeld(ctx_.time.now(), lk.out);
 }
 
 bool GroupController::handOver(int32_t self, int32_t to, HandoverDone done) {
@@ -240,6 +383,7 @@ bool GroupController::handOver(int32_t self, int32_t to, HandoverDone done) {
   spdlog::info("group {}: handing it over to server {}: new writes wait for the next controller", name_, to);
   maybeHandOver(now, lk.out);
   noteState();
+  wakeHeld(now, lk.out);
   return true;
 }
 

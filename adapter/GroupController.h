@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,10 @@ struct GroupContext {
   std::function<void(const std::string& group, protocol::ErrorCode answer, const char* why)> vanished;
   // A fresh member id for a registration without one.
   std::function<std::string(const std::optional<std::string>& clientId)> newMemberId;
+  // The session lease holds and no stall is suspected (docs/design.md, "The
+  // session lease"): a held heartbeat is answered NONE only then. Unset:
+  // always.
+  std::function<bool(TimePoint now)> answersFromMemory;
 };
 
 class GroupController : public std::enable_shared_from_this<GroupController> {
@@ -103,6 +108,18 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   using MemberCache = GroupModel::MemberCache;
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache = nullptr) EXCLUDES(mu_);
+  // Heartbeat version 1 with a wait (docs/design.md, "Held heartbeats"):
+  // answered at once when its answer is news or the group cannot hold it;
+  // else held until its answer would differ, for `wait` (at most a third of
+  // the group's session timeout), or until another request comes on its
+  // connection (releaseHeld).
+  void heartbeatHeld(const protocol::HeartbeatView& r, const protocol::Caller& caller, TimePoint now, Millis wait,
+                     protocol::ResponseCallback done) EXCLUDES(mu_);
+  // Another request came on `connection`: a heartbeat held from it is
+  // answered now, so that the answers behind it on that connection do not
+  // wait (the server answers a connection's requests in order).
+  void releaseHeld(uint64_t connection) EXCLUDES(mu_);
+  size_t heldCount() const EXCLUDES(mu_);
   // Served here, not being handed over, and in step (GroupModel::inStep):
   // the server's heartbeat figures by group motion.
   bool inStep() const EXCLUDES(mu_);
@@ -180,6 +197,25 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // The state clients see, from the phase and the model: set after every
   // locked change (checked and logged by VisibleState).
   void noteState() REQUIRES(mu_);
+  // A heartbeat's answer under the lock: the model's while the group is
+  // served, else the phase's.
+  protocol::HeartbeatResponse heartbeatLocked(const protocol::HeartbeatView& r, const protocol::Caller& caller,
+                                              TimePoint now, MemberCache* cache, bool* moved) REQUIRES(mu_);
+  // Held heartbeats whose answer would now differ from the one they were
+  // held with, or whose time is up, answered. After every locked change.
+  void wakeHeld(TimePoint now, Outbox& out) REQUIRES(mu_);
+  struct HeldBeat {
+    std::string group;
+    std::string consumerId;
+    int64_t generation = -1;
+    protocol::Caller caller;
+    protocol::ErrorCode answer = protocol::ErrorCode::NONE;  // what it was held with
+    TimePoint until;
+    protocol::ResponseCallback done;
+  };
+  using HeldMap = std::map<std::string, HeldBeat, std::less<>>;
+  // Answers it with what it gets at `now`, and forgets it.
+  void answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out) REQUIRES(mu_);
   // When the next tick may have something to do; `now` when it may now.
   TimePoint nextTickDue(TimePoint now) const REQUIRES(mu_);
   // A big group's next assignment, computed on the completion thread
@@ -245,6 +281,13 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // before this (the delay doubles while reads keep failing).
   TimePoint offsetsRetryAt_ GUARDED_BY(mu_);
   Millis offsetsRetryDelay_ GUARDED_BY(mu_){0};
+  // Heartbeats held (heartbeatHeld), by member, and by when each is due.
+  HeldMap held_ GUARDED_BY(mu_);
+  std::multimap<TimePoint, std::string> heldUntil_ GUARDED_BY(mu_);
+  // What the held answers were decided on: a generation move, or a
+  // client-mode group's barrier passing, looks at every one of them again.
+  int32_t heldGeneration_ GUARDED_BY(mu_) = -1;
+  bool heldSettled_ GUARDED_BY(mu_) = false;
   // What waiting requests are answered when a continuation says the group
   // is gone.
   protocol::ErrorCode goneAnswer_ GUARDED_BY(mu_) = protocol::ErrorCode::UNKNOWN_GROUP;

@@ -211,6 +211,15 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
   return resp;
 }
 
+protocol::HeartbeatResponse GroupModel::recheck(const protocol::HeartbeatView& r, const protocol::Caller& caller,
+                                                TimePoint now, bool* moved) {
+  auto it = members_.find(r.consumerId);
+  const TimePoint seen = it != members_.end() ? it->second.lastSeen : TimePoint{};
+  protocol::HeartbeatResponse resp = heartbeatChecked(r, caller, now, nullptr, moved);
+  if (it != members_.end()) it->second.lastSeen = seen;
+  return resp;
+}
+
 ErrorCode GroupModel::checkRegistration(const protocol::RegisterConsumerRequest& r, size_t maxMetadataBytes) const {
   if (r.metadata.size() > maxMetadataBytes || r.rack.size() > 64 ||
       (!r.rack.empty() && !protocol::isValidName(r.rack))) {

@@ -137,6 +137,14 @@ class GroupModel {
   // nothing about ownership changed since) is answered inline, below.
   protocol::HeartbeatResponse heartbeat(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                         TimePoint now, MemberCache* cache, bool* moved);
+  // A held heartbeat looked at again (docs/design.md, "Held heartbeats"):
+  // the answer it gets now, as heartbeat() gives it, except that the
+  // member's last-seen time stays what its arrival made it.
+  protocol::HeartbeatResponse recheck(const protocol::HeartbeatView& r, const protocol::Caller& caller, TimePoint now,
+                                      bool* moved);
+  // Members with something newly grantable since the last call
+  // (Ownership::takeFreedFor).
+  std::vector<std::string> takeFreedFor() { return ownership_.takeFreedFor(); }
   // A heartbeat of `memberId` heard while the server cannot answer it
   // (the session lease or the stall rule): the member is alive, so its
   // silence does not start (docs/design.md, "The session lease", "Heard,

@@ -28,6 +28,7 @@ std::function<void(Result)> GroupController::completion(Continuation<Result> con
       if (self->phase_.get() == GroupPhase::Dropped) return;
       gone = (self.get()->*continuation)(std::move(r), opCount, lk.out);
       if (gone == nullptr) self->noteState();
+      self->wakeHeld(self->ctx_.time.now(), lk.out);
       answer = self->goneAnswer_;
     }
     if (gone) self->ctx_.vanished(self->name_, answer, gone);

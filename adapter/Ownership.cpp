@@ -34,6 +34,7 @@ void Ownership::hold(const Partition& p, const std::string& member) {
 void Ownership::free(const Partition& p) {
   placed_ -= placed(p) ? 1 : 0;
   holder_.erase(p);
+  if (auto t = targetOf_.find(p); t != targetOf_.end()) freedFor_.insert(t->second);
 }
 
 void Ownership::reportOwned(const std::string& member, const std::vector<Partition>& owned) {
@@ -147,6 +148,7 @@ void Ownership::clear() {
   holder_.clear();
   held_.clear();
   graceUntil_ = TimePoint{};
+  freedFor_.clear();
   ++epoch_;
 }
 

@@ -82,6 +82,16 @@ class Ownership {
 
   void clear();
 
+  // Members a partition of whose target became free since the last call,
+  // each once, sorted: they have something to be granted, so a heartbeat
+  // of theirs held at the controller is answered now (docs/design.md,
+  // "Held heartbeats").
+  std::vector<std::string> takeFreedFor() {
+    std::vector<std::string> out(freedFor_.begin(), freedFor_.end());
+    freedFor_.clear();
+    return out;
+  }
+
  private:
   bool grantable(const std::string& member, const Partition& p, TimePoint now) const;
   // The partition is held by the member the target gives it to.
@@ -97,6 +107,7 @@ class Ownership {
   size_t placed_ = 0;                          // partitions of targetOf_ placed()
   TimePoint graceUntil_{};
   uint64_t epoch_ = 1;
+  std::set<std::string> freedFor_;
 };
 
 }  // namespace groupcoord::adapter

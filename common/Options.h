@@ -284,6 +284,11 @@ inline constexpr Option kOptions[] = {
                     "UNSUPPORTED_VERSION, as a server of an older release answers it, and clients then speak the "
                     "one before: for a fleet rolled back to a release that speaks 1, or to try clients against "
                     "one."),
+    detail::integer(detail::kGroups, "heartbeat.max.wait.ms", "MS", 30'000, 0, 600'000,
+                    "Longest a member's heartbeat (version 1, with a wait) is held at its controller while nothing "
+                    "changes for the member, in milliseconds; it is answered the moment something does, so members "
+                    "learn of a rebalance at once. Also at most a third of the group's session timeout. 0: every "
+                    "heartbeat is answered at once and members fall back to beating at their interval."),
     detail::integer(detail::kGroups, "group.max.metadata.bytes", "BYTES", 4096, 0, 65'536,
                     "Largest member metadata a registration may carry (RegisterConsumer version 1); a larger one is "
                     "answered INVALID_REQUEST."),

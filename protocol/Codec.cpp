@@ -314,8 +314,15 @@ bool peekHeartbeat(std::span<const uint8_t> body, HeartbeatView& out) {
     return isValidName(v);
   };
   if (!name(out.group) || !name(out.consumerId)) return false;
-  if (size - pos != 8) return false;  // the Generation, and nothing after it
+  // The Generation, then version 1's WaitMs, and nothing after them.
+  if (size - pos != (out.version >= 1 ? 12u : 8u)) return false;
   out.generation = be64(pos);
+  out.waitMs = 0;
+  if (out.version >= 1) {
+    out.waitMs = static_cast<int32_t>((static_cast<uint32_t>(p[pos + 8]) << 24) |
+                                      (static_cast<uint32_t>(p[pos + 9]) << 16) |
+                                      (static_cast<uint32_t>(p[pos + 10]) << 8) | p[pos + 11]);
+  }
   return true;
 }
 

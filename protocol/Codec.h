@@ -64,6 +64,7 @@ struct HeartbeatView {
   std::string_view group;
   std::string_view consumerId;
   int64_t generation = -1;
+  int32_t waitMs = 0;  // version 1
 };
 
 // True when `body` (a frame without its Size) is a well-formed Heartbeat

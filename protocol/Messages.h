@@ -179,13 +179,18 @@ struct HeartbeatRequest {
   std::string group;
   std::string consumerId;
   int64_t generation = -1;
+  // v1: how long the controller may hold the answer while it would be the
+  // same as now (docs/protocol.md §20); 0: answer at once.
+  int32_t waitMs = 0;
   static constexpr std::string_view kName = "HeartbeatRequest";
-  static constexpr int16_t kMaxVersion = 0;
+  static constexpr int16_t kMaxVersion = 1;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.group, "ConsumerGroup", "group");
     v(m.consumerId, "ConsumerId", "consumer_id");
     v(m.generation, "Generation", "generation");
+    v(m.waitMs, "WaitMs", "wait_ms", schema::since(1),
+      schema::note("the longest the answer may be held while nothing changes for the member; 0: at once"));
   }
   bool operator==(const HeartbeatRequest&) const = default;
 };

@@ -31,11 +31,16 @@ void authHandle(AuthGate& gate, protocol::Handler& forward, const protocol::Call
 }
 
 protocol::ResponseCallback meteredDone(RequestObserver& observer, protocol::ApiKey api,
-                                       protocol::ResponseCallback done) {
+                                       protocol::ResponseCallback done, bool held) {
   using Clock = std::chrono::steady_clock;
-  return [observer = &observer, api, start = Clock::now(), done = std::move(done)](protocol::Response response) {
+  return [observer = &observer, api, held, start = Clock::now(), done = std::move(done)](protocol::Response response) {
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    observer->answered(api, protocol::responseError(response), took > 0 ? static_cast<uint64_t>(took) : 0);
+    const uint64_t nanos = took > 0 ? static_cast<uint64_t>(took) : 0;
+    if (held) {
+      observer->answeredHeld(protocol::responseError(response), nanos);
+    } else {
+      observer->answered(api, protocol::responseError(response), nanos);
+    }
     done(std::move(response));
   };
 }

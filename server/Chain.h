@@ -115,7 +115,7 @@ void authHandle(AuthGate& gate, protocol::Handler& forward, const protocol::Call
                 const protocol::RequestHeader& header, protocol::Request request, protocol::ResponseCallback done);
 // MetricsStage's general call: `done` wrapped to tell `observer`.
 protocol::ResponseCallback meteredDone(RequestObserver& observer, protocol::ApiKey api,
-                                       protocol::ResponseCallback done);
+                                       protocol::ResponseCallback done, bool held = false);
 }  // namespace detail
 
 // Authentication and permissions (server/AuthGate.h): a request goes on
@@ -158,7 +158,10 @@ class MetricsStage final : public Stage {
   MetricsStage(RequestObserver& observer, Next& next) : observer_(observer), next_(next) {}
   void handle(const protocol::Caller& caller, ConnectionContext* ctx, const protocol::RequestHeader& header,
               protocol::Request request, protocol::ResponseCallback done) override {
-    next_.handle(caller, ctx, header, std::move(request), detail::meteredDone(observer_, header.apiKey, std::move(done)));
+    const auto* beat = std::get_if<protocol::HeartbeatRequest>(&request);
+    const bool mayBeHeld = beat != nullptr && beat->waitMs > 0;
+    next_.handle(caller, ctx, header, std::move(request),
+                 detail::meteredDone(observer_, header.apiKey, std::move(done), mayBeHeld));
   }
   bool heartbeatNow(ConnectionContext& ctx, const protocol::HeartbeatView& request, protocol::HeartbeatResponse& out,
                     std::chrono::steady_clock::time_point readAt, std::optional<GroupMotion>* motion) override {

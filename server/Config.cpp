@@ -112,6 +112,7 @@ std::vector<OptionSpec> bindings() {
       bindNumber("group.join.window.ms", &C::joinWindowMs),
       bindNumber("group.join.window.max.ms", &C::joinWindowMaxMs),
       bindNumber("protocol.register.max.version", &C::registerMaxVersion),
+      bindNumber("heartbeat.max.wait.ms", &C::heartbeatMaxWaitMs),
       bindNumber("group.max.metadata.bytes", &C::maxMetadataBytes),
       bindNumber("handover.settle.ms", &C::handoverSettleMs),
       bindNumber("handover.max.in.flight", &C::handoverMaxInFlight),

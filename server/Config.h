@@ -84,6 +84,7 @@ struct ServerConfig {
   int64_t joinWindowMaxMs = options::defaultInt("group.join.window.max.ms");
   // The newest RegisterConsumer version answered (docs/protocol.md §16).
   int64_t registerMaxVersion = options::defaultInt("protocol.register.max.version");
+  int64_t heartbeatMaxWaitMs = options::defaultInt("heartbeat.max.wait.ms");
 
   // Placement of groups across servers.
   int64_t handoverSettleMs = options::defaultInt("handover.settle.ms");

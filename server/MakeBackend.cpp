@@ -262,6 +262,7 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.joinWindow = std::chrono::milliseconds(config.joinWindowMs);
   s.coordinator.joinWindowMax = std::chrono::milliseconds(config.joinWindowMaxMs);
   s.coordinator.registerMaxVersion = static_cast<int16_t>(config.registerMaxVersion);
+  s.coordinator.heartbeatMaxWait = std::chrono::milliseconds(config.heartbeatMaxWaitMs);
   s.coordinator.handoverSettleDelay = std::chrono::milliseconds(config.handoverSettleMs);
   s.coordinator.leaseMargin = std::chrono::milliseconds(config.zkLeaseMarginMs);
   s.coordinator.handoverMaxInFlight = static_cast<size_t>(config.handoverMaxInFlight);

@@ -19,6 +19,13 @@ RequestMetrics::RequestMetrics() {
   for (auto& h : latency_) h = std::make_unique<metrics::Histogram>(metrics::requestLatencyBoundsNs());
   for (auto& h : stages_) h = std::make_unique<metrics::Histogram>(metrics::stageBoundsNs());
   for (auto& h : heartbeatByGroupMotion_) h = std::make_unique<metrics::Histogram>(metrics::heartbeatLatencyBoundsNs());
+  held_ = std::make_unique<metrics::Histogram>(metrics::handoverDurationBoundsNs());
+}
+
+void RequestMetrics::answeredHeld(protocol::ErrorCode error, uint64_t nanos) {
+  held_->observe(nanos);
+  const auto index = static_cast<size_t>(protocol::ApiKey::Heartbeat);
+  if (error != protocol::ErrorCode::NONE) errors_[index][errorSlot(error)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void RequestMetrics::heartbeatStages(const HeartbeatStages& s) {
@@ -50,7 +57,8 @@ void RequestMetrics::record(protocol::ApiKey api, protocol::ErrorCode error, uin
 
 uint64_t RequestMetrics::requests(protocol::ApiKey api) const {
   const auto index = static_cast<size_t>(api);
-  return index < latency_.size() ? latency_[index]->snapshot().count : 0;
+  if (index >= latency_.size()) return 0;
+  return latency_[index]->snapshot().count + (api == protocol::ApiKey::Heartbeat ? held_->snapshot().count : 0);
 }
 
 uint64_t RequestMetrics::errors(protocol::ApiKey api, protocol::ErrorCode error) const {
@@ -62,7 +70,7 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
   r.add("groupcoord_requests_total", "Requests answered by the coordinator, by API", metrics::Type::Counter,
         [this](metrics::FamilyWriter& w) {
           for (size_t api = 0; api < latency_.size(); ++api) {
-            w.value({{"api", apiLabel(api)}}, static_cast<double>(latency_[api]->snapshot().count));
+            w.value({{"api", apiLabel(api)}}, static_cast<double>(requests(static_cast<protocol::ApiKey>(api))));
           }
         });
   r.add("groupcoord_request_errors_total",
@@ -96,6 +104,11 @@ void RequestMetrics::registerWith(metrics::Registry& r) const {
         metrics::Type::Histogram, [this](metrics::FamilyWriter& w) {
           for (size_t i = 0; i < stages_.size(); ++i) w.histogram({{"stage", kStageNames[i]}}, stages_[i]->snapshot(), 1e9);
         });
+  r.add("groupcoord_heartbeat_held_seconds",
+        "Heartbeats with a wait (version 1), from their read to their answer: held at the controller until "
+        "something changed for their member or their wait ran out (docs/design.md, \"Held heartbeats\"); not in "
+        "groupcoord_request_duration_seconds",
+        metrics::Type::Histogram, [this](metrics::FamilyWriter& w) { w.histogram({}, held_->snapshot(), 1e9); });
   r.add("groupcoord_heartbeat_latency_seconds",
         "The sampled heartbeats of groupcoord_heartbeat_stage_seconds whose arrival the kernel stamped (plain TCP), "
         "from the kernel's receipt of the last packet read with them until their answer's last byte is sent, by "

@@ -35,6 +35,8 @@ class RequestMetrics final : public RequestObserver {
   // RequestObserver: the TCP server reports each answered request here
   // (TcpServerOptions::observer), which is how groupcoordd records them.
   void answered(protocol::ApiKey api, protocol::ErrorCode error, uint64_t nanos) override { record(api, error, nanos); }
+  // Counted as heartbeats; their time into groupcoord_heartbeat_held_seconds.
+  void answeredHeld(protocol::ErrorCode error, uint64_t nanos) override;
   // The sampled stages of heartbeats answered on the I/O threads.
   void heartbeatStages(const HeartbeatStages& stages) override;
 
@@ -66,6 +68,8 @@ class RequestMetrics final : public RequestObserver {
   static constexpr std::array<const char*, 3> kGroupMotions{"in_step", "moving", "unknown"};
   std::array<std::unique_ptr<metrics::Histogram>, kGroupMotions.size()> heartbeatByGroupMotion_;
   std::array<std::array<std::atomic<uint64_t>, kErrorSlots>, protocol::kApiCount> errors_{};
+  // Heartbeats with a wait: from their read to their answer.
+  std::unique_ptr<metrics::Histogram> held_;
 };
 
 // The Kafka port's requests (server/KafkaPort.h), counted as RequestMetrics

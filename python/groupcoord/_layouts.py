@@ -8,7 +8,7 @@ last version or None); the types are those of protocol.py's codec.
 
 # The newest version of each call, by ApiKey.
 MAX_VERSIONS = {
-    0: 0,  # Heartbeat
+    0: 1,  # Heartbeat
     1: 1,  # CreateGroup
     2: 0,  # DeleteGroup
     3: 2,  # RegisterConsumer
@@ -111,6 +111,7 @@ LAYOUTS = {
         ("group", "str", 0, None),
         ("consumer_id", "str", 0, None),
         ("generation", "i64", 0, None),
+        ("wait_ms", "i32", 1, None),
     ],
     "HeartbeatResponse": [
         ("generation", "i64", 0, None),

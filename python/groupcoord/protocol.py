@@ -428,6 +428,9 @@ class HeartbeatRequest:
     group: str
     consumer_id: str
     generation: int
+    # v1: how long the controller may hold the answer while nothing changes
+    # for the member (docs/protocol.md §20); 0: at once.
+    wait_ms: int = 0
     API: ClassVar = ApiKey.HEARTBEAT
 
 

@@ -292,6 +292,129 @@ TEST_F(GroupControllerTest, AnInSyncMemberLearnsOfAPartitionFreedAfterItsLastHea
   }
 }
 
+// Held heartbeats (docs/design.md, "Held heartbeats"): a heartbeat with a
+// wait is answered the moment its answer changes (a partition of the
+// member's target freed, the generation moved, the group dropped), when its
+// wait runs out, or when another request comes on its connection; at once
+// when its answer is news.
+TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreedAndNotBefore) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(3000, {"t"});
+  load();
+  settle();
+  ASSERT_EQ(join("a").partitions.size(), 2u);
+  auto b = join("b");
+  ASSERT_EQ(b.generation, 2);
+  ASSERT_TRUE(b.partitions.empty());
+  protocol::Caller onB{"10.0.0.2", 5000, ""};
+  onB.connection = 7;
+  auto held = [&](const std::string& id, int64_t generation, const protocol::Caller& caller, Millis wait) {
+    auto a = std::make_shared<Answer<protocol::Response>>();
+    drive([&] {
+      controller_->heartbeatHeld(protocol::HeartbeatView{1, 0, kGroup, id, generation, 0}, caller, time_.now(), wait,
+                                 a->callback());
+    });
+    return a;
+  };
+  auto errorOf = [](const std::shared_ptr<Answer<protocol::Response>>& a) {
+    return std::get<protocol::HeartbeatResponse>(a->get()).error;
+  };
+  // b has nothing to take: held.
+  auto hb = held("b", 2, onB, Millis(900));
+  EXPECT_FALSE(hb->ready()) << "nothing changed for b: held";
+  EXPECT_EQ(controller_->heldCount(), 1u);
+  // a heartbeats, which releases b's partition: b is answered at once.
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+  settle();
+  ASSERT_TRUE(hb->ready()) << "a released b's partition: b's held heartbeat is answered";
+  EXPECT_EQ(errorOf(hb), ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(controller_->heldCount(), 0u);
+  // News is never held.
+  auto news = held("b", 2, onB, Millis(900));
+  ASSERT_TRUE(news->ready()) << "its answer is news: at once";
+  EXPECT_EQ(errorOf(news), ErrorCode::REBALANCE_NEEDED);
+  ASSERT_EQ(join("b").partitions.size(), 1u);
+
+  // In step, both held; the wait runs out on the tick after it.
+  protocol::Caller onA{"10.0.0.1", 5001, ""};
+  onA.connection = 8;
+  auto ha = held("a", 2, onA, Millis(900));
+  hb = held("b", 2, onB, Millis(10'000));
+  EXPECT_FALSE(ha->ready());
+  EXPECT_FALSE(hb->ready());
+  tickAfter(Millis(899));
+  EXPECT_FALSE(ha->ready()) << "its wait has not run out";
+  tickAfter(Millis(1));
+  ASSERT_TRUE(ha->ready()) << "its wait ran out";
+  EXPECT_EQ(errorOf(ha), ErrorCode::NONE);
+  // b's wait was capped at a third of the session (1000 ms): due by now.
+  tickAfter(Millis(100));
+  ASSERT_TRUE(hb->ready()) << "held at most a third of the session timeout";
+  EXPECT_EQ(errorOf(hb), ErrorCode::NONE);
+
+  // Another request on its connection answers it first.
+  hb = held("b", 2, onB, Millis(900));
+  EXPECT_FALSE(hb->ready());
+  drive([&] { controller_->releaseHeld(onA.connection); });
+  EXPECT_FALSE(hb->ready()) << "a request on another connection";
+  drive([&] { controller_->releaseHeld(onB.connection); });
+  ASSERT_TRUE(hb->ready());
+  EXPECT_EQ(errorOf(hb), ErrorCode::NONE);
+
+  // A generation move answers every held heartbeat: a leaves.
+  hb = held("b", 2, onB, Millis(900));
+  ASSERT_FALSE(hb->ready());
+  Answer<protocol::Response> left;
+  drive([&] { controller_->leave(protocol::LeaveGroupRequest{kGroup, "a"}, left.callback()); });
+  ASSERT_TRUE(left.ready());
+  ASSERT_TRUE(hb->ready()) << "the generation moved: b must register again";
+  const auto moved = std::get<protocol::HeartbeatResponse>(hb->get());
+  EXPECT_EQ(moved.error, ErrorCode::REBALANCE_NEEDED);
+  EXPECT_EQ(moved.generation, 3);
+
+  // The group dropped: a held heartbeat goes with it, so its member looks
+  // for the next controller.
+  EXPECT_EQ(join("b").generation, 3);
+  hb = held("b", 3, onB, Millis(900));
+  ASSERT_FALSE(hb->ready());
+  drive([&] { controller_->drop(ErrorCode::NOT_CONTROLLER, "test"); });
+  ASSERT_TRUE(hb->ready());
+  EXPECT_EQ(errorOf(hb), ErrorCode::CONTROLLER_NOT_AVAILABLE);
+}
+
+// A held heartbeat keeps the member alive from its arrival only: answered
+// later, it does not stretch the member's session.
+TEST_F(GroupControllerTest, AHeldHeartbeatCountsFromItsArrivalNotItsAnswer) {
+  createGroup(3000);
+  load();
+  ASSERT_EQ(join("a").generation, 1);
+  ASSERT_EQ(join("b").generation, 2);
+  protocol::Caller c{"10.0.0.1", 5000, ""};
+  c.connection = 9;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+    auto a = std::make_shared<Answer<protocol::Response>>();
+    drive([&] {
+      controller_->heartbeatHeld(protocol::HeartbeatView{1, 0, kGroup, "b", 2, 0}, c, time_.now(), Millis(1000),
+                                 a->callback());
+    });
+    ASSERT_FALSE(a->ready());
+    tickAfter(Millis(1000));
+    ASSERT_TRUE(a->ready());
+    tickAfter(Millis(10));
+  }
+  // b last arrived 1010 ms ago; silent from now, it is evicted one session
+  // timeout after that arrival, not after its answer.
+  tickAfter(Millis(3000 - 1010 - 10));
+  EXPECT_EQ(controller_->memberCount(), 2u) << "not yet: 2990 ms since its arrival";
+  EXPECT_EQ(heartbeat("a", 2).error, ErrorCode::NONE);
+  tickAfter(Millis(20));
+  settle();
+  EXPECT_EQ(controller_->memberCount(), 1u) << "3010 ms after its last arrival";
+}
+
 // A big group's assignment is computed while its transaction is in flight,
 // without the lock (docs/design.md, "Assignment"): the answers are the same
 // as if it were computed under it, for joins and for a leave.

@@ -499,15 +499,15 @@ void expectProxied(const std::vector<Server>& servers, const std::function<Fetch
     // servers live, the group counted on its controller.
     auto placed = get(other, "/api/servers");
     ASSERT_EQ(placed.status, 200) << placed.body;
-    auto servers = nlohmann::json::parse(placed.body);
-    EXPECT_EQ(servers["server"], fleet["server"]);
-    ASSERT_EQ(servers["servers"].size(), 2u) << placed.body;
-    for (const auto& s : servers["servers"]) {
+    auto placement = nlohmann::json::parse(placed.body);
+    EXPECT_EQ(placement["server"], fleet["server"]);
+    ASSERT_EQ(placement["servers"].size(), 2u) << placed.body;
+    for (const auto& s : placement["servers"]) {
       EXPECT_EQ(s["live"], true) << placed.body;
       EXPECT_TRUE(s.contains("load") && s.contains("bound") && s.contains("placed") && s.contains("state"));
     }
-    EXPECT_TRUE(servers["moves"].is_array());
-    EXPECT_EQ(servers["without_controller"], nlohmann::json::array());
+    EXPECT_TRUE(placement["moves"].is_array());
+    EXPECT_EQ(placement["without_controller"], nlohmann::json::array());
     auto page = get(other, "/groups/shop");
     EXPECT_EQ(page.status, 200);
     EXPECT_NE(page.body.find(memberId), std::string::npos);
