@@ -1,6 +1,7 @@
 #include "client/Consumer.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <thread>
 
@@ -76,6 +77,7 @@ Status Consumer::loadGroup() {
     Endpoint found{info.controller.host.empty() ? "127.0.0.1" : info.controller.host, info.controller.port};
     if (versionSpokenTo_ != found) {
       registerVersion_ = protocol::maxVersion(protocol::ApiKey::RegisterConsumer);
+      heartbeatVersion_ = protocol::maxVersion(protocol::ApiKey::Heartbeat);
       versionSpokenTo_ = found;
     }
     controller_ = std::move(found);
@@ -86,6 +88,7 @@ Status Consumer::loadGroup() {
 
 bool Consumer::connectToController(Status& why) {
   if (conn_.isOpen()) return true;
+  heldBeat_.reset();  // it went with the connection
   if (!controller_) {
     why = loadGroup();
     if (!why.ok()) return false;
@@ -106,8 +109,33 @@ std::optional<protocol::Response> Consumer::call(const protocol::Request& reques
   // A request must not keep the member waiting much past its lease.
   auto timeout = config_.requestTimeout;
   if (sessionTimeout_ > 0ms) timeout = std::min(timeout, std::max<std::chrono::milliseconds>(sessionTimeout_ / 2, 100ms));
-  auto r = conn_.call(request, timeout, version);
   const std::string api(protocol::apiName(protocol::apiKeyOf(request)));
+  protocol::DecodedResponse r;
+  if (heldBeat_) {
+    // A heartbeat is held at the controller: this request, once read there,
+    // makes it answer that heartbeat first (docs/design.md, "Held
+    // heartbeats"); its answer is taken, then this request's.
+    const int64_t id = conn_.send(request, version);
+    Status beat;
+    if (id >= 0) awaitHeld(timeout, beat);
+    if (id < 0 || heldBeat_ || !conn_.isOpen()) {
+      why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+                          api + " to " + (controller_ ? endpointName(*controller_) : std::string("the controller")) +
+                              " failed behind a held heartbeat: " + std::string(ioStatusName(conn_.lastStatus())));
+      heldBeat_.reset();
+      conn_.close();
+      controller_.reset();
+      return std::nullopt;
+    }
+    r = conn_.receive(protocol::apiKeyOf(request), timeout);
+    if (r.ok && r.header.correlationId != id) {
+      r.ok = false;
+      r.detail = "response correlation id " + std::to_string(r.header.correlationId) + ", expected " +
+                 std::to_string(id);
+    }
+  } else {
+    r = conn_.call(request, timeout, version);
+  }
   if (!r.ok) {
     // A timed-out connection may still deliver the late answer: never reuse it.
     why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE, api + " to " + endpointName(*controller_) + " failed: " +
@@ -257,14 +285,91 @@ Consumer::Step Consumer::registerNow(Status& why) {
 }
 
 Consumer::Step Consumer::heartbeatNow(Status& why) {
-  auto sent = Clock::now();
-  auto resp = call(protocol::HeartbeatRequest{config_.group, memberId_, generation_}, why);
+  if (heldBeat_) return Step::Done;  // one at a time
+  const auto sent = Clock::now();
+  protocol::HeartbeatRequest request{config_.group, memberId_, generation_};
+  if (heartbeatVersion_ >= 1) {
+    if (!connectToController(why)) return retriable(why.code) ? Step::Retry : Step::Fatal;
+    request.waitMs = static_cast<int32_t>(std::min<int64_t>(heartbeatInterval_.count(), INT32_MAX));
+    const int64_t id = conn_.send(request, heartbeatVersion_);
+    if (id < 0) {
+      why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+                          "Heartbeat to " + endpointName(*controller_) + " failed: " + conn_.lastError());
+      conn_.close();
+      controller_.reset();
+      return Step::Retry;
+    }
+    heldBeat_ = HeldBeat{id, sent, generation_};
+    return Step::Done;
+  }
+  auto resp = call(request, why, 0);
   if (!resp) return retriable(why.code) ? Step::Retry : Step::Fatal;
-  auto* hb = std::get_if<protocol::HeartbeatResponse>(&*resp);
+  return takeHeartbeat(*resp, sent, why);
+}
+
+std::chrono::milliseconds Consumer::heldLimit() const { return heartbeatInterval_ + config_.requestTimeout; }
+
+Consumer::Step Consumer::awaitHeld(std::chrono::milliseconds timeout, Status& why) {
+  if (!heldBeat_) return Step::Done;
+  auto r = conn_.receive(protocol::ApiKey::Heartbeat, std::max(timeout, 0ms));
+  const std::string where = controller_ ? endpointName(*controller_) : std::string("the controller");
+  if (!r.ok && conn_.lastStatus() == IoStatus::Timeout && Clock::now() < heldBeat_->sent + heldLimit()) {
+    return Step::Done;  // still held
+  }
+  if (!r.ok || r.header.correlationId != heldBeat_->correlationId) {
+    // Not answered within its wait and a request's timeout, or answered
+    // with something that cannot be trusted: the connection is done with.
+    why = Status::error(ErrorCode::CONTROLLER_NOT_AVAILABLE,
+                        "held Heartbeat to " + where + " failed: " +
+                            (r.ok ? "answered out of order" : std::string(ioStatusName(conn_.lastStatus()))));
+    heldBeat_.reset();
+    conn_.close();
+    controller_.reset();
+    return Step::Retry;
+  }
+  const auto sent = heldBeat_->sent;
+  const bool stale = closed_ || needRegister_ || heldBeat_->generation != generation_;
+  heldBeat_.reset();
+  const ErrorCode code = protocol::responseError(r.response);
+  if (stale && code != ErrorCode::NOT_CONTROLLER) {
+    // Read after the member moved on (it closed, fenced itself, or must register
+    // again, or registered since it was sent): what it says is about a
+    // generation this member no longer acts on, and a NONE must not start
+    // it on that generation again.
+    why = Status::success();
+    return Step::Done;
+  }
+  if (std::holds_alternative<protocol::ErrorOnlyResponse>(r.response) && code == ErrorCode::UNSUPPORTED_VERSION) {
+    // A controller of an older release: heartbeats of version 0, each
+    // answered at once, at the interval.
+    heartbeatVersion_ = 0;
+    nextHeartbeat_ = Clock::now();
+    return Step::Done;
+  }
+  if (code == ErrorCode::NOT_CONTROLLER) {
+    why = Status::error(code, "server at " + where + " is not the controller of group " + config_.group);
+    conn_.close();
+    controller_.reset();
+  } else if (code != ErrorCode::NONE) {
+    why = Status::error(code, "Heartbeat of group " + config_.group + " at " + where + ": " +
+                                  std::string(protocol::errorMessage(code)));
+  } else {
+    why = Status::success();
+  }
+  return takeHeartbeat(r.response, sent, why);
+}
+
+Consumer::Step Consumer::takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why) {
+  (void)why;
+  auto* hb = std::get_if<protocol::HeartbeatResponse>(&response);
   if (!hb) return Step::Retry;
   switch (hb->error) {
     case ErrorCode::NONE:
       lastSuccessSent_ = sent;
+      // A held heartbeat answered when its wait ran out: the next goes at
+      // once. One answered sooner with nothing to do (another request on
+      // the connection released it, or a controller that holds nothing):
+      // the next goes one interval after this one.
       nextHeartbeat_ = sent + heartbeatInterval_;
       if (mode_ == protocol::AssignmentMode::CLIENT && started_ != generation_) {
         started_ = generation_;
@@ -273,7 +378,8 @@ Consumer::Step Consumer::heartbeatNow(Status& why) {
       return Step::Done;
     case ErrorCode::REBALANCE_IN_PROGRESS:
       // Registered at this generation, others not yet: wait, heartbeating
-      // more often than usual so the start is not late.
+      // more often than usual so the start is not late (a held heartbeat is
+      // answered the moment the last one registers).
       lastSuccessSent_ = sent;
       nextHeartbeat_ = sent + std::min<std::chrono::milliseconds>(heartbeatInterval_, 100ms);
       return Step::Done;
@@ -307,7 +413,9 @@ void Consumer::scheduleBackoff() {
 }
 
 Consumer::Clock::time_point Consumer::nextWake() const {
-  Clock::time_point t = (needRegister_ || !groupLoaded_) ? Clock::now() : nextHeartbeat_;
+  Clock::time_point t = (needRegister_ || !groupLoaded_) ? Clock::now()
+                        : heldBeat_                      ? heldBeat_->sent + heldLimit()
+                                                         : nextHeartbeat_;
   t = std::max(t, backoffUntil_);
   if (!held_.empty() || started_ >= 0) t = std::min(t, leaseExpiry());
   return t;
@@ -327,7 +435,7 @@ Status Consumer::poll(std::chrono::milliseconds timeout) {
         step = last.ok() ? Step::Done : retriable(last.code) ? Step::Retry : Step::Fatal;
       } else if (needRegister_) {
         step = registerNow(last);
-      } else if (now >= nextHeartbeat_) {
+      } else if (!heldBeat_ && now >= nextHeartbeat_) {
         step = heartbeatNow(last);
       }
       if (step == Step::Fatal) return last;
@@ -341,6 +449,14 @@ Status Consumer::poll(std::chrono::milliseconds timeout) {
     }
     if (now >= deadline) break;
     auto wake = std::min(nextWake(), deadline);
+    if (heldBeat_ && now >= backoffUntil_) {
+      // Waits on the held heartbeat's answer instead of sleeping: it comes
+      // the moment the controller has news for this member.
+      const Step step = awaitHeld(std::chrono::ceil<std::chrono::milliseconds>(wake - now), last);
+      if (step == Step::Fatal) return last;
+      if (step == Step::Retry) scheduleBackoff();
+      continue;
+    }
     if (wake > now) std::this_thread::sleep_until(wake);
   }
   if (needRegister_ || generation_ < 0) {
@@ -403,6 +519,7 @@ Status Consumer::close() {
     step = std::min(step * 2, 1000ms);
   }
   generation_ = -1;
+  heldBeat_.reset();
   conn_.close();
   return why;
 }

@@ -117,7 +117,21 @@ class Consumer {
   std::optional<protocol::Response> call(const protocol::Request& request, Status& why,
                                          int16_t version = protocol::kProtocolVersion);
   Step registerNow(Status& why);
+  // Sends the next heartbeat. To a controller that speaks version 1 it goes
+  // with a wait of one heartbeat interval and is not waited for here: the
+  // controller holds it until something changes for this member (its
+  // answer then comes at once) or the wait runs out (docs/design.md, "Held
+  // heartbeats"); poll() and every other call take its answer. To one that
+  // does not, version 0, answered at once.
   Step heartbeatNow(Status& why);
+  // The held heartbeat's answer, if it comes within `timeout` (Done with
+  // the heartbeat still held when it does not).
+  Step awaitHeld(std::chrono::milliseconds timeout, Status& why);
+  // What an answer to a heartbeat sent at `sent` means for the member.
+  Step takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why);
+  // The longest a held heartbeat's answer may take before the connection
+  // counts as failed: its wait and one request's timeout.
+  std::chrono::milliseconds heldLimit() const;
   void fenceIfOverdue();
   void loseAll();
   // Client mode: onStop for the generation started on, if any.
@@ -156,6 +170,16 @@ class Consumer {
   std::chrono::milliseconds heartbeatInterval_{0};
   Clock::time_point lastSuccessSent_{};
   Clock::time_point nextHeartbeat_{};
+  // The heartbeat sent with a wait and not answered yet.
+  struct HeldBeat {
+    int64_t correlationId = -1;
+    Clock::time_point sent;
+    int64_t generation = -1;  // the member's when it was sent
+  };
+  std::optional<HeldBeat> heldBeat_;
+  // Version 1 (held) until the controller answers UNSUPPORTED_VERSION; a
+  // new controller is asked version 1 again.
+  int16_t heartbeatVersion_ = protocol::maxVersion(protocol::ApiKey::Heartbeat);
   Clock::time_point backoffUntil_{};
   std::chrono::milliseconds backoffStep_{0};
 };

@@ -1,5 +1,6 @@
 // The C++ consumer against a scripted server (FakeServer.h): how it speaks
-// RegisterConsumer's versions (docs/protocol.md §14 and §16). It steps down
+// RegisterConsumer's versions (docs/protocol.md §14 and §16), and
+// Heartbeat's (§20). It steps down
 // one version at a time when a server of an older release refuses one, and
 // in client mode it applies a version-2 answer's change to the list it
 // holds, or asks for the whole list when the change does not add up, never
@@ -92,6 +93,44 @@ TEST(ConsumerVersion, StepsDownOneVersionPerRefusalAndRegistersAtTheFirstSpoken)
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].version, 2);
   EXPECT_EQ(seen[1].version, 1);
+}
+
+// Heartbeats go as version 1 with a wait of one interval (docs/protocol.md
+// §20); a server of an older release refuses it, and the consumer then
+// beats with version 0, answered at once, at its interval.
+TEST(ConsumerVersion, HeartbeatsAskToBeHeldAndStepDownToVersionZeroWhenRefused) {
+  std::mutex mu;
+  std::vector<std::pair<int16_t, int32_t>> beats;  // version, wait
+  uint16_t port = 0;
+  FakeServer server([&](const protocol::DecodedRequest& r) -> std::vector<uint8_t> {
+    if (std::holds_alternative<protocol::ListGroupsRequest>(r.request)) {
+      return FakeServer::frame(r, listed(port, AssignmentMode::SERVER));
+    }
+    if (std::holds_alternative<protocol::RegisterConsumerRequest>(r.request)) {
+      protocol::RegisterConsumerResponse resp{"g", "me", 1, {"me"}, {{"t", 0, 7}}, ErrorCode::NONE};
+      return FakeServer::frame(r, resp);
+    }
+    auto* hb = std::get_if<protocol::HeartbeatRequest>(&r.request);
+    if (hb == nullptr) return FakeServer::frame(r, protocol::ErrorOnlyResponse{ErrorCode::INVALID_REQUEST});
+    std::lock_guard lock(mu);
+    beats.emplace_back(r.header.version, hb->waitMs);
+    if (r.header.version > 0) return FakeServer::frame(r, protocol::ErrorOnlyResponse{ErrorCode::UNSUPPORTED_VERSION});
+    return FakeServer::frame(r, protocol::HeartbeatResponse{1, ErrorCode::NONE});
+  });
+  port = server.port();
+  Consumer consumer(configFor(port), ConsumerCallbacks{});
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kExchangeWait);
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return beats.size();
+  };
+  while (count() < 3 && std::chrono::steady_clock::now() < deadline) consumer.poll(20ms);
+  std::lock_guard lock(mu);
+  ASSERT_GE(beats.size(), 3u);
+  EXPECT_EQ(beats[0], (std::pair<int16_t, int32_t>{1, 20})) << "version 1, waiting one interval";
+  EXPECT_EQ(beats[1], (std::pair<int16_t, int32_t>{0, 0})) << "refused: version 0";
+  EXPECT_EQ(beats[2], (std::pair<int16_t, int32_t>{0, 0})) << "and version 0 from then on";
+  EXPECT_EQ(consumer.assignment().size(), 1u);
 }
 
 TEST(ConsumerVersion, AClientModeChangeThatDoesNotAddUpIsRefusedAndTheWholeListAskedFor) {

@@ -31,6 +31,7 @@ bool agree(const std::vector<uint8_t>& body) {
     EXPECT_EQ(v.group, hb->group);
     EXPECT_EQ(v.consumerId, hb->consumerId);
     EXPECT_EQ(v.generation, hb->generation);
+    EXPECT_EQ(v.waitMs, hb->waitMs);
     EXPECT_EQ(v.version, d.header.version);
     EXPECT_EQ(v.correlationId, d.header.correlationId);
   }
@@ -69,7 +70,27 @@ TEST(HeartbeatPeek, ReadsEveryHeartbeatSampleAsTheDecoderDoes) {
     EXPECT_EQ(agree(bodyOf(s.header, s.request)), isHeartbeat) << s.name;
     heartbeats += isHeartbeat;
   }
-  EXPECT_GE(heartbeats, 3u);
+  EXPECT_GE(heartbeats, 5u);
+}
+
+// Version 1 carries WaitMs after the Generation: its truncations, and
+// version 0's body under a version-1 header, are refused by both readers.
+TEST(HeartbeatPeek, VersionOneReadsItsWaitAndRefusesVersionZerosBody) {
+  const auto body = bodyOf(headerFor(ApiKey::Heartbeat, 9, "svc", 1), HeartbeatRequest{"orders", "svc-1", 4, 750});
+  HeartbeatView v;
+  ASSERT_TRUE(peekHeartbeat(body, v));
+  EXPECT_EQ(v.version, 1);
+  EXPECT_EQ(v.waitMs, 750);
+  ASSERT_TRUE(agree(body));
+  for (size_t n = 0; n < body.size(); ++n) {
+    EXPECT_FALSE(agree(std::vector<uint8_t>(body.begin(), body.begin() + static_cast<ptrdiff_t>(n)))) << n;
+  }
+  auto asZero = bodyOf(headerFor(ApiKey::Heartbeat, 9, "svc", 0), HeartbeatRequest{"orders", "svc-1", 4, 750});
+  EXPECT_TRUE(agree(asZero));
+  ASSERT_TRUE(peekHeartbeat(asZero, v));
+  EXPECT_EQ(v.waitMs, 0) << "version 0 carries no wait";
+  asZero[3] = 1;  // the version's low byte: version 1 without its WaitMs
+  EXPECT_FALSE(agree(asZero));
 }
 
 TEST(HeartbeatPeek, RefusesEveryTruncationAndTrailingBytes) {

@@ -48,6 +48,10 @@ inline std::vector<RequestSample> requestSamples() {
                HeartbeatRequest{longName, longName, kInt64Max}});
   s.push_back({"Heartbeat negative generation", headerFor(ApiKey::Heartbeat, kInt64Min, ""),
                HeartbeatRequest{"g", "c", kInt64Min}});
+  s.push_back({"Heartbeat v1, held", headerFor(ApiKey::Heartbeat, 3, "svc-1", 1),
+               HeartbeatRequest{"orders", "svc-1-7f3a", 5, 1000}});
+  s.push_back({"Heartbeat v1 edges", headerFor(ApiKey::Heartbeat, 4, std::nullopt, 1),
+               HeartbeatRequest{longName, longName, kInt64Max, std::numeric_limits<int32_t>::min()}});
   s.push_back({"CreateGroup", headerFor(ApiKey::CreateGroup, 2, "svc-1"),
                CreateGroupRequest{"orders", 10000, {"clicks", "views"}, true}});
   s.push_back({"CreateGroup no topics", headerFor(ApiKey::CreateGroup, 0, clientId255),
