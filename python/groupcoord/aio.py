@@ -91,6 +91,35 @@ class AsyncConnection:
             raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
         return decoded.response
 
+    def send(self, request: Request, version: int = 0) -> int:
+        """Sends ``request`` without waiting for its answer; its correlation id."""
+        if self._writer is None:
+            raise TransportError("not connected")
+        cid = self._next_id
+        self._next_id += 1
+        self._writer.write(encode_request(request, cid, self.client_id, version))
+        return cid
+
+    def read_next(self) -> "asyncio.Task[bytes]":
+        """A task reading the next response frame's body: awaited without
+        being cancelled, so that a wait that ends first loses no byte."""
+        if self._reader is None:
+            raise TransportError("not connected")
+        return asyncio.ensure_future(self._read_frame(self._reader))
+
+    def decode(self, request: Request, cid: int, body: bytes) -> Response:
+        """The answer to ``request`` (correlation id ``cid``) in ``body``;
+        TransportError, with the connection closed, when it is not."""
+        try:
+            decoded = decode_response(int(request.API), body)
+        except Exception as e:
+            self.close()
+            raise TransportError(f"undecodable {api_name(request.API)} response from {self.where}: {e!r}") from None
+        if decoded.header.correlation_id != cid:
+            self.close()
+            raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
+        return decoded.response
+
     async def _read_frame(self, reader: asyncio.StreamReader) -> bytes:
         prefix = await reader.readexactly(4)
         status, size = peek_frame(prefix + b"\0" * MIN_RESPONSE_BODY, MAX_FRAME_BYTES, MIN_RESPONSE_BODY)
@@ -109,6 +138,9 @@ class AsyncConsumer(MemberFrontEnd):
         self._conn = AsyncConnection(config.client_id, config.security)
         self._conn_to: Endpoint | None = None
         self._next_bootstrap = 0
+        # The held heartbeat (docs/design.md, "Held heartbeats"): its Send,
+        # correlation id, send time, and the task reading its answer.
+        self._held: tuple[Send, int, float, asyncio.Task[bytes]] | None = None
 
     async def poll(self, timeout: float) -> bool:
         """Does what is due for ``timeout`` seconds, as :meth:`groupcoord.Consumer.poll`."""
@@ -131,6 +163,12 @@ class AsyncConsumer(MemberFrontEnd):
             now = loop_clock()
             if now >= deadline:
                 break
+            if self._held is not None:
+                # Waits on the held heartbeat's answer: it comes the moment
+                # the controller has news for this member.
+                await self._await_held(min(deadline, self._held_limit()) - now)
+                await self._run(self.member.take_events())
+                continue
             wake = min(self.member.next_wake(now), deadline)
             await asyncio.sleep(max(wake - now, 0))
         self._raise_if_fatal()
@@ -178,6 +216,9 @@ class AsyncConsumer(MemberFrontEnd):
                 await asyncio.sleep(step)
                 step = min(step * 2, 1.0)
         self.member.left()
+        if self._held is not None:
+            self._held[3].cancel()
+            self._held = None
         self._conn.close()
 
     async def __aenter__(self) -> "AsyncConsumer":
@@ -199,6 +240,47 @@ class AsyncConsumer(MemberFrontEnd):
     def _drop_controller(self) -> None:
         self._conn.close()
         self._conn_to = None
+        self._held_failed("its connection was closed")
+
+    def _held_limit(self) -> float:
+        """When the held heartbeat's answer is overdue: its wait and one request's timeout."""
+        assert self._held is not None
+        send, _, sent_at, _ = self._held
+        return sent_at + send.held + self.member.request_timeout()
+
+    def _held_failed(self, detail: str) -> None:
+        if self._held is None:
+            return
+        send, _, _, task = self._held
+        self._held = None
+        task.cancel()
+        self.member.forget_controller()
+        self.member.on_failure(send, time.monotonic(), f"held Heartbeat: {detail}")
+
+    async def _await_held(self, timeout: float) -> None:
+        """Takes the held heartbeat's answer if it comes within ``timeout``."""
+        assert self._held is not None
+        send, cid, sent_at, task = self._held
+        done, _ = await asyncio.wait({task}, timeout=max(timeout, 0.0))
+        if not done:
+            if time.monotonic() >= self._held_limit():
+                self._drop_controller()  # overdue: the connection is done with
+            return
+        try:
+            response = self._conn.decode(send.request, cid, task.result())
+        except (OSError, asyncio.IncompleteReadError, TransportError):
+            self._drop_controller()
+            return
+        self._held = None
+        if response_error(response) == ErrorCode.NOT_CONTROLLER:
+            self._drop_controller()
+        self.member.on_response(send, response, sent_at, time.monotonic())
+
+    async def _connect_to(self, target: Endpoint) -> None:
+        if not self._conn.is_open or self._conn_to != target:
+            self._held_failed("the controller moved")
+            await self._conn.connect(target[0], target[1], self.config.request_timeout)
+            self._conn_to = target
 
     def _lost_controller(self) -> None:
         """Outside poll: a NOT_CONTROLLER or a failed call; ask ListGroups again."""
@@ -214,16 +296,42 @@ class AsyncConsumer(MemberFrontEnd):
         target = self.member.controller
         if target is None:
             raise TransportError(f"group {self.config.group} has no controller now")
-        if not self._conn.is_open or self._conn_to != target:
-            await self._conn.connect(target[0], target[1], self.config.request_timeout)
-            self._conn_to = target
-        return await self._conn.call(request, self.member.request_timeout(), version)
+        await self._connect_to(target)
+        if self._held is None:
+            return await self._conn.call(request, self.member.request_timeout(), version)
+        # A heartbeat is held at the controller: this request, once read
+        # there, makes it answer that heartbeat first; its answer is taken,
+        # then this request's.
+        cid = self._conn.send(request, version)
+        await self._await_held(self.member.request_timeout())
+        if self._held is not None or not self._conn.is_open:
+            self._drop_controller()
+            raise TransportError(f"{type(request).__name__} to {self._conn.where} failed behind a held heartbeat")
+        reading = self._conn.read_next()
+        done, _ = await asyncio.wait({reading}, timeout=self.member.request_timeout())
+        if not done:
+            reading.cancel()
+            self._drop_controller()
+            raise TransportError(f"no answer to {type(request).__name__} from {self._conn.where}")
+        try:
+            return self._conn.decode(request, cid, reading.result())
+        except (OSError, asyncio.IncompleteReadError) as e:
+            self._drop_controller()
+            raise TransportError(f"{type(request).__name__} to {self._conn.where} failed: {e!r}") from None
 
     async def _exchange(self, send: Send) -> None:
         sent_at = time.monotonic()
         try:
             if send.target is Target.BOOTSTRAP:
                 response = await self._list_on_bootstrap(send)
+            elif send.held > 0:
+                # Sent, not waited for: poll() and every call take its answer.
+                target = self.member.controller
+                if target is None:
+                    raise TransportError(f"group {self.config.group} has no controller now")
+                await self._connect_to(target)
+                self._held = (send, self._conn.send(send.request, send.version), sent_at, self._conn.read_next())
+                return
             else:
                 response = await self._call_controller(send.request, send.version)
         except GroupcoordError as e:

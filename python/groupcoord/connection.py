@@ -231,6 +231,16 @@ class Connection:
 
     def receive_frame(self, timeout: float) -> bytes:
         """One whole response frame's body; TransportError on timeout or close."""
+        body = self.poll_frame(timeout)
+        if body is None:
+            self.close()
+            raise TransportError(f"no whole response from {self.where} within {timeout:.3f} s")
+        return body
+
+    def poll_frame(self, timeout: float) -> bytes | None:
+        """One whole response frame's body if it comes within ``timeout``,
+        else None with the connection left open (what arrived of a frame is
+        kept); TransportError on close or a frame that cannot be trusted."""
         deadline = time.monotonic() + timeout
         while True:
             status, size = peek_frame(self._buf, self.max_frame_bytes, MIN_RESPONSE_BODY)
@@ -245,8 +255,7 @@ class Connection:
                 raise TransportError("not connected")
             left = deadline - time.monotonic()
             if left <= 0:
-                self.close()
-                raise TransportError(f"no whole response from {self.where} within {timeout:.3f} s")
+                return None
             try:
                 self._sock.settimeout(left)
                 chunk = self._sock.recv(65536)
@@ -262,8 +271,11 @@ class Connection:
 
     def call(self, request: Request, timeout: float, version: int = 0) -> Response:
         """Sends ``request`` at ``version`` and returns its decoded answer."""
-        cid = self.send(request, version)
-        body = self.receive_frame(timeout)
+        return self.decode(request, self.send(request, version), self.receive_frame(timeout))
+
+    def decode(self, request: Request, cid: int, body: bytes) -> Response:
+        """The answer to ``request`` (sent with correlation id ``cid``) in
+        ``body``; TransportError, with the connection closed, when it is not."""
         try:
             decoded = decode_response(int(request.API), body)
         except Exception as e:

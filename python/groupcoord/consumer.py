@@ -124,6 +124,9 @@ class Consumer(MemberFrontEnd):
         self._conn = Connection(config.client_id, config.security)
         self._conn_to: Endpoint | None = None
         self._next_bootstrap = 0
+        # The held heartbeat on the controller's connection (docs/design.md,
+        # "Held heartbeats"): its Send, correlation id and send time.
+        self._held: tuple[Send, int, float] | None = None
 
     def poll(self, timeout: float) -> bool:
         """Does what is due for ``timeout`` seconds: registers, heartbeats,
@@ -151,6 +154,12 @@ class Consumer(MemberFrontEnd):
             if now >= deadline:
                 break
             wake = min(self.member.next_wake(now), deadline)
+            if self._held is not None:
+                # Waits on the held heartbeat's answer instead of sleeping: it
+                # comes the moment the controller has news for this member.
+                self._await_held(min(deadline, self._held_limit()) - now)
+                self.callbacks.run(self.member.take_events())
+                continue
             if wake > now:
                 time.sleep(wake - now)
         self._raise_if_fatal()
@@ -200,6 +209,7 @@ class Consumer(MemberFrontEnd):
                 time.sleep(step)
                 step = min(step * 2, 1.0)
         self.member.left()
+        self._held = None
         self._conn.close()
 
     def __enter__(self) -> "Consumer":
@@ -213,6 +223,40 @@ class Consumer(MemberFrontEnd):
     def _drop_controller(self) -> None:
         self._conn.close()
         self._conn_to = None
+        self._held_failed("its connection was closed")
+
+    def _held_limit(self) -> float:
+        """When the held heartbeat's answer is overdue: its wait and one request's timeout."""
+        assert self._held is not None
+        send, _, sent_at = self._held
+        return sent_at + send.held + self.member.request_timeout()
+
+    def _held_failed(self, detail: str) -> None:
+        if self._held is None:
+            return
+        send, _, _ = self._held
+        self._held = None
+        self.member.forget_controller()
+        self.member.on_failure(send, self._clock(), f"held Heartbeat: {detail}")
+
+    def _await_held(self, timeout: float) -> None:
+        """Takes the held heartbeat's answer if it comes within ``timeout``."""
+        assert self._held is not None
+        send, cid, sent_at = self._held
+        try:
+            body = self._conn.poll_frame(max(timeout, 0.0))
+            if body is None:
+                if self._clock() >= self._held_limit():
+                    self._drop_controller()  # overdue: the connection is done with
+                return
+            response = self._conn.decode(send.request, cid, body)
+        except TransportError:
+            self._drop_controller()
+            return
+        self._held = None
+        if response_error(response) == ErrorCode.NOT_CONTROLLER:
+            self._drop_controller()
+        self.member.on_response(send, response, sent_at, self._clock())
 
     def _lost_controller(self) -> None:
         """Outside poll: a NOT_CONTROLLER or a failed call; ask ListGroups again."""
@@ -230,15 +274,30 @@ class Consumer(MemberFrontEnd):
         if target is None:
             raise TransportError(f"group {self.config.group} has no controller now")
         if not self._conn.is_open or self._conn_to != target:
+            self._held_failed("the controller moved")
             self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target
-        return self._conn.call(request, self.member.request_timeout(), version)
+        if self._held is None:
+            return self._conn.call(request, self.member.request_timeout(), version)
+        # A heartbeat is held at the controller: this request, once read
+        # there, makes it answer that heartbeat first; its answer is taken,
+        # then this request's.
+        cid = self._conn.send(request, version)
+        self._await_held(self.member.request_timeout())
+        if self._held is not None or not self._conn.is_open:
+            self._drop_controller()
+            raise TransportError(f"{type(request).__name__} to {self._conn.where} failed behind a held heartbeat")
+        return self._conn.decode(request, cid, self._conn.receive_frame(self.member.request_timeout()))
 
     def _exchange(self, send: Send) -> None:
         sent_at = self._clock()
         try:
             if send.target is Target.BOOTSTRAP:
                 response = self._list_on_bootstrap(send)
+            elif send.held > 0:
+                # Sent, not waited for: poll() and every call take its answer.
+                self._send_held(send, sent_at)
+                return
             else:
                 response = self._call_controller(send.request, send.version)
         except GroupcoordError as e:  # credentials refused
@@ -255,6 +314,16 @@ class Consumer(MemberFrontEnd):
         if response_error(response) == ErrorCode.NOT_CONTROLLER:
             self._drop_controller()
         self.member.on_response(send, response, sent_at, self._clock())
+
+    def _send_held(self, send: Send, sent_at: float) -> None:
+        target = self.member.controller
+        if target is None:
+            raise TransportError(f"group {self.config.group} has no controller now")
+        if not self._conn.is_open or self._conn_to != target:
+            self._held_failed("the controller moved")
+            self._conn.connect(target[0], target[1], self.config.request_timeout)
+            self._conn_to = target
+        self._held = (send, self._conn.send(send.request, send.version), sent_at)
 
     def _list_on_bootstrap(self, send: Send) -> Response:
         """ListGroups on a bootstrap server, the next one when one cannot be reached."""

@@ -51,6 +51,11 @@ class Send:
     request: Request
     #: The version to send it at (RegisterConsumer: the newest the controller speaks).
     version: int = 0
+    #: A heartbeat the controller may hold this many seconds (version 1,
+    #: docs/protocol.md §20): its answer comes the moment something changes
+    #: for the member, or when that time runs out. The driver does not block
+    #: on it: it waits for the answer alongside everything else.
+    held: float = 0.0
 
 
 @dataclass
@@ -108,6 +113,9 @@ class _State:
     # it does not speak it (then one older); a new controller is asked the
     # newest again.
     register_version: int = max_version(ApiKey.REGISTER_CONSUMER)
+    # Heartbeats of version 1 (held at the controller) until it answers that
+    # it does not speak it; a new controller is asked version 1 again.
+    heartbeat_version: int = max_version(ApiKey.HEARTBEAT)
     version_for: tuple[str, int] | None = None
     closed: bool = False
     left: bool = False
@@ -201,8 +209,12 @@ class Member:
                         s.register_version)
         elif now >= s.next_heartbeat and not self._events:
             # A heartbeat acknowledges releases: never before the application
-            # has been told of them (take_events).
-            send = Send(Target.CONTROLLER, HeartbeatRequest(self.config.group, s.member_id, s.generation))
+            # has been told of them (take_events). Held at the controller for
+            # up to one interval when it speaks version 1.
+            wait = s.heartbeat_interval if s.heartbeat_version >= 1 else 0.0
+            send = Send(Target.CONTROLLER,
+                        HeartbeatRequest(self.config.group, s.member_id, s.generation, int(wait * 1000)),
+                        s.heartbeat_version, wait)
         self._in_flight = send
         return send
 
@@ -226,6 +238,14 @@ class Member:
         """Reports the answer to ``send`` (sent at ``sent_at``)."""
         self._in_flight = None
         code = response_error(response)
+        if isinstance(send.request, HeartbeatRequest) and send.held > 0 and (
+                self._s.closed or self._s.need_register or send.request.generation != self._s.generation):
+            # A held heartbeat's answer read after the member moved on (it
+            # closed, fenced itself, or must register again): about a
+            # generation it no longer acts on.
+            if code == ErrorCode.NOT_CONTROLLER:
+                self._s.controller = None
+            return
         if isinstance(send.request, ListGroupsRequest):
             self._on_list(response, now)
             return
@@ -242,6 +262,13 @@ class Member:
             self._done()
         elif isinstance(send.request, HeartbeatRequest) and isinstance(response, HeartbeatResponse):
             self._on_heartbeat(response, sent_at, now)
+        elif (isinstance(send.request, HeartbeatRequest) and code == ErrorCode.UNSUPPORTED_VERSION
+              and self._s.heartbeat_version > 0):
+            # A controller of an older release: heartbeats of version 0, each
+            # answered at once, at the interval.
+            self._s.heartbeat_version = 0
+            self._s.next_heartbeat = now
+            self._done()
         elif code != ErrorCode.NONE:
             # An error-only answer: the server could not read the request.
             self._fail(code, f"{type(send.request).__name__} refused by {self._where()}")
@@ -370,6 +397,7 @@ class Member:
         s.controller = (info.controller.host or "127.0.0.1", info.controller.port)
         if s.version_for != s.controller:
             s.register_version = max_version(ApiKey.REGISTER_CONSUMER)
+            s.heartbeat_version = max_version(ApiKey.HEARTBEAT)
             s.version_for = s.controller
         self._done()
 
@@ -417,6 +445,9 @@ class Member:
         s = self._s
         if r.error == ErrorCode.NONE:
             s.last_success_sent = sent_at
+            # A held heartbeat answered when its wait ran out: the next goes
+            # at once; one answered sooner with nothing to do, one interval
+            # after this one's send.
             s.next_heartbeat = sent_at + s.heartbeat_interval
             self._done()
         elif r.error == ErrorCode.REBALANCE_NEEDED:

@@ -61,15 +61,41 @@ class MemberTest(unittest.TestCase):
         self.assertEqual((s.target, s.request), (Target.CONTROLLER, p.RegisterConsumerRequest("g", "", [])))
         self.assertEqual(self.m.take_events(), [Assigned([p.PartitionOffset("t", 0, 7), p.PartitionOffset("t", 1, 7)])])
         self.assertTrue(self.m.is_member())
-        # The heartbeat that acknowledges the generation goes at once ...
+        # The heartbeat that acknowledges the generation goes at once, as
+        # version 1 with a wait of one interval (docs/protocol.md §20) ...
         s = self.d.answer(p.HeartbeatResponse(1))
-        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1))
-        # ... and the next one a heartbeat interval after it.
+        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1, 1000))
+        self.assertEqual((s.version, s.held), (1, 1.0))
+        # ... and, answered at once with nothing to do, the next one a
+        # heartbeat interval after it.
         self.assertIsNone(self.m.next_send(self.d.now + 0.99))
         self.assertEqual(self.m.next_wake(self.d.now), self.d.now + 1.0)
         self.d.now += 1.0
-        s = self.d.answer(p.HeartbeatResponse(1))
-        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1))
+        s = self.d.answer(p.HeartbeatResponse(1), after=1.0)
+        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1, 1000))
+        # Held for its whole wait: the next goes at once.
+        s = self.d.due()
+        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1, 1000))
+
+    def test_a_held_heartbeat_falls_back_to_version_zero_and_a_stale_answer_is_not_acted_on(self) -> None:
+        self.d.join(TP0)
+        self.m.take_events()
+        s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        self.assertEqual(s.version, 1)
+        # Back to version 1 with the next controller ...
+        s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.NOT_CONTROLLER))
+        self.assertEqual((s.version, s.held, s.request.wait_ms), (0, 0.0, 0))
+        self.d.now += 1.0
+        self.d.answer(listed(controller=p.Broker(2, "127.0.0.1", 7401)))
+        s = self.m.next_send(self.d.now)
+        self.assertEqual((s.version, s.held), (1, 1.0))
+        # ... and an answer read after the member fenced itself does nothing.
+        self.d.now += 20.0
+        self.m.check_lease(self.d.now)
+        self.assertEqual(self.m.take_events(), [Lost([TP0])])
+        self.m.on_response(s, p.HeartbeatResponse(1), self.d.now - 20.0, self.d.now)
+        self.assertFalse(self.m.is_member())
+        self.assertEqual(self.m.next_send(self.d.now).request.__class__, p.RegisterConsumerRequest)
 
     def test_registers_at_version_two_and_steps_down_one_version_per_refusal(self) -> None:
         self.d.answer(listed())
@@ -156,7 +182,7 @@ class MemberTest(unittest.TestCase):
         self.assertIsNone(self.m.next_send(self.d.now))
         self.assertEqual(self.m.take_events(), [Revoked([TP1])])
         s = self.d.due()
-        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 2))
+        self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 2, 1000))
         self.assertEqual(self.m.assignment(), [TP0])
 
     def test_rebalance_needed_renews_the_lease(self) -> None:
