@@ -5,7 +5,7 @@
 #
 # SCENARIO: throughput, members, instructions, gate, members-100k, members-1conn,
 # scale, join-storm, big-group, big-partitions, assign, direct, failover, fleet, kafka,
-# peers, kip848 (default: all, in that order), placement (run by fleet too, after it).
+# peers, kip848, rebalance (default: all, in that order), placement (run by fleet too, after it).
 # throughput: heartbeats at depth 1 and 16, groupcoordd
 # against the IoLoop echo (groupcoordd's own TCP server with a handler that
 # does nothing) and the minimal echo, in interleaved rounds; members: 10,000
@@ -46,6 +46,12 @@
 # heartbeat intervals of 1 s and 5 s; then, at 1 s, an 11th joins 10 stable
 # ones 20 times (closing after each), timing each moved partition's unowned
 # span by the callbacks; a partition held twice fails it. About 6 minutes.
+# rebalance: groupcoord's own asyncio consumers (bench/rebalance.py, one
+# process), 100 in a group on a topic of 400 partitions, with held heartbeats
+# and without them, at heartbeat intervals of 1 s and 10 s: 5 joins (each
+# then leaving), the topic grown by a quarter, a rolling restart of 20: the
+# time each moved partition is unowned (p50 / p99 / max), and the server's
+# CPU and heartbeats per member per second over 30 s of steady.
 # peers: the same membership workload on groupcoordd, on the ZooKeeper
 # ensemble alone (a session, an ephemeral znode and a children watch per
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
@@ -100,7 +106,7 @@ for a in "$@"; do
     *) scenarios+=("$a") ;;
   esac
 done
-all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka peers kip848)
+all_scenarios=(throughput members instructions gate members-100k members-1conn scale join-storm big-group big-partitions assign direct failover fleet kafka peers kip848 rebalance)
 chosen="${scenarios[*]:-}"
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all_scenarios[@]}")
 # q FULL QUICK: the full run's value, or the quick run's.
@@ -543,6 +549,29 @@ for s in "${scenarios[@]}"; do
         stop_server "$server_pid"
       done
       ;;
+    rebalance)
+      # Planned rebalances by groupcoord's asyncio consumers (bench/rebalance.py,
+      # one process): the time each moved partition is unowned, with held
+      # heartbeats (the default) and without (heartbeat.max.wait.ms=0, every
+      # heartbeat answered at once as before Heartbeat version 1), at 1 s and
+      # 10 s intervals; then the server's CPU per member in a steady window.
+      rebalance_failed=
+      for hb in 1000 10000; do
+        for held in held not-held; do
+          [ "$held" = held ] || server_args=(--heartbeat-max-wait-ms=0)
+          start_server 1
+          server_args=()
+          log "scenario: rebalance, $held, heartbeat interval $hb ms"
+          "${gen_cpu[@]}" timeout --kill-after=10 1800 python3 "$root/bench/rebalance.py" \
+            --bootstrap="127.0.0.1:$server_port" --zookeeper="$zk" --groupctl="$build_dir/client/groupctl" \
+            --interval-ms="$hb" --members="$(q 100 20)" --joins="$(q 5 2)" --restarts="$(q 20 4)" \
+            --steady-s="$(q 30 10)" --server-pid="$server_pid" --metrics-url="http://127.0.0.1:$server_http/metrics" \
+            --label="$held" | tee -a "$table" ||
+            { rebalance_failed=1; log "rebalance, $held, $hb ms FAILED (server log $work/server1.log)"; }
+          stop_server "$server_pid"
+        done
+      done
+      ;;
     peers)
       peers_results=${PEERS_RESULTS:-$work/peers-results.txt}
       peers_sizes=(${PEERS_SIZES:-$(q "1000 10000" "100 300")})
@@ -596,3 +625,4 @@ cat "$work/final.md"
 [ -z "${BENCH_OUT:-}" ] || cp "$work/final.md" "$BENCH_OUT"
 log "logs in $work"
 [ -z "${kip848_failed:-}" ] || { log "kip848 FAILED (its rows say how)"; exit 1; }
+[ -z "${rebalance_failed:-}" ] || { log "rebalance FAILED (see above)"; exit 1; }
