@@ -26,9 +26,11 @@ of each other):
            one joins in its place, the next once the group is in step.
 
 Then a steady window (--steady-s) with every member in step: the server's CPU
-(utime + stime of --server-pid from /proc) per member per second, and the
-heartbeats it answered (groupcoord_requests_total{api="Heartbeat"} from
---metrics-url) per member per second.
+(utime + stime of --server-pid from /proc) per member per second, less the
+same server's CPU over as long a window after every member has left (its
+ticker and ZooKeeper session: the control), and the heartbeats it answered
+(groupcoord_requests_total{api="Heartbeat"} from --metrics-url) per member
+per second.
 
 Throughout: no partition is ever held by two members at once (an assign of a
 partition whose previous owner has not revoked it); a violation fails the run
@@ -224,21 +226,32 @@ async def main_async(a: argparse.Namespace) -> int:
         log(f"{label}: {phase}: unowned {quantiles(values)}")
         print(f"{ROW} | {a.label} | {a.members} | {a.interval_ms} | {phase} | {quantiles(values)}")
 
-    # steady: the server's CPU and heartbeats per member per second
+    # steady: the server's CPU and heartbeats per member per second, less
+    # what the same server spends with no member at all over as long (its
+    # ticker, its ZooKeeper session), measured after the members leave.
+    steady = None
     if a.server_pid and a.steady_s > 0:
         cpu0, hb0, t0 = server_cpu_s(a.server_pid), heartbeats_answered(a.metrics_url), time.monotonic()
         await asyncio.sleep(a.steady_s)
         cpu1, hb1, t1 = server_cpu_s(a.server_pid), heartbeats_answered(a.metrics_url), time.monotonic()
-        n = len(fleet.members)
-        per_member_us = (cpu1 - cpu0) / (t1 - t0) / n * 1e6
-        beats = (hb1 - hb0) / (t1 - t0) / n
-        log(f"{label}: steady {t1 - t0:.0f} s: server CPU {per_member_us:.1f} us per member per second, "
-            f"{beats:.3f} heartbeats per member per second")
-        print(f"{ROW} | {a.label} | {n} | {a.interval_ms} | steady | server CPU {per_member_us:.1f} us per member "
-              f"per s, {beats:.3f} heartbeats per member per s")
+        steady = ((cpu1 - cpu0) / (t1 - t0), (hb1 - hb0) / (t1 - t0), len(fleet.members))
 
     for name in list(fleet.members):
         await fleet.remove(name)
+
+    if steady is not None:
+        await asyncio.sleep(2.0)  # the leaves written and the group settled
+        cpu0, t0 = server_cpu_s(a.server_pid), time.monotonic()
+        await asyncio.sleep(a.steady_s)
+        idle = (server_cpu_s(a.server_pid) - cpu0) / (time.monotonic() - t0)
+        busy, beats, n = steady
+        per_member_us = (busy - idle) / n * 1e6
+        log(f"{label}: steady {a.steady_s:.0f} s: server CPU {busy * 1e3:.2f} ms/s with the members, "
+            f"{idle * 1e3:.2f} ms/s without: {per_member_us:.1f} us per member per second; "
+            f"{beats / n:.3f} heartbeats per member per second")
+        print(f"{ROW} | {a.label} | {n} | {a.interval_ms} | steady | server CPU {per_member_us:.1f} us per member "
+              f"per s ({busy * 1e3:.2f} ms/s less {idle * 1e3:.2f} ms/s idle), {beats / n:.3f} heartbeats per "
+              f"member per s")
     if fleet.violations:
         for v in fleet.violations[:20]:
             log(f"OWNERSHIP VIOLATION: {v}")

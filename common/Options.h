@@ -163,6 +163,12 @@ inline constexpr Option kOptions[] = {
                     "How often members of a group under Kafka's consumer protocol heartbeat, in milliseconds, told "
                     "to them in every answer; at most half of kafka.group.consumer.session.timeout.ms. A member "
                     "learns of a new assignment at its next heartbeat, so this bounds how quickly partitions move."),
+    detail::integer(detail::kKafka, "kafka.group.consumer.waiting.heartbeat.interval.ms", "MS", 100, 10, 900'000,
+                    "The heartbeat interval told to a member of a group under Kafka's consumer protocol while it "
+                    "waits for partitions of its target that other members still hold (at most "
+                    "kafka.group.consumer.heartbeat.interval.ms), in milliseconds: it asks again this soon, so a "
+                    "partition is given to it soon after its holder lets it go. Back to the group's interval once "
+                    "it holds its target."),
 
     // HTTP.
     detail::text(detail::kHttp, "http.address", "ADDRESS", "",

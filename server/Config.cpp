@@ -80,6 +80,7 @@ std::vector<OptionSpec> bindings() {
       bindNumber("kafka.group.max.session.timeout.ms", &C::kafkaMaxSessionTimeoutMs),
       bindNumber("kafka.group.consumer.session.timeout.ms", &C::kafkaConsumerSessionTimeoutMs),
       bindNumber("kafka.group.consumer.heartbeat.interval.ms", &C::kafkaConsumerHeartbeatIntervalMs),
+      bindNumber("kafka.group.consumer.waiting.heartbeat.interval.ms", &C::kafkaConsumerWaitingHeartbeatIntervalMs),
       bindText("http.address", &C::httpAddress),
       bindNumber("http.port", &C::httpPort),
       bindText("http.port.file", &C::httpPortFile),

@@ -48,6 +48,8 @@ struct ServerConfig {
   int64_t kafkaMaxSessionTimeoutMs = options::defaultInt("kafka.group.max.session.timeout.ms");
   int64_t kafkaConsumerSessionTimeoutMs = options::defaultInt("kafka.group.consumer.session.timeout.ms");
   int64_t kafkaConsumerHeartbeatIntervalMs = options::defaultInt("kafka.group.consumer.heartbeat.interval.ms");
+  int64_t kafkaConsumerWaitingHeartbeatIntervalMs =
+      options::defaultInt("kafka.group.consumer.waiting.heartbeat.interval.ms");
 
   // Metrics and health over HTTP (server/HttpServer.h).
   std::string httpAddress{options::defaultText("http.address")};

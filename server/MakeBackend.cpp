@@ -258,6 +258,8 @@ std::unique_ptr<Backend> makeBackend(const ServerConfig& config) {
   s.coordinator.kafkaRules.initialRebalanceDelay = adapter::Millis(config.kafkaInitialRebalanceDelayMs);
   s.coordinator.kafkaConsumerRules.sessionTimeout = adapter::Millis(config.kafkaConsumerSessionTimeoutMs);
   s.coordinator.kafkaConsumerRules.heartbeatInterval = adapter::Millis(config.kafkaConsumerHeartbeatIntervalMs);
+  s.coordinator.kafkaConsumerRules.waitingHeartbeatInterval =
+      adapter::Millis(config.kafkaConsumerWaitingHeartbeatIntervalMs);
   s.coordinator.maxSessionTimeoutMs = config.maxSessionTimeoutMs;
   s.coordinator.joinWindow = std::chrono::milliseconds(config.joinWindowMs);
   s.coordinator.joinWindowMax = std::chrono::milliseconds(config.joinWindowMaxMs);

@@ -346,7 +346,22 @@ Response ConsumerGroup::answer(ConsumerMember& m, const TopicTable& topics, bool
   Response out;
   out.memberId = m.memberId;
   out.memberEpoch = m.epoch;
-  out.heartbeatIntervalMs = static_cast<int32_t>(rules_.heartbeatInterval.count());
+  // A member waiting for partitions others still hold heartbeats sooner,
+  // until it has them (docs/kafka.md, "The consumer protocol").
+  bool waiting = false;
+  for (const auto& [t, ps] : m.target) {
+    auto held = m.assigned.find(t);
+    for (int32_t p : ps) {
+      if (held == m.assigned.end() || !held->second.count(p)) {
+        waiting = true;
+        break;
+      }
+    }
+    if (waiting) break;
+  }
+  const auto interval =
+      waiting ? std::min(rules_.waitingHeartbeatInterval, rules_.heartbeatInterval) : rules_.heartbeatInterval;
+  out.heartbeatIntervalMs = static_cast<int32_t>(interval.count());
   TopicSets told = minus(m.assigned, m.revoking);
   if (full || !m.told || *m.told != told) {
     Response::Assignment as;

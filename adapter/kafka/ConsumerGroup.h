@@ -53,6 +53,11 @@ struct ConsumerRules {
   std::chrono::milliseconds heartbeatInterval{5000};
   // Most members a group may have (GROUP_MAX_SIZE_REACHED past it).
   size_t maxSize = 10000;
+  // The interval told to a member waiting for partitions of its target
+  // that others still hold (kafka.group.consumer.waiting.heartbeat.interval.ms;
+  // at most heartbeatInterval): it asks again soon, so a partition is given
+  // to it soon after its holder lets it go. Only while it waits.
+  std::chrono::milliseconds waitingHeartbeatInterval{100};
 };
 
 // A subscribed topic as the controller read it.

@@ -133,6 +133,21 @@ TEST_F(ConsumerGroupTest, ThreeMembersFormAndSplitTheTopic) {
   EXPECT_FALSE(r.assignment.has_value()) << "a steady answer carries no assignment";
 }
 
+// A member waiting for partitions others still hold is told the short
+// waiting interval, so it asks again soon after they are let go; once it
+// holds its target, the group's interval again.
+TEST_F(ConsumerGroupTest, AMemberWaitingForPartitionsHeartbeatsSoonerUntilItHoldsThem) {
+  for (const char* id : {"a", "b", "c"}) join(id);
+  settle({"a", "b", "c"});
+  const auto d = join("d");
+  ASSERT_EQ(d.error, E::NONE);
+  EXPECT_EQ(d.heartbeatIntervalMs, 100) << "d waits for partitions a, b and c still hold";
+  EXPECT_EQ(beat("a").heartbeatIntervalMs, 1000) << "a gives one up: nothing to wait for";
+  settle({"a", "b", "c", "d"});
+  EXPECT_EQ(owned["d"].size(), 3u);
+  EXPECT_EQ(beat("d").heartbeatIntervalMs, 1000) << "d holds its target";
+}
+
 TEST_F(ConsumerGroupTest, AFourthMemberTakesOnlyWhatMustMoveAndOnlyOnceItIsGivenUp) {
   for (const char* id : {"a", "b", "c"}) join(id);
   settle({"a", "b", "c"});
