@@ -9,7 +9,7 @@ import inspect
 import time
 from typing import Any, Sequence
 
-from .connection import Authenticator, Security, TransportError
+from .connection import Authenticator, Security, TransportError, decode_answer
 from .consumer import Callbacks, ConsumerConfig, Endpoint, MemberFrontEnd
 from .errors import ErrorCode, GroupcoordError, is_retriable
 from .member import Event, Member, Send, Target
@@ -111,14 +111,10 @@ class AsyncConnection:
         """The answer to ``request`` (correlation id ``cid``) in ``body``;
         TransportError, with the connection closed, when it is not."""
         try:
-            decoded = decode_response(int(request.API), body)
-        except Exception as e:
+            return decode_answer(request, cid, body, self.where)
+        except TransportError:
             self.close()
-            raise TransportError(f"undecodable {api_name(request.API)} response from {self.where}: {e!r}") from None
-        if decoded.header.correlation_id != cid:
-            self.close()
-            raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
-        return decoded.response
+            raise
 
     async def _read_frame(self, reader: asyncio.StreamReader) -> bytes:
         prefix = await reader.readexactly(4)

@@ -277,12 +277,20 @@ class Connection:
         """The answer to ``request`` (sent with correlation id ``cid``) in
         ``body``; TransportError, with the connection closed, when it is not."""
         try:
-            decoded = decode_response(int(request.API), body)
-        except Exception as e:
+            return decode_answer(request, cid, body, self.where)
+        except TransportError:
             self.close()
-            raise TransportError(f"undecodable {api_name(request.API)} response from {self.where}: {e}") from None
-        if decoded.header.correlation_id != cid:
-            self.close()
-            raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
-        return decoded.response
+            raise
+
+
+def decode_answer(request: Request, cid: int, body: bytes, where: str) -> Response:
+    """The answer to ``request`` (correlation id ``cid``) in a response
+    frame's ``body`` from ``where``; TransportError when it is not one."""
+    try:
+        decoded = decode_response(int(request.API), body)
+    except Exception as e:
+        raise TransportError(f"undecodable {api_name(request.API)} response from {where}: {e!r}") from None
+    if decoded.header.correlation_id != cid:
+        raise TransportError(f"response correlation id {decoded.header.correlation_id}, expected {cid}")
+    return decoded.response
 

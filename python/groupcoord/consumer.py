@@ -270,13 +270,7 @@ class Consumer(MemberFrontEnd):
             sent_at = self._clock()
             self.member.on_response(send, self._list_on_bootstrap(send), sent_at, self._clock())
             self._raise_if_fatal()
-        target = self.member.controller
-        if target is None:
-            raise TransportError(f"group {self.config.group} has no controller now")
-        if not self._conn.is_open or self._conn_to != target:
-            self._held_failed("the controller moved")
-            self._conn.connect(target[0], target[1], self.config.request_timeout)
-            self._conn_to = target
+        self._connect_to_controller()
         if self._held is None:
             return self._conn.call(request, self.member.request_timeout(), version)
         # A heartbeat is held at the controller: this request, once read
@@ -315,7 +309,9 @@ class Consumer(MemberFrontEnd):
             self._drop_controller()
         self.member.on_response(send, response, sent_at, self._clock())
 
-    def _send_held(self, send: Send, sent_at: float) -> None:
+    def _connect_to_controller(self) -> None:
+        """The connection to the controller ListGroups named last, opened
+        when it is not (a heartbeat held on an earlier one is given up)."""
         target = self.member.controller
         if target is None:
             raise TransportError(f"group {self.config.group} has no controller now")
@@ -323,6 +319,9 @@ class Consumer(MemberFrontEnd):
             self._held_failed("the controller moved")
             self._conn.connect(target[0], target[1], self.config.request_timeout)
             self._conn_to = target
+
+    def _send_held(self, send: Send, sent_at: float) -> None:
+        self._connect_to_controller()
         self._held = (send, self._conn.send(send.request, send.version), sent_at)
 
     def _list_on_bootstrap(self, send: Send) -> Response:
