@@ -342,14 +342,14 @@ void Coordinator::handleFrom(const protocol::Caller& caller, const protocol::Req
   // name away from ZooKeeper whoever calls. A heartbeat never reaches
   // ZooKeeper (its names are only looked up in memory), so the hot path
   // skips the second check.
+  // A heartbeat held from this connection is answered first, whatever this
+  // request gets: its answer comes before this one's on the connection.
+  if (caller.connection != 0) releaseHeldOn(caller.connection);
   const bool heartbeat = std::holds_alternative<protocol::HeartbeatRequest>(request);
   if (ErrorCode e = heartbeat ? ErrorCode::NONE : protocol::validateNames(request); e != ErrorCode::NONE) {
     return done(protocol::errorResponse(request, e));
   }
   if (stopped_) return done(protocol::errorResponse(request, ErrorCode::CONTROLLER_NOT_AVAILABLE));
-  // A heartbeat held from this connection is answered first: its answer
-  // comes before this one's on the connection.
-  if (caller.connection != 0) releaseHeldOn(caller.connection);
   // A re-registration is answered from memory and extends a member's hold
   // on its partitions, as a heartbeat does (answerHeartbeat): only while the
   // lease holds and no stall is suspected.
@@ -427,7 +427,7 @@ bool Coordinator::heartbeatNow(const protocol::Caller& caller, protocol::Connect
   GroupTable::Cached& kept = static_cast<HeartbeatSlot&>(*slot).group;
   // A heartbeat that may be held takes the general path (route), which has
   // a callback to answer it with later.
-  if (r.waitMs > 0 && config_.heartbeatMaxWait.count() > 0) return false;
+  if (r.waitMs > 0 && config_.heartbeatMaxWait.count() > 0 && !holdNothing_) return false;
   out = answerHeartbeat(caller, r, now, kept);
   if (motion != nullptr) {
     // A sampled heartbeat: the group is the one just looked up (the cache hits).
@@ -450,7 +450,7 @@ void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, 
   const protocol::HeartbeatView view{h.version, h.correlationId, r.group, r.consumerId, r.generation, r.waitMs};
   const TimePoint now = time_.now();
   const Millis wait = std::min(Millis(std::max(r.waitMs, 0)), config_.heartbeatMaxWait);
-  if (wait.count() > 0 && caller.connection != 0 && answersFromMemory(now)) {
+  if (wait.count() > 0 && caller.connection != 0 && !holdNothing_ && answersFromMemory(now)) {
     if (auto g = groups_.find(r.group)) {
       // Held (docs/design.md, "Held heartbeats"): its connection is noted,
       // so that another request on it answers this one first.
@@ -472,6 +472,11 @@ void Coordinator::route(const Caller& caller, const protocol::RequestHeader& h, 
     }
   }
   done(answerHeartbeat(caller, view, now, kept));
+}
+
+void Coordinator::releaseAllHeld() {
+  holdNothing_ = true;
+  groups_.forEach([](GroupController& g) { g.releaseAllHeld(); });
 }
 
 void Coordinator::releaseHeldOn(uint64_t connection) {

@@ -259,6 +259,13 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // Another request came on `connection`: a heartbeat held from it is
   // answered first (GroupController::releaseHeld).
   void releaseHeldOn(uint64_t connection) EXCLUDES(heldMu_);
+
+ public:
+  // Shutting down: every held heartbeat answered now, and none held from
+  // now on (the server's drain does not wait out their holds).
+  void releaseAllHeld();
+
+ private:
   // A heartbeat's answer, whichever way it came (route, heartbeatNow); the
   // lease rule is here and nowhere else.
   protocol::HeartbeatResponse answerHeartbeat(const protocol::Caller& caller, const protocol::HeartbeatView& r,
@@ -296,6 +303,7 @@ class Coordinator final : public protocol::Handler, private zk::SessionListener 
   // later one on the same connection is not forgotten by an earlier one's
   // answer (docs/design.md, "Held heartbeats").
   mutable Mutex heldMu_;
+  std::atomic<bool> holdNothing_{false};
   std::map<uint64_t, std::pair<std::string, uint64_t>> heldOn_ GUARDED_BY(heldMu_);
   uint64_t nextHeldTicket_ GUARDED_BY(heldMu_) = 1;
 

@@ -135,6 +135,12 @@ void GroupController::releaseHeld(uint64_t connection) {
   }
 }
 
+void GroupController::releaseAllHeld() {
+  LockedOutbox lk(mu_, &quietUntil_);
+  const TimePoint now = ctx_.time.now();
+  while (!held_.empty()) answerHeld(held_.begin(), now, lk.out);
+}
+
 size_t GroupController::heldCount() const {
   MutexLock lock(mu_);
   return held_.size();
@@ -170,7 +176,9 @@ void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& ou
 void GroupController::wakeHeld(TimePoint now, Outbox& out) {
   std::vector<std::string> freed = model_.takeFreedFor();
   if (held_.empty()) return;
-  const bool served = isServing(phase_.get()) && !phase_.handingOver();
+  // While handed over they stay held (the drop answers them); otherwise a
+  // group not served answers them now.
+  const bool served = isServing(phase_.get()) || phase_.handingOver();
   const bool settled = model_.settled();
   if (!served || model_.generation() != heldGeneration_ || (model_.clientMode() && settled != heldSettled_)) {
     // Every answer may have changed: each is looked at again. Those still
@@ -372,8 +380,14 @@ void GroupController::drop(ErrorCode answer, const char* why) {
   spdlog::info("group {}: no longer controlled here ({}); {} members dropped", name_, why, model_.members().size());
   model_.clearMembers();
   phase_.to(GroupPhase::Dropped);
-  // Held heartbeats go now: their members look for the next controller.
-  wakeHeld(ctx_.time.now(), lk.out);
+  // Held heartbeats go now, with the answer a heartbeat arriving now gets
+  // from the coordinator (NOT_CONTROLLER, UNKNOWN_GROUP): their members
+  // look for the next controller at once.
+  for (auto& [id, h] : held_) {
+    lk.out.push([done = std::move(h.done), answer] { done(protocol::HeartbeatResponse{-1, answer}); });
+  }
+  held_.clear();
+  heldUntil_.clear();
 }
 
 bool GroupController::handOver(int32_t self, int32_t to, HandoverDone done) {
@@ -383,7 +397,8 @@ bool GroupController::handOver(int32_t self, int32_t to, HandoverDone done) {
   spdlog::info("group {}: handing it over to server {}: new writes wait for the next controller", name_, to);
   maybeHandOver(now, lk.out);
   noteState();
-  wakeHeld(now, lk.out);
+  // Held heartbeats stay held: the drop that ends the handover answers them
+  // NOT_CONTROLLER, so their members go to the next controller at once.
   return true;
 }
 

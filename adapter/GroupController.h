@@ -119,6 +119,8 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   // answered now, so that the answers behind it on that connection do not
   // wait (the server answers a connection's requests in order).
   void releaseHeld(uint64_t connection) EXCLUDES(mu_);
+  // Every held heartbeat answered now (the server is shutting down).
+  void releaseAllHeld() EXCLUDES(mu_);
   size_t heldCount() const EXCLUDES(mu_);
   // Served here, not being handed over, and in step (GroupModel::inStep):
   // the server's heartbeat figures by group motion.

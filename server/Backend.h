@@ -50,6 +50,11 @@ class Backend {
   // wait, and start() returns false with *error saying so.
   virtual bool start(const AdvertisedEndpoint& self, const std::function<bool()>& stopRequested,
                      std::string* error) = 0;
+  // Before the TCP server drains at shutdown: answers the requests the
+  // backend holds by design (heartbeats held until something changes,
+  // docs/design.md "Held heartbeats") and holds nothing more, so that the
+  // drain does not wait out their holds.
+  virtual void releaseHeld() {}
   // After the TCP server stopped and no request is in flight any more:
   // release what lives outside the process (the adapter closes its
   // ZooKeeper session here, so its ephemeral znodes go at once). Bounded.

@@ -214,6 +214,7 @@ class AdapterBackend final : public Backend {
   }
 
   void shutdown() override { service_.stop(); }
+  void releaseHeld() override { coordinator_.releaseAllHeld(); }
 
   std::string notReadyReason() const override {
     if (!coordinator_.zkConnected()) return "not connected to ZooKeeper";

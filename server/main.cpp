@@ -434,6 +434,7 @@ class GroupcoorddApp : public Poco::Util::ServerApplication {
     stopping = true;  // /health/ready answers 503 from now on
     const auto stopStarted = std::chrono::steady_clock::now();
     if (kafkaServer) kafkaServer->stop();
+    backend->releaseHeld();
     server.stop();
     if (tcpOptions.auth) tcpOptions.auth->stop();
     const auto connectionsClosed = std::chrono::steady_clock::now();

@@ -137,6 +137,10 @@ class AsyncConsumer(MemberFrontEnd):
         # The held heartbeat (docs/design.md, "Held heartbeats"): its Send,
         # correlation id, send time, and the task reading its answer.
         self._held: tuple[Send, int, float, asyncio.Task[bytes]] | None = None
+        # One exchange at a time on the connection (a poll() and a commit()
+        # may run in two tasks): the held heartbeat's read is the only one
+        # outstanding outside it.
+        self._io = asyncio.Lock()
 
     async def poll(self, timeout: float) -> bool:
         """Does what is due for ``timeout`` seconds, as :meth:`groupcoord.Consumer.poll`."""
@@ -162,7 +166,9 @@ class AsyncConsumer(MemberFrontEnd):
             if self._held is not None:
                 # Waits on the held heartbeat's answer: it comes the moment
                 # the controller has news for this member.
-                await self._await_held(min(deadline, self._held_limit()) - now)
+                # It also wakes at the lease's end: next_send() fences the
+                # member then, whether or not the answer has come.
+                await self._await_held(min(deadline, self._held_limit(), self.member.next_wake(now)) - now)
                 await self._run(self.member.take_events())
                 continue
             wake = min(self.member.next_wake(now), deadline)
@@ -254,17 +260,21 @@ class AsyncConsumer(MemberFrontEnd):
         self.member.on_failure(send, time.monotonic(), f"held Heartbeat: {detail}")
 
     async def _await_held(self, timeout: float) -> None:
-        """Takes the held heartbeat's answer if it comes within ``timeout``."""
-        assert self._held is not None
-        send, cid, sent_at, task = self._held
+        """Takes the held heartbeat's answer if it comes within ``timeout``
+        (another task may take it meanwhile: then nothing is done here)."""
+        held = self._held
+        assert held is not None
+        send, cid, sent_at, task = held
         done, _ = await asyncio.wait({task}, timeout=max(timeout, 0.0))
+        if self._held is not held:
+            return  # taken (or given up) by another task while this one waited
         if not done:
             if time.monotonic() >= self._held_limit():
                 self._drop_controller()  # overdue: the connection is done with
             return
         try:
             response = self._conn.decode(send.request, cid, task.result())
-        except (OSError, asyncio.IncompleteReadError, TransportError):
+        except (Exception, asyncio.CancelledError):  # a read that failed or was cut: the connection is done with
             self._drop_controller()
             return
         self._held = None
@@ -292,6 +302,10 @@ class AsyncConsumer(MemberFrontEnd):
         target = self.member.controller
         if target is None:
             raise TransportError(f"group {self.config.group} has no controller now")
+        async with self._io:
+            return await self._exchange_on_controller(target, request, version)
+
+    async def _exchange_on_controller(self, target: Endpoint, request: Request, version: int) -> Response:
         await self._connect_to(target)
         if self._held is None:
             return await self._conn.call(request, self.member.request_timeout(), version)
@@ -304,16 +318,21 @@ class AsyncConsumer(MemberFrontEnd):
             self._drop_controller()
             raise TransportError(f"{type(request).__name__} to {self._conn.where} failed behind a held heartbeat")
         reading = self._conn.read_next()
-        done, _ = await asyncio.wait({reading}, timeout=self.member.request_timeout())
-        if not done:
-            reading.cancel()
-            self._drop_controller()
-            raise TransportError(f"no answer to {type(request).__name__} from {self._conn.where}")
         try:
-            return self._conn.decode(request, cid, reading.result())
-        except (OSError, asyncio.IncompleteReadError) as e:
-            self._drop_controller()
-            raise TransportError(f"{type(request).__name__} to {self._conn.where} failed: {e!r}") from None
+            done, _ = await asyncio.wait({reading}, timeout=self.member.request_timeout())
+            if not done:
+                self._drop_controller()
+                raise TransportError(f"no answer to {type(request).__name__} from {self._conn.where}")
+            try:
+                return self._conn.decode(request, cid, reading.result())
+            except TransportError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a failed read: the connection is done with
+                self._drop_controller()
+                raise TransportError(f"{type(request).__name__} to {self._conn.where} failed: {e!r}") from None
+        finally:
+            if not reading.done():
+                reading.cancel()
 
     async def _exchange(self, send: Send) -> None:
         sent_at = time.monotonic()
@@ -325,8 +344,9 @@ class AsyncConsumer(MemberFrontEnd):
                 target = self.member.controller
                 if target is None:
                     raise TransportError(f"group {self.config.group} has no controller now")
-                await self._connect_to(target)
-                self._held = (send, self._conn.send(send.request, send.version), sent_at, self._conn.read_next())
+                async with self._io:
+                    await self._connect_to(target)
+                    self._held = (send, self._conn.send(send.request, send.version), sent_at, self._conn.read_next())
                 return
             else:
                 response = await self._call_controller(send.request, send.version)

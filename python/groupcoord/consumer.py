@@ -157,7 +157,9 @@ class Consumer(MemberFrontEnd):
             if self._held is not None:
                 # Waits on the held heartbeat's answer instead of sleeping: it
                 # comes the moment the controller has news for this member.
-                self._await_held(min(deadline, self._held_limit()) - now)
+                # It also wakes at the lease's end: next_send() fences the
+                # member then, whether or not the answer has come.
+                self._await_held(min(deadline, self._held_limit(), self.member.next_wake(now)) - now)
                 self.callbacks.run(self.member.take_events())
                 continue
             if wake > now:

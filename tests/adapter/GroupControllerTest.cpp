@@ -374,14 +374,21 @@ TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreed
   EXPECT_EQ(moved.error, ErrorCode::REBALANCE_NEEDED);
   EXPECT_EQ(moved.generation, 3);
 
-  // The group dropped: a held heartbeat goes with it, so its member looks
-  // for the next controller.
+  // Shutting down: every held heartbeat answered at once.
   EXPECT_EQ(join("b").generation, 3);
+  hb = held("b", 3, onB, Millis(900));
+  ASSERT_FALSE(hb->ready());
+  drive([&] { controller_->releaseAllHeld(); });
+  ASSERT_TRUE(hb->ready());
+  EXPECT_EQ(errorOf(hb), ErrorCode::NONE);
+  // The group dropped: a held heartbeat goes with it, with the answer a
+  // heartbeat arriving then gets, so its member looks for the next
+  // controller at once.
   hb = held("b", 3, onB, Millis(900));
   ASSERT_FALSE(hb->ready());
   drive([&] { controller_->drop(ErrorCode::NOT_CONTROLLER, "test"); });
   ASSERT_TRUE(hb->ready());
-  EXPECT_EQ(errorOf(hb), ErrorCode::CONTROLLER_NOT_AVAILABLE);
+  EXPECT_EQ(errorOf(hb), ErrorCode::NOT_CONTROLLER);
 }
 
 // A held heartbeat keeps the member alive from its arrival only: answered
