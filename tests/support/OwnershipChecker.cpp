@@ -319,13 +319,19 @@ void SimMember::commitSome() {
   }
 }
 
-void SimMember::heartbeatOnce() {
-  if (!connectToController()) return;
+bool SimMember::heartbeatOnce() {
+  if (!connectToController()) return false;
   auto sent = CheckerClock::now();
-  auto r = conn_.call(protocol::HeartbeatRequest{options_.group, id_, generation_}, options_.callTimeout);
+  // A held heartbeat (odd members): answered when something changes for
+  // this member or after loopInterval, which paces the loop instead of its
+  // sleep; its call may take that long more than an unheld one.
+  const bool held = options_.heldOnOddMembers && index_ % 2 == 1;
+  protocol::HeartbeatRequest request{options_.group, id_, generation_};
+  if (held) request.waitMs = static_cast<int32_t>(options_.loopInterval.count());
+  auto r = conn_.call(request, options_.callTimeout + (held ? options_.loopInterval : 0ms), held ? 1 : 0);
   if (!r.ok) {
     noAnswer("Heartbeat");
-    return;
+    return false;
   }
   auto& resp = std::get<protocol::HeartbeatResponse>(r.response);
   if (resp.error != ErrorCode::NONE) record_.sawError("Heartbeat " + std::string(protocol::errorName(resp.error)));
@@ -359,6 +365,8 @@ void SimMember::heartbeatOnce() {
     default:
       break;
   }
+  // Held to its end (or answered with news): the next goes at once.
+  return held && CheckerClock::now() - sent >= options_.loopInterval / 2;
 }
 
 void SimMember::run() {
@@ -381,10 +389,11 @@ void SimMember::run() {
       continue;
     }
     fenceIfOverdue();
+    bool paced = false;
     if (generation_ < 0 || needRegister_) {
       registerNow();
     } else {
-      heartbeatOnce();
+      paced = heartbeatOnce();
       fenceIfOverdue();
       if (action(rng_) < options_.commitPermille) commitSome();
     }
@@ -408,7 +417,7 @@ void SimMember::run() {
         std::this_thread::sleep_for(std::chrono::milliseconds(300 + action(rng_) * 3));
       }
     }
-    std::this_thread::sleep_for(options_.loopInterval);
+    if (!paced) std::this_thread::sleep_for(options_.loopInterval);
   }
   // Stopping: what it holds is released when the test ends.
   releaseAll(CheckerClock::now());

@@ -137,6 +137,11 @@ struct SimMemberOptions {
   int64_t sessionTimeoutMs = 2000;
   std::chrono::milliseconds callTimeout{3000};
   std::chrono::milliseconds loopInterval{200};
+  // Members whose index is odd heartbeat with Heartbeat version 1 (held at
+  // the controller up to loopInterval, docs/protocol.md §20), the others
+  // with version 0 at loopInterval: every suite runs both clients at once.
+  // False: all version 0.
+  bool heldOnOddMembers = true;
   int commitPermille = 300;  // chance of a commit after each heartbeat
   // The port member `index` dials for the server known (listed, advertised)
   // by `port`: its own link to that server, e.g. a proxy a partition test
@@ -180,7 +185,9 @@ class SimMember {
   void noAnswer(const char* api);
   bool registerNow();
   void commitSome();
-  void heartbeatOnce();
+  // True when its answer came after a hold (version 1): the loop does not
+  // sleep after it.
+  bool heartbeatOnce();
   void run();
   void goDown(int ms, bool keepId);
   void publish();
