@@ -85,6 +85,12 @@ class MembershipBatch {
     return joins.hasPending() || removals.hasPending() || rewinds.hasPending() || move.pending() ||
            !written.empty();
   }
+  // hasPendingWrites(), but joins still inside their window do not count:
+  // they go out later, with whatever else comes by then.
+  bool hasWritesDue(TimePoint now, Millis cap) const {
+    return (joins.hasPending() && joinsDueAt(cap) <= now) || removals.hasPending() || rewinds.hasPending() ||
+           move.pending() || !written.empty();
+  }
   bool hasInFlight() const {
     return joins.hasInFlight() || removals.hasInFlight() || rejoins.hasInFlight() || rewinds.hasInFlight() ||
            move.inFlight();

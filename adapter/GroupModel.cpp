@@ -300,7 +300,11 @@ GroupModel::Registration GroupModel::registerMember(const protocol::RequestHeade
       m.state = m.registeredAt == version_ ? MemberState::Registered : MemberState::Unregistered;
       spdlog::info("group {}: member {} registered again before its removal was written; it stays", name_, id);
     }
-    if (s.idle && !batch_.hasPendingWrites() && committed_.loaded) {
+    // Answered at the current generation unless a write is about to move
+    // it. A join waiting out its window (docs/design.md, "Coalesced joins")
+    // does not hold it back: the move that join makes reaches this member
+    // when it is written, at once for a held heartbeat.
+    if (s.idle && !batch_.hasWritesDue(at.now, joinWindowMax_) && committed_.loaded) {
       out.push([done = std::move(done), resp = registration(id, at.now, Registrant{nullptr, h.version,
                                                                                     r.knownGeneration})]() mutable {
         done(std::move(resp));

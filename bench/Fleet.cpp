@@ -42,7 +42,9 @@ int Fleet::connFor(size_t i) {
 }
 
 void Fleet::encodeHeartbeat(Member& m) {
-  m.heartbeatFrame = encodeFrame(protocol::HeartbeatRequest{m.group, m.id, m.generation});
+  protocol::HeartbeatRequest request{m.group, m.id, m.generation};
+  request.waitMs = static_cast<int32_t>(heldWaitNs_ / 1'000'000);
+  m.heartbeatFrame = encodeFrame(request, 0, heldWaitNs_ != 0 ? 1 : 0);
 }
 
 void Fleet::countError(ErrorCode e) { ++stats_.errors[std::string(protocol::errorName(e))]; }
@@ -276,7 +278,70 @@ void Fleet::stopBeating() {
   ++beatEpoch_;
   beatIntervalNs_ = 0;
   measure_ = BeatMeasure{};
-  for (auto& m : members_) m.deferred.clear();
+  const bool wasHeld = heldWaitNs_ != 0;
+  heldWaitNs_ = 0;
+  for (auto& m : members_) {
+    m.deferred.clear();
+    if (wasHeld) encodeHeartbeat(m);
+  }
+}
+
+void Fleet::startHeldBeating(uint64_t intervalNs) {
+  stopBeating();
+  heldWaitNs_ = std::max<uint64_t>(intervalNs, 1'000'000);
+  const uint64_t epoch = beatEpoch_;
+  const size_t n = members_.size();
+  for (size_t i = 0; i < n; ++i) {
+    encodeHeartbeat(members_[i]);
+    // Spread over the first interval, as a fleet of processes would start.
+    loop_.after(n ? heldWaitNs_ * i / n : 0, [this, i, epoch] { heldBeat(i, epoch); });
+  }
+}
+
+void Fleet::joinHeldBeating(size_t i) {
+  if (heldWaitNs_ == 0) return;
+  encodeHeartbeat(members_[i]);
+  heldBeat(i, beatEpoch_);
+}
+
+void Fleet::heldBeat(size_t i, uint64_t epoch) {
+  Member& m = members_[i];
+  if (epoch != beatEpoch_ || m.crashed || m.busy) return;
+  if (m.id.empty()) {
+    // Not registered (yet): look again shortly.
+    loop_.after(20'000'000, [this, i, epoch] { heldBeat(i, epoch); });
+    return;
+  }
+  m.busy = true;
+  const uint64_t sent = nowNs();
+  heartbeat(i, [this, i, epoch, sent](ErrorCode e, uint64_t) {
+    Member& mm = members_[i];
+    mm.busy = false;
+    if (epoch != beatEpoch_ || mm.crashed) return;
+    const uint64_t took = nowNs() - sent;
+    uint64_t wait = 0;
+    switch (e) {
+      case ErrorCode::NONE:
+        // Held to its end (or past half of it): the next goes at once;
+        // answered sooner, without news: an interval after this one went.
+        wait = took >= heldWaitNs_ / 2 ? 0 : heldWaitNs_ - took;
+        break;
+      case ErrorCode::REBALANCE_NEEDED:
+      case ErrorCode::UNKNOWN_CONSUMER:
+        wait = 0;  // registered again: its acknowledgement goes at once
+        break;
+      case ErrorCode::REBALANCE_IN_PROGRESS:
+        wait = took >= heldWaitNs_ / 2 ? 0 : std::min<uint64_t>(heldWaitNs_, 100'000'000);
+        break;
+      default:
+        wait = 50'000'000;
+    }
+    if (wait == 0) {
+      heldBeat(i, epoch);
+    } else {
+      loop_.after(wait, [this, i, epoch] { heldBeat(i, epoch); });
+    }
+  });
 }
 
 bool Fleet::joinAll(uint64_t timeoutNs) {

@@ -95,6 +95,18 @@ class Fleet {
   // What the running schedule records from now on (a new window).
   void setMeasure(BeatMeasure measure) { measure_ = measure; }
   void stopBeating();
+  // Held heartbeats (Heartbeat version 1, docs/protocol.md §20) instead of
+  // a schedule: every member not crashed keeps one heartbeat at its
+  // controller with WaitMs = intervalNs and sends the next when that one is
+  // answered: at once after a hold that ran its course or news
+  // (REBALANCE_NEEDED, and the registration it leads to, is acknowledged at
+  // once), otherwise an interval after the last was sent. Until
+  // stopBeating(). Each member needs a connection of its own
+  // (connsPerServer at least the members): any request on a connection
+  // answers the heartbeat held on it.
+  void startHeldBeating(uint64_t intervalNs);
+  // Member i (registered, not crashed) keeps a held heartbeat too.
+  void joinHeldBeating(size_t i);
   // Member i (not crashed) takes its place in the running schedule, its
   // first beat within one interval (a member that joined late, or came back).
   void joinSchedule(size_t i);
@@ -149,6 +161,7 @@ class Fleet {
   void beatOrDefer(size_t i, uint64_t dueNs, uint64_t epoch);
   void sendBeat(size_t i, uint64_t dueNs, uint64_t epoch);
   void countError(protocol::ErrorCode e);
+  void heldBeat(size_t i, uint64_t epoch);
 
   Loop& loop_;
   std::vector<uint16_t> servers_;
@@ -158,6 +171,7 @@ class Fleet {
   FleetStats stats_;
   uint64_t beatEpoch_ = 0;
   uint64_t beatIntervalNs_ = 0;
+  uint64_t heldWaitNs_ = 0;  // startHeldBeating's interval; 0: version 0 heartbeats
   BeatMeasure measure_;
 };
 

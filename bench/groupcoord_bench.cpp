@@ -13,6 +13,7 @@
 //   groupcoord-bench big-group  --ports P --server-log FILE [--members 10000] [--partitions 10000]
 //                                [--metrics-port HTTP]
 //   groupcoord-bench kafka      --kafka-port K [--members 1000] [--leave-sizes 10,1000]
+//   groupcoord-bench rebalance  --ports P [--members 10000] [--interval-ms 1000] [--held 1]
 //   groupcoord-bench peers      --system groupcoord|zookeeper|etcd --pids NAME:PID,... [--ports P] [--etcd-ports P1,P2,P3]
 //                                [--members 1000]
 //
@@ -65,6 +66,7 @@
 #include "bench/Ensemble.h"
 #include "bench/Fleet.h"
 #include "bench/KafkaScenario.h"
+#include "bench/RebalanceScenario.h"
 #include "bench/PeersScenario.h"
 #include "bench/Loop.h"
 #include "protocol/Codec.h"
@@ -3078,6 +3080,12 @@ int usage(int code) {
                "              [--churn-percent 1] [--crash-percent 1] [--join-parallel 200] [--round R]\n"
                "              (one system, one size: join, settle, steady, churn, crash; prints one\n"
                "              `peers-result {json}` line; bench/peers_report.py makes the table)\n"
+               "  rebalance   --ports P [--members 10000] [--partitions-per-member 2] [--interval-ms 1000]\n"
+               "              [--held 1] (0: version 0 heartbeats every interval, as before held ones)\n"
+               "              [--joins 3] [--restarts 5] [--server-pid PID --metrics-port HTTP] [--steady-s 20]\n"
+               "              [--label TEXT] (one group, a connection a member: each moved partition's time\n"
+               "              unowned over joins, graceful leaves, a growth and a rolling restart; then the\n"
+               "              server's CPU and heartbeats per member per second, steady)\n"
                "common: --zk-base-port B (default 23800), --topics-path (default /brokers/topics),\n"
                "        --user U --secret S (every connection authenticates first: a server with\n"
                "        auth.credentials.file; Authenticate version 0, so the secret crosses loopback)\n"
@@ -3147,6 +3155,8 @@ int main(int argc, char** argv) {
       kafkaScenario(args);
     } else if (scenario == "peers") {
       peersScenario(args);
+    } else if (scenario == "rebalance") {
+      rebalanceScenario(args);
     } else {
       return usage(2);
     }

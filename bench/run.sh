@@ -51,7 +51,9 @@
 # and without them, at heartbeat intervals of 1 s and 10 s: 5 joins (each
 # then leaving), the topic grown by a quarter, a rolling restart of 20: the
 # time each moved partition is unowned (p50 / p99 / max), and the server's
-# CPU and heartbeats per member per second over 30 s of steady.
+# CPU and heartbeats per member per second over 30 s of steady. Then the
+# same phases with the bench's own members (groupcoord-bench rebalance), in
+# groups of 100 and 10,000, held and not, at 1 s and 10 s.
 # peers: the same membership workload on groupcoordd, on the ZooKeeper
 # ensemble alone (a session, an ephemeral znode and a children watch per
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
@@ -569,6 +571,22 @@ for s in "${scenarios[@]}"; do
             --label="$held" | tee -a "$table" ||
             { rebalance_failed=1; log "rebalance, $held, $hb ms FAILED (server log $work/server1.log)"; }
           stop_server "$server_pid"
+        done
+      done
+      # The same phases in groups of 100 and 10,000 of the bench's own
+      # members (bench/RebalanceScenario.cpp: C++, a connection each, one
+      # generator thread), held (Heartbeat version 1) and not held (version
+      # 0 at the interval, as clients before it), at 1 s and 10 s.
+      for size in $(q "100 10000" "100 1000"); do
+        for hb in 1000 10000; do
+          for held in 1 0; do
+            start_server 1
+            run rebalance --ports="$server_port" --members="$size" --interval-ms="$hb" --held="$held" \
+              --joins="$(q 3 1)" --restarts="$(q 5 2)" --steady-s="$(q 20 5)" --server-pid="$server_pid" \
+              --metrics-port="$server_http" ||
+              { rebalance_failed=1; log "rebalance (bench members), $size, $hb ms, held=$held FAILED (server log $work/server1.log)"; }
+            stop_server "$server_pid"
+          done
         done
       done
       ;;

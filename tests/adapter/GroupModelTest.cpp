@@ -279,6 +279,45 @@ TEST_F(GroupModelTest, AMemberAlreadyInIsAnsweredAtOnceWhenNothingWaitsAndAfterT
   EXPECT_EQ(later.last<protocol::RegisterConsumerResponse>().generation, 1);
 }
 
+TEST_F(GroupModelTest, AJoinWaitingOutItsWindowHoldsNoReRegistrationBackButOneDueDoes) {
+  load(0);
+  const auto first = join("a");
+  join("b");
+  model_.coalesceJoins(Millis(100), Millis(300));
+  // b leaves, and the membership has just moved: a join now waits its
+  // window for others.
+  Answers left;
+  ASSERT_TRUE(leave("b", left));
+  write();
+  const int32_t afterLeave = model_.generation();
+  Answers c;
+  ASSERT_EQ(registerAs("c", c), GroupModel::Registration::Joining);
+  ASSERT_GT(model_.joinsDueAt(), now_);
+
+  // a registers again meanwhile (told of the leave's move): answered at
+  // once, at the leave's generation, not when the join is written.
+  std::vector<P> held;
+  for (const auto& p : first.partitions) held.push_back(P{p.topic, p.partition});
+  Answers a;
+  ASSERT_EQ(registerAs("a", a, {}, held), GroupModel::Registration::Answered);
+  EXPECT_EQ(a.last<protocol::RegisterConsumerResponse>().generation, afterLeave);
+  EXPECT_EQ(a.last<protocol::RegisterConsumerResponse>().partitions.size(), 4u) << "b left: a alone holds all four";
+
+  // Once the window has closed the join is due: a re-registration waits for
+  // the write that moves the generation, and is answered at the new one.
+  advance(150);
+  ASSERT_LE(model_.joinsDueAt(), now_);
+  Answers again;
+  EXPECT_EQ(registerAs("a", again, {}, held), GroupModel::Registration::Rejoined);
+  EXPECT_TRUE(again.got.empty());
+  write();
+  {
+    Outbox out;
+    model_.answerRejoins(now_, out);
+  }
+  EXPECT_EQ(again.last<protocol::RegisterConsumerResponse>().generation, afterLeave + 1);
+}
+
 TEST_F(GroupModelTest, RegistrationsTheModelRefuse) {
   protocol::RegisterConsumerRequest big{"g", "a", {}};
   big.metadata.assign(5000, 'x');
