@@ -122,7 +122,8 @@ void GroupController::heartbeatHeld(const protocol::HeartbeatView& r, const prot
   }
   std::string id(r.consumerId);
   heldUntil_.emplace(until, id);
-  held_.emplace(id, HeldBeat{std::string(r.group), id, r.generation, caller, resp.error, until, std::move(done)});
+  held_.emplace(id, HeldBeat{std::string(r.group), id, r.generation, r.version, caller, resp.error, until,
+                             std::move(done)});
 }
 
 void GroupController::releaseHeld(uint64_t connection) {
@@ -148,7 +149,7 @@ size_t GroupController::heldCount() const {
 
 void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out) {
   HeldBeat& h = it->second;
-  const protocol::HeartbeatView view{1, 0, h.group, h.consumerId, h.generation, 0};
+  const protocol::HeartbeatView view{h.version, 0, h.group, h.consumerId, h.generation, 0};
   protocol::HeartbeatResponse resp;
   bool moved = false;
   if (ctx_.answersFromMemory && !ctx_.answersFromMemory(now)) {
@@ -189,9 +190,15 @@ void GroupController::wakeHeld(TimePoint now, Outbox& out) {
       auto next = std::next(it);
       HeldBeat& h = it->second;
       bool moved = false;
-      const protocol::HeartbeatView view{1, 0, h.group, h.consumerId, h.generation, 0};
+      const protocol::HeartbeatView view{h.version, 0, h.group, h.consumerId, h.generation, 0};
       const auto resp = served ? model_.recheck(view, h.caller, now, &moved) : protocol::HeartbeatResponse{};
-      if (!served || resp.error != h.answer || h.until <= now) answerHeld(it, now, out);
+      if (!served || resp.error != h.answer || h.until <= now) {
+        answerHeld(it, now, out);
+      } else if (resp.error == ErrorCode::NONE) {
+        // Still nothing to do at the new generation (version 2: a move
+        // that left the member as it was): it stays held, as of now.
+        h.generation = resp.generation;
+      }
       it = next;
     }
     freed = model_.takeFreedFor();

@@ -210,6 +210,7 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
     std::string group;
     std::string consumerId;
     int64_t generation = -1;
+    int16_t version = 1;  // the request's: version 2 may take a new generation
     protocol::Caller caller;
     protocol::ErrorCode answer = protocol::ErrorCode::NONE;  // what it was held with
     TimePoint until;

@@ -186,7 +186,15 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
     member->port = caller.port;
   }
   if (r.generation != version_) {
-    resp.error = ErrorCode::REBALANCE_NEEDED;
+    if (keepsItsPartitions(r, *member, now)) {
+      // Version 2: the move leaves this member as it is; it takes the
+      // generation from this answer instead of registering again.
+      markRegistered(*member);
+      member->inSyncAt = ownership_.epoch();
+      resp.error = ErrorCode::NONE;
+    } else {
+      resp.error = ErrorCode::REBALANCE_NEEDED;
+    }
   } else if (clientMode()) {
     // The barrier: nobody starts on this generation before everybody has
     // registered at it (and so stopped using the previous one).
@@ -209,6 +217,18 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
     }
   }
   return resp;
+}
+
+bool GroupModel::keepsItsPartitions(const protocol::HeartbeatView& r, const Member& m, TimePoint now) const {
+  // Registered at the generation it speaks of (so it holds what that
+  // registration granted, less what it has released since); no rewind
+  // since (its offsets would be stale); server mode (a client-mode member
+  // needs the new member list); no grace (what it holds may not be known);
+  // and what it holds is exactly its target now: nothing to give up,
+  // nothing to take (docs/design.md, "Moves that leave a member as it is").
+  return r.version >= 2 && !clientMode() && r.generation < version_ && m.registeredAt == r.generation &&
+         m.state != MemberState::Leaving && rewoundAt_ <= r.generation && !ownership_.inGrace(now) &&
+         ownership_.holdsExactlyItsTarget(std::string(r.consumerId));
 }
 
 protocol::HeartbeatResponse GroupModel::recheck(const protocol::HeartbeatView& r, const protocol::Caller& caller,

@@ -308,6 +308,10 @@ class GroupModel {
   std::vector<protocol::RebalanceEvent> topicEvents(int64_t wallMs) const;
   void logAndCount(const std::vector<protocol::RebalanceEvent>& events) const;
   void recordTakeover(protocol::RebalanceReason reason, int32_t from, int64_t wallMs);
+  // A heartbeat (version 2) from an older generation that this one's move
+  // left as it was: answered NONE at the current generation, no
+  // registration needed (docs/protocol.md §21).
+  bool keepsItsPartitions(const protocol::HeartbeatView& r, const Member& m, TimePoint now) const;
   protocol::HeartbeatResponse heartbeatChecked(const protocol::HeartbeatView& r, const protocol::Caller& caller,
                                                TimePoint now, MemberCache* cache, bool* moved);
   // GroupModelApply.cpp

@@ -125,6 +125,16 @@ bool Ownership::due(const std::string& member, TimePoint now) const {
   return false;
 }
 
+bool Ownership::holdsExactlyItsTarget(const std::string& member) const {
+  auto t = target_.find(member);
+  auto h = held_.find(member);
+  const size_t targeted = t == target_.end() ? 0 : t->second.size();
+  const size_t held = h == held_.end() ? 0 : h->second.size();
+  if (targeted != held) return false;
+  if (targeted == 0) return true;
+  return std::all_of(t->second.begin(), t->second.end(), [&](const Partition& p) { return h->second.count(p) != 0; });
+}
+
 bool Ownership::owns(const std::string& member, const Partition& p) const {
   auto h = holder_.find(p);
   return h != holder_.end() && h->second == member;

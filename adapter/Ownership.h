@@ -58,6 +58,9 @@ class Ownership {
   // that could be granted now: it should register again.
   bool due(const std::string& member, TimePoint now) const;
 
+  // The member holds its whole target and nothing else.
+  bool holdsExactlyItsTarget(const std::string& member) const;
+
   bool owns(const std::string& member, const Partition& p) const;
   // The holder of a partition, or "" when free.
   const std::string& holderOf(const Partition& p) const;

@@ -44,7 +44,7 @@ int Fleet::connFor(size_t i) {
 void Fleet::encodeHeartbeat(Member& m) {
   protocol::HeartbeatRequest request{m.group, m.id, m.generation};
   request.waitMs = static_cast<int32_t>(heldWaitNs_ / 1'000'000);
-  m.heartbeatFrame = encodeFrame(request, 0, heldWaitNs_ != 0 ? 1 : 0);
+  m.heartbeatFrame = encodeFrame(request, 0, heldWaitNs_ != 0 ? heldVersion : 0);
 }
 
 void Fleet::countError(ErrorCode e) { ++stats_.errors[std::string(protocol::errorName(e))]; }
@@ -127,6 +127,12 @@ void Fleet::heartbeatTry(size_t i, int attempt, std::function<void(ErrorCode, ui
           return;
         }
         if (e == ErrorCode::NONE) {
+          if (heldWaitNs_ != 0 && heldVersion >= 2 && resp->generation != mm.generation) {
+            // Version 2: a move that left this member as it was; it takes
+            // the generation instead of registering again.
+            mm.generation = resp->generation;
+            encodeHeartbeat(mm);
+          }
           mm.inSync = true;
           mm.lastAckedHeartbeatSentNs = nowNs() - latency;
           done(e, latency);

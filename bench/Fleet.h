@@ -139,6 +139,10 @@ class Fleet {
   std::function<void(size_t, const protocol::RegisterConsumerResponse&)> onRegisterAnswer;
   // The RegisterConsumer version the members speak (docs/protocol.md §16).
   int16_t registerVersion = 2;
+  // The Heartbeat version of held heartbeats (startHeldBeating): 1, or 2,
+  // whose members take the generation of a NONE answer instead of
+  // registering again (docs/protocol.md §21).
+  int16_t heldVersion = 2;
   // Called with every heartbeat's answer (retries included): the member,
   // the server it was sent to, and the answer (UNKNOWN_SERVER_ERROR with
   // connectionFailed when the connection failed).

@@ -134,7 +134,9 @@ void rebalanceScenario(const Args& args) {
   const uint64_t settleNs = std::max<uint64_t>(120 * kSec, 20 * intervalNs);
   EnsembleProbe zk{static_cast<int>(args.num("zk-base-port", 23800))};
   const std::string topicsPath = args.get("topics-path", "/brokers/topics");
-  const std::string label = args.get("label", held ? "held" : "not held");
+  const std::string label =
+      args.get("label", held ? "held (v" + std::to_string(std::clamp<long>(args.num("heartbeat-version", 2), 1, 2)) + ")"
+                             : "not held");
   const std::string sc = "13 rebalance";
 
   const std::string group = "rb-" + stamp() + (held ? "-held" : "-v0");
@@ -161,6 +163,7 @@ void rebalanceScenario(const Args& args) {
   // is answered by any other request on its connection.
   const size_t capacity = n + static_cast<size_t>(joins + restarts) + 1;
   Fleet fleet(loop, {port}, capacity);
+  fleet.heldVersion = static_cast<int16_t>(std::clamp<long>(args.num("heartbeat-version", 2), 1, 2));
   Holdings holdings;
   // A member that has left reads nothing more (an answer to a registration
   // sent before it left is not acted on, as the clients do after close).

@@ -53,7 +53,8 @@
 # time each moved partition is unowned (p50 / p99 / max), and the server's
 # CPU and heartbeats per member per second over 30 s of steady. Then the
 # same phases with the bench's own members (groupcoord-bench rebalance), in
-# groups of 100 and 10,000, held and not, at 1 s and 10 s.
+# groups of 100 and 10,000, held (Heartbeat versions 2 and 1) and not, at
+# 1 s and 10 s.
 # peers: the same membership workload on groupcoordd, on the ZooKeeper
 # ensemble alone (a session, an ephemeral znode and a children watch per
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
@@ -575,16 +576,19 @@ for s in "${scenarios[@]}"; do
       done
       # The same phases in groups of 100 and 10,000 of the bench's own
       # members (bench/RebalanceScenario.cpp: C++, a connection each, one
-      # generator thread), held (Heartbeat version 1) and not held (version
-      # 0 at the interval, as clients before it), at 1 s and 10 s.
+      # generator thread): held with Heartbeat version 2 (a move that leaves
+      # a member as it was needs no registration), held with version 1 (every
+      # move makes every member register), and not held (version 0 at the
+      # interval, as clients before either), at 1 s and 10 s.
       for size in $(q "100 10000" "100 1000"); do
         for hb in 1000 10000; do
-          for held in 1 0; do
+          for variant in 2 1 0; do
             start_server 1
-            run rebalance --ports="$server_port" --members="$size" --interval-ms="$hb" --held="$held" \
-              --joins="$(q 3 1)" --restarts="$(q 5 2)" --steady-s="$(q 20 5)" --server-pid="$server_pid" \
+            run rebalance --ports="$server_port" --members="$size" --interval-ms="$hb" \
+              --held="$([ "$variant" = 0 ] && echo 0 || echo 1)" --heartbeat-version="$((variant > 0 ? variant : 1))" \
+              --joins="$(q 3 1)" --restarts="$(q 5 2)" --steady-s="$(q 10 5)" --server-pid="$server_pid" \
               --metrics-port="$server_http" ||
-              { rebalance_failed=1; log "rebalance (bench members), $size, $hb ms, held=$held FAILED (server log $work/server1.log)"; }
+              { rebalance_failed=1; log "rebalance (bench members), $size, $hb ms, heartbeat version $variant FAILED (server log $work/server1.log)"; }
             stop_server "$server_pid"
           done
         done

@@ -299,7 +299,7 @@ Consumer::Step Consumer::heartbeatNow(Status& why) {
       controller_.reset();
       return Step::Retry;
     }
-    heldBeat_ = HeldBeat{id, sent, generation_};
+    heldBeat_ = HeldBeat{id, sent, generation_, heartbeatVersion_};
     return Step::Done;
   }
   auto resp = call(request, why, 0);
@@ -328,6 +328,7 @@ Consumer::Step Consumer::awaitHeld(std::chrono::milliseconds timeout, Status& wh
     return Step::Retry;
   }
   const auto sent = heldBeat_->sent;
+  const int16_t version = heldBeat_->version;
   const bool stale = closed_ || needRegister_ || heldBeat_->generation != generation_;
   heldBeat_.reset();
   const ErrorCode code = protocol::responseError(r.response);
@@ -340,9 +341,10 @@ Consumer::Step Consumer::awaitHeld(std::chrono::milliseconds timeout, Status& wh
     return Step::Done;
   }
   if (std::holds_alternative<protocol::ErrorOnlyResponse>(r.response) && code == ErrorCode::UNSUPPORTED_VERSION) {
-    // A controller of an older release: heartbeats of version 0, each
-    // answered at once, at the interval.
-    heartbeatVersion_ = 0;
+    // A controller of an older release: one version lower (a release
+    // without version 2 holds version 1; one without either answers
+    // version 0 at once, at the interval).
+    heartbeatVersion_ = static_cast<int16_t>(std::max(0, version - 1));
     nextHeartbeat_ = Clock::now();
     return Step::Done;
   }
@@ -356,16 +358,22 @@ Consumer::Step Consumer::awaitHeld(std::chrono::milliseconds timeout, Status& wh
   } else {
     why = Status::success();
   }
-  return takeHeartbeat(r.response, sent, why);
+  return takeHeartbeat(r.response, sent, why, version);
 }
 
-Consumer::Step Consumer::takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why) {
+Consumer::Step Consumer::takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why,
+                                       int16_t version) {
   (void)why;
   auto* hb = std::get_if<protocol::HeartbeatResponse>(&response);
   if (!hb) return Step::Retry;
   switch (hb->error) {
     case ErrorCode::NONE:
       lastSuccessSent_ = sent;
+      if (version >= 2 && mode_ == protocol::AssignmentMode::SERVER && hb->generation > generation_) {
+        // The group moved and left this member as it was (docs/protocol.md
+        // §21): it holds what it held, at the new generation.
+        generation_ = hb->generation;
+      }
       // A held heartbeat answered when its wait ran out: the next goes at
       // once. One answered sooner with nothing to do (another request on
       // the connection released it, or a controller that holds nothing):

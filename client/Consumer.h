@@ -128,7 +128,8 @@ class Consumer {
   // the heartbeat still held when it does not).
   Step awaitHeld(std::chrono::milliseconds timeout, Status& why);
   // What an answer to a heartbeat sent at `sent` means for the member.
-  Step takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why);
+  // version: the request's (2: a NONE answer may bring a new generation).
+  Step takeHeartbeat(const protocol::Response& response, Clock::time_point sent, Status& why, int16_t version = 0);
   // The longest a held heartbeat's answer may take before the connection
   // counts as failed: its wait and one request's timeout.
   std::chrono::milliseconds heldLimit() const;
@@ -175,10 +176,12 @@ class Consumer {
     int64_t correlationId = -1;
     Clock::time_point sent;
     int64_t generation = -1;  // the member's when it was sent
+    int16_t version = 1;      // the request's
   };
   std::optional<HeldBeat> heldBeat_;
-  // Version 1 (held) until the controller answers UNSUPPORTED_VERSION; a
-  // new controller is asked version 1 again.
+  // The newest (2: held, and a NONE answer may bring a new generation),
+  // one version lower per UNSUPPORTED_VERSION; a new controller is asked
+  // the newest again.
   int16_t heartbeatVersion_ = protocol::maxVersion(protocol::ApiKey::Heartbeat);
   Clock::time_point backoffUntil_{};
   std::chrono::milliseconds backoffStep_{0};

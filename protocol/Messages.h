@@ -180,10 +180,11 @@ struct HeartbeatRequest {
   std::string consumerId;
   int64_t generation = -1;
   // v1: how long the controller may hold the answer while it would be the
-  // same as now (docs/protocol.md §20); 0: answer at once.
+  // same as now (docs/protocol.md §20); 0: answer at once. v2: the same
+  // fields; the member takes the generation of a NONE answer (§21).
   int32_t waitMs = 0;
   static constexpr std::string_view kName = "HeartbeatRequest";
-  static constexpr int16_t kMaxVersion = 1;
+  static constexpr int16_t kMaxVersion = 2;
   template <typename V, typename Self>
   static constexpr void fields(V& v, Self& m) {
     v(m.group, "ConsumerGroup", "group");

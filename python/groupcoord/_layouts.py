@@ -8,7 +8,7 @@ last version or None); the types are those of protocol.py's codec.
 
 # The newest version of each call, by ApiKey.
 MAX_VERSIONS = {
-    0: 1,  # Heartbeat
+    0: 2,  # Heartbeat
     1: 1,  # CreateGroup
     2: 0,  # DeleteGroup
     3: 2,  # RegisterConsumer

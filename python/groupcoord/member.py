@@ -210,10 +210,10 @@ class Member:
         elif now >= s.next_heartbeat and not self._events:
             # A heartbeat acknowledges releases: never before the application
             # has been told of them (take_events). Held at the controller for
-            # up to one interval when it speaks version 1.
+            # up to one interval when it speaks version 1 or 2.
             wait = s.heartbeat_interval if s.heartbeat_version >= 1 else 0.0
-            send = Send(Target.CONTROLLER,
-                        HeartbeatRequest(self.config.group, s.member_id, s.generation, int(wait * 1000)),
+            wait_ms = min(int(wait * 1000), 2**31 - 1)  # an int32 on the wire
+            send = Send(Target.CONTROLLER, HeartbeatRequest(self.config.group, s.member_id, s.generation, wait_ms),
                         s.heartbeat_version, wait)
         self._in_flight = send
         return send
@@ -261,12 +261,13 @@ class Member:
             self._s.register_version -= 1
             self._done()
         elif isinstance(send.request, HeartbeatRequest) and isinstance(response, HeartbeatResponse):
-            self._on_heartbeat(response, sent_at, now)
+            self._on_heartbeat(response, sent_at, now, send.version)
         elif (isinstance(send.request, HeartbeatRequest) and code == ErrorCode.UNSUPPORTED_VERSION
               and self._s.heartbeat_version > 0):
-            # A controller of an older release: heartbeats of version 0, each
-            # answered at once, at the interval.
-            self._s.heartbeat_version = 0
+            # A controller of an older release: one version lower (a release
+            # without version 2 holds version 1; one without either answers
+            # version 0 at once, at the interval).
+            self._s.heartbeat_version = max(0, send.version - 1)
             self._s.next_heartbeat = now
             self._done()
         elif code != ErrorCode.NONE:
@@ -441,10 +442,15 @@ class Member:
         s.next_heartbeat = now
         self._done()
 
-    def _on_heartbeat(self, r: HeartbeatResponse, sent_at: float, now: float) -> None:
+    def _on_heartbeat(self, r: HeartbeatResponse, sent_at: float, now: float, version: int = 0) -> None:
         s = self._s
         if r.error == ErrorCode.NONE:
             s.last_success_sent = sent_at
+            if version >= 2 and r.generation > s.generation:
+                # The group moved and left this member as it was
+                # (docs/protocol.md §21): it holds what it held, at the new
+                # generation, without registering again.
+                s.generation = r.generation
             # A held heartbeat answered when its wait ran out: the next goes
             # at once; one answered sooner with nothing to do, one interval
             # after this one's send.

@@ -429,7 +429,8 @@ class HeartbeatRequest:
     consumer_id: str
     generation: int
     # v1: how long the controller may hold the answer while nothing changes
-    # for the member (docs/protocol.md §20); 0: at once.
+    # for the member (docs/protocol.md §20); 0: at once. v2: the same fields;
+    # the member takes the generation of a NONE answer (§21).
     wait_ms: int = 0
     API: ClassVar = ApiKey.HEARTBEAT
 

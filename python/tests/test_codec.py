@@ -561,7 +561,7 @@ class MalformedTest(unittest.TestCase):
         self.assertEqual(self.status(request_body(13, b"", version=3)), p.DecodeStatus.UNKNOWN_API)
         self.assertEqual(self.status(request_body(12, b"", version=1)), p.DecodeStatus.UNSUPPORTED_VERSION)
         self.assertEqual(self.status(request_body(-1, b"")), p.DecodeStatus.UNKNOWN_API)
-        d = p.decode_request(request_body(0, b"garbage", version=2))
+        d = p.decode_request(request_body(0, b"garbage", version=3))
         self.assertEqual(d.status, p.DecodeStatus.UNSUPPORTED_VERSION)
         self.assertEqual(d.header.client_id, "t")
         self.assertEqual(self.status(request_body(2, s("g"), client=b"c" * 256)), p.DecodeStatus.INVALID_REQUEST)

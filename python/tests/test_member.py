@@ -62,10 +62,10 @@ class MemberTest(unittest.TestCase):
         self.assertEqual(self.m.take_events(), [Assigned([p.PartitionOffset("t", 0, 7), p.PartitionOffset("t", 1, 7)])])
         self.assertTrue(self.m.is_member())
         # The heartbeat that acknowledges the generation goes at once, as
-        # version 1 with a wait of one interval (docs/protocol.md §20) ...
+        # version 2 with a wait of one interval (docs/protocol.md §20, §21) ...
         s = self.d.answer(p.HeartbeatResponse(1))
         self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1, 1000))
-        self.assertEqual((s.version, s.held), (1, 1.0))
+        self.assertEqual((s.version, s.held), (2, 1.0))
         # ... and, answered at once with nothing to do, the next one a
         # heartbeat interval after it.
         self.assertIsNone(self.m.next_send(self.d.now + 0.99))
@@ -77,18 +77,20 @@ class MemberTest(unittest.TestCase):
         s = self.d.due()
         self.assertEqual(s.request, p.HeartbeatRequest("g", "m-1", 1, 1000))
 
-    def test_a_held_heartbeat_falls_back_to_version_zero_and_a_stale_answer_is_not_acted_on(self) -> None:
+    def test_a_held_heartbeat_steps_down_one_version_per_refusal_and_a_stale_answer_is_not_acted_on(self) -> None:
         self.d.join(TP0)
         self.m.take_events()
         s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
-        self.assertEqual(s.version, 1)
-        # Back to version 1 with the next controller ...
+        self.assertEqual(s.version, 2)
+        s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        self.assertEqual((s.version, s.held, s.request.wait_ms), (1, 1.0, 1000))
+        # Back to version 2 with the next controller ...
         s = self.d.answer(p.ErrorOnlyResponse(ErrorCode.NOT_CONTROLLER))
         self.assertEqual((s.version, s.held, s.request.wait_ms), (0, 0.0, 0))
         self.d.now += 1.0
         self.d.answer(listed(controller=p.Broker(2, "127.0.0.1", 7401)))
         s = self.m.next_send(self.d.now)
-        self.assertEqual((s.version, s.held), (1, 1.0))
+        self.assertEqual((s.version, s.held), (2, 1.0))
         # ... and an answer read after the member fenced itself does nothing.
         self.d.now += 20.0
         self.m.check_lease(self.d.now)
@@ -96,6 +98,28 @@ class MemberTest(unittest.TestCase):
         self.m.on_response(s, p.HeartbeatResponse(1), self.d.now - 20.0, self.d.now)
         self.assertFalse(self.m.is_member())
         self.assertEqual(self.m.next_send(self.d.now).request.__class__, p.RegisterConsumerRequest)
+
+    def test_a_version_two_none_at_a_newer_generation_is_taken_without_registering(self) -> None:
+        # The group moved on to generation 3 and the move left this member
+        # as it was (docs/protocol.md §21): it speaks generation 3, holding
+        # what it held.
+        self.d.join(TP0)
+        self.m.take_events()
+        s = self.d.answer(p.HeartbeatResponse(3))
+        self.assertEqual((s.version, s.request.generation), (2, 1))
+        self.assertEqual(self.m.generation, 3)
+        self.assertTrue(self.m.is_member())
+        self.assertEqual(self.m.take_events(), [])
+        self.d.now += 1.0
+        self.assertEqual(self.d.due().request, p.HeartbeatRequest("g", "m-1", 3, 1000))
+        # Version 1 never takes a generation that way.
+        other = Driver(Member(MemberConfig("g")))
+        other.join(TP0)
+        other.m.take_events()
+        other.answer(p.ErrorOnlyResponse(ErrorCode.UNSUPPORTED_VERSION))
+        s = other.answer(p.HeartbeatResponse(3))
+        self.assertEqual(s.version, 1)
+        self.assertEqual(other.m.generation, 1)
 
     def test_registers_at_version_two_and_steps_down_one_version_per_refusal(self) -> None:
         self.d.answer(listed())

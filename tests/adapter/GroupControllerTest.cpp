@@ -393,6 +393,45 @@ TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreed
 
 // A held heartbeat keeps the member alive from its arrival only: answered
 // later, it does not stretch the member's session.
+TEST_F(GroupControllerTest, AHeldVersion2HeartbeatStaysHeldThroughAMoveThatLeavesItsMemberAsItWas) {
+  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+  ASSERT_EQ(admin_.createSync("/brokers/topics/one", layout::encodeTopic(1), zk::CreateMode::Persistent).error,
+            zk::Error::Ok);
+  createGroup(3000, {"one"});
+  load();
+  settle();
+  ASSERT_EQ(join("a").partitions.size(), 1u);
+  protocol::Caller onA{"10.0.0.1", 5001, ""};
+  onA.connection = 8;
+  auto held = [&](int16_t version, int64_t generation) {
+    auto h = std::make_shared<Answer<protocol::Response>>();
+    drive([&] {
+      controller_->heartbeatHeld(protocol::HeartbeatView{version, 0, kGroup, "a", generation, 0}, onA, time_.now(),
+                                 Millis(900), h->callback());
+    });
+    return h;
+  };
+  auto v2 = held(2, 1);
+  EXPECT_FALSE(v2->ready());
+  // b joins: the one partition stays a's, so the move asks nothing of a.
+  const auto b = join("b");
+  ASSERT_EQ(b.generation, 2);
+  ASSERT_TRUE(b.partitions.empty());
+  EXPECT_FALSE(v2->ready()) << "the move left a as it was: still held";
+  tickAfter(Millis(900));
+  ASSERT_TRUE(v2->ready()) << "its wait ran out";
+  const auto answer = std::get<protocol::HeartbeatResponse>(v2->get());
+  EXPECT_EQ(answer.error, ErrorCode::NONE);
+  EXPECT_EQ(answer.generation, 2) << "a takes the new generation from the answer, without registering";
+
+  // Version 1 is answered at the move, as before: its member registers again.
+  auto v1 = held(1, 2);
+  EXPECT_FALSE(v1->ready());
+  ASSERT_EQ(join("c").generation, 3);
+  ASSERT_TRUE(v1->ready()) << "the generation moved";
+  EXPECT_EQ(std::get<protocol::HeartbeatResponse>(v1->get()).error, ErrorCode::REBALANCE_NEEDED);
+}
+
 TEST_F(GroupControllerTest, AHeldHeartbeatCountsFromItsArrivalNotItsAnswer) {
   createGroup(3000);
   load();

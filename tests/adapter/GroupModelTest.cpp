@@ -131,6 +131,21 @@ class GroupModelTest : public ::testing::Test {
     return model_.heartbeat(protocol::HeartbeatView{0, 0, "g", id, generation}, protocol::Caller{}, now_, nullptr,
                             moved);
   }
+  protocol::HeartbeatResponse beatAt(int16_t version, const std::string& id, int64_t generation) {
+    return model_.heartbeat(protocol::HeartbeatView{version, 0, "g", id, generation}, protocol::Caller{}, now_,
+                            nullptr, nullptr);
+  }
+  // Each member registers again with what it holds, then heartbeats (which
+  // releases what it was not granted), until every partition is placed.
+  void settleAll(const std::vector<std::string>& ids) {
+    for (int round = 0; round < 3 && !model_.settled(); ++round) {
+      for (const auto& id : ids) {
+        Answers a;
+        registerAs(id, a, {}, model_.ownership().heldBy(id));
+        beat(id, model_.generation());
+      }
+    }
+  }
   MemberState stateOf(const std::string& id) const {
     const auto* m = model_.member(id);
     EXPECT_NE(m, nullptr) << id;
@@ -316,6 +331,47 @@ TEST_F(GroupModelTest, AJoinWaitingOutItsWindowHoldsNoReRegistrationBackButOneDu
     model_.answerRejoins(now_, out);
   }
   EXPECT_EQ(again.last<protocol::RegisterConsumerResponse>().generation, afterLeave + 1);
+}
+
+TEST_F(GroupModelTest, AVersion2HeartbeatTakesTheNewGenerationWhenTheMoveLeftItsMemberAsItWas) {
+  load(0);
+  join("a");
+  join("b");
+  settleAll({"a", "b"});
+  ASSERT_TRUE(model_.settled());
+  const int32_t before = model_.generation();
+  // c joins: it takes one partition from a or from b; the other keeps its
+  // two (the target moves as little as it can).
+  join("c");
+  ASSERT_EQ(model_.generation(), before + 1);
+  std::string kept, gives;
+  for (const std::string id : {"a", "b"}) (model_.ownership().holdsExactlyItsTarget(id) ? kept : gives) = id;
+  ASSERT_FALSE(kept.empty());
+  ASSERT_FALSE(gives.empty());
+
+  EXPECT_EQ(beatAt(1, kept, before).error, ErrorCode::REBALANCE_NEEDED) << "version 1 registers again, as before";
+  EXPECT_EQ(beatAt(2, gives, before).error, ErrorCode::REBALANCE_NEEDED) << "it has a partition to give up";
+  const auto r = beatAt(2, kept, before);
+  EXPECT_EQ(r.error, ErrorCode::NONE) << "the move left it as it was: no registration";
+  EXPECT_EQ(r.generation, before + 1);
+  EXPECT_EQ(stateOf(kept), MemberState::Registered) << "counted as registered at the new generation";
+  EXPECT_EQ(beatAt(2, kept, before + 1).error, ErrorCode::NONE) << "and heartbeats at it from then on";
+
+  // The one that gives a partition up registers, releases it, and c takes it.
+  settleAll({"a", "b", "c"});
+  ASSERT_TRUE(model_.settled());
+  const int32_t settledAt = model_.generation();
+
+  // A rewind moves the generation and the offsets under every member: each
+  // must register again to read them, whatever it holds.
+  Answers rewound;
+  auto done = rewound.callback();
+  Outbox out;
+  ASSERT_TRUE(model_.rewind(protocol::RewindConsumerRequest{"g", {{"t", 0, 7}}}, ErrorCode::NONE, "alice", done, out));
+  write();
+  ASSERT_EQ(model_.generation(), settledAt + 1);
+  EXPECT_TRUE(model_.ownership().holdsExactlyItsTarget(kept));
+  EXPECT_EQ(beatAt(2, kept, settledAt).error, ErrorCode::REBALANCE_NEEDED) << "its offsets may have moved";
 }
 
 TEST_F(GroupModelTest, RegistrationsTheModelRefuse) {

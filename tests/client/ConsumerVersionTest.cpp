@@ -1,6 +1,6 @@
 // The C++ consumer against a scripted server (FakeServer.h): how it speaks
 // RegisterConsumer's versions (docs/protocol.md §14 and §16), and
-// Heartbeat's (§20). It steps down
+// Heartbeat's (§20, §21). It steps down
 // one version at a time when a server of an older release refuses one, and
 // in client mode it applies a version-2 answer's change to the list it
 // holds, or asks for the whole list when the change does not add up, never
@@ -95,10 +95,10 @@ TEST(ConsumerVersion, StepsDownOneVersionPerRefusalAndRegistersAtTheFirstSpoken)
   EXPECT_EQ(seen[1].version, 1);
 }
 
-// Heartbeats go as version 1 with a wait of one interval (docs/protocol.md
-// §20); a server of an older release refuses it, and the consumer then
-// beats with version 0, answered at once, at its interval.
-TEST(ConsumerVersion, HeartbeatsAskToBeHeldAndStepDownToVersionZeroWhenRefused) {
+// Heartbeats go as version 2 with a wait of one interval (docs/protocol.md
+// §20, §21); a server of an older release refuses it, and the consumer steps
+// down one version at a time to version 0, answered at once, at its interval.
+TEST(ConsumerVersion, HeartbeatsAskToBeHeldAndStepDownOneVersionPerRefusal) {
   std::mutex mu;
   std::vector<std::pair<int16_t, int32_t>> beats;  // version, wait
   uint16_t port = 0;
@@ -124,13 +124,57 @@ TEST(ConsumerVersion, HeartbeatsAskToBeHeldAndStepDownToVersionZeroWhenRefused) 
     std::lock_guard lock(mu);
     return beats.size();
   };
-  while (count() < 3 && std::chrono::steady_clock::now() < deadline) consumer.poll(20ms);
+  while (count() < 4 && std::chrono::steady_clock::now() < deadline) consumer.poll(20ms);
   std::lock_guard lock(mu);
-  ASSERT_GE(beats.size(), 3u);
-  EXPECT_EQ(beats[0], (std::pair<int16_t, int32_t>{1, 20})) << "version 1, waiting one interval";
-  EXPECT_EQ(beats[1], (std::pair<int16_t, int32_t>{0, 0})) << "refused: version 0";
-  EXPECT_EQ(beats[2], (std::pair<int16_t, int32_t>{0, 0})) << "and version 0 from then on";
+  ASSERT_GE(beats.size(), 4u);
+  EXPECT_EQ(beats[0], (std::pair<int16_t, int32_t>{2, 20})) << "version 2, waiting one interval";
+  EXPECT_EQ(beats[1], (std::pair<int16_t, int32_t>{1, 20})) << "refused: version 1, still held";
+  EXPECT_EQ(beats[2], (std::pair<int16_t, int32_t>{0, 0})) << "refused again: version 0";
+  EXPECT_EQ(beats[3], (std::pair<int16_t, int32_t>{0, 0})) << "and version 0 from then on";
   EXPECT_EQ(consumer.assignment().size(), 1u);
+}
+
+// A version-2 heartbeat answered NONE at a newer generation (a move that
+// left the member as it was, docs/protocol.md §21): the consumer takes the
+// generation and keeps its partitions, without registering again.
+TEST(ConsumerVersion, AVersion2AnswerAtANewGenerationIsTakenWithoutRegisteringAgain) {
+  std::mutex mu;
+  int registrations = 0;
+  std::vector<int64_t> generations;  // of the heartbeats, in order
+  uint16_t port = 0;
+  FakeServer server([&](const protocol::DecodedRequest& r) -> std::vector<uint8_t> {
+    if (std::holds_alternative<protocol::ListGroupsRequest>(r.request)) {
+      return FakeServer::frame(r, listed(port, AssignmentMode::SERVER));
+    }
+    std::lock_guard lock(mu);
+    if (std::holds_alternative<protocol::RegisterConsumerRequest>(r.request)) {
+      ++registrations;
+      protocol::RegisterConsumerResponse resp{"g", "me", 1, {"me"}, {{"t", 0, 7}}, ErrorCode::NONE};
+      return FakeServer::frame(r, resp);
+    }
+    auto* hb = std::get_if<protocol::HeartbeatRequest>(&r.request);
+    if (hb == nullptr) return FakeServer::frame(r, protocol::ErrorOnlyResponse{ErrorCode::INVALID_REQUEST});
+    generations.push_back(hb->generation);
+    // The group has moved on to generation 3, and the move left "me" as it
+    // was: a version-2 heartbeat from generation 1 is answered NONE at 3.
+    if (r.header.version >= 2) return FakeServer::frame(r, protocol::HeartbeatResponse{3, ErrorCode::NONE});
+    return FakeServer::frame(r, protocol::HeartbeatResponse{3, ErrorCode::REBALANCE_NEEDED});
+  });
+  port = server.port();
+  Consumer consumer(configFor(port), ConsumerCallbacks{});
+  const auto deadline = std::chrono::steady_clock::now() + designBound(kExchangeWait);
+  auto beats = [&] {
+    std::lock_guard lock(mu);
+    return generations.size();
+  };
+  while (beats() < 3 && std::chrono::steady_clock::now() < deadline) consumer.poll(20ms);
+  std::lock_guard lock(mu);
+  ASSERT_GE(generations.size(), 3u);
+  EXPECT_EQ(generations[0], 1) << "its registration's generation";
+  EXPECT_EQ(generations[1], 3) << "the answer's generation, taken";
+  EXPECT_EQ(generations[2], 3);
+  EXPECT_EQ(registrations, 1) << "no registration for a move that asked nothing of it";
+  EXPECT_EQ(consumer.assignment().size(), 1u) << "it keeps its partition";
 }
 
 TEST(ConsumerVersion, AClientModeChangeThatDoesNotAddUpIsRefusedAndTheWholeListAskedFor) {

@@ -259,7 +259,7 @@ TEST(Malformed, UnknownApiKeyWinsOverAnUnknownVersion) {
 }
 
 TEST(Malformed, UnsupportedVersionKeepsCorrelationId) {
-  for (int version : {2, 3, -1}) {
+  for (int version : {3, 4, -1}) {
     const DecodedRequest d = decode(Bytes().requestHeader(0, version, 13, "svc-1").str("g").str("c").int64(1));
     EXPECT_EQ(d.status, DecodeStatus::UnsupportedVersion) << version;
     EXPECT_EQ(d.header.apiKey, ApiKey::Heartbeat);
@@ -568,7 +568,7 @@ TEST(MalformedResponse, UnknownApiWithAFullBody) {
 }
 
 TEST(MalformedResponse, FullResponseOfAnotherVersion) {
-  const auto body = Bytes().responseHeader(2, 1).int64(6).int16(0).body();
+  const auto body = Bytes().responseHeader(3, 1).int64(6).int16(0).body();
   const DecodedResponse d = decodeResponse(ApiKey::Heartbeat, body);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.detail.find("version"), std::string::npos) << d.detail;
@@ -600,8 +600,8 @@ namespace {
 // ---- Version 1 --------------------------------------------------------------------
 
 TEST(MalformedV1, VersionsAboveAnApisNewestAreUnsupported) {
-  // Heartbeat has no version 2; CreateGroup has no version 2.
-  EXPECT_EQ(decode(Bytes().requestHeader(0, 2, 12, "svc").str("g").str("m").int64(1).int32(0)).status,
+  // Heartbeat has no version 3; CreateGroup has no version 2.
+  EXPECT_EQ(decode(Bytes().requestHeader(0, 3, 12, "svc").str("g").str("m").int64(1).int32(0)).status,
             DecodeStatus::UnsupportedVersion);
   EXPECT_EQ(decode(Bytes().requestHeader(1, 2, 12, "svc").str("g").int64(1).count(0).boolean(false).int8(0)).status,
             DecodeStatus::UnsupportedVersion);

@@ -286,6 +286,7 @@ bool SimMember::registerNow() {
     if (held_.insert(p).second) record_.add(incarnation(), p, true, CheckerClock::now(), connPort_);
   std::lock_guard lock(viewMu_);
   view_.members = resp.members;
+  view_.listGeneration = resp.generation;
   return true;
 }
 
@@ -322,13 +323,15 @@ void SimMember::commitSome() {
 bool SimMember::heartbeatOnce() {
   if (!connectToController()) return false;
   auto sent = CheckerClock::now();
-  // A held heartbeat (odd members): answered when something changes for
-  // this member or after loopInterval, which paces the loop instead of its
-  // sleep; its call may take that long more than an unheld one.
+  // A held heartbeat (odd members, version 2): answered when something
+  // changes for this member or after loopInterval, which paces the loop
+  // instead of its sleep; its call may take that long more than an unheld
+  // one. A NONE answer may bring a newer generation (a move that left the
+  // member as it was, docs/protocol.md §21), which it then speaks.
   const bool held = options_.heldOnOddMembers && index_ % 2 == 1;
   protocol::HeartbeatRequest request{options_.group, id_, generation_};
   if (held) request.waitMs = static_cast<int32_t>(options_.loopInterval.count());
-  auto r = conn_.call(request, options_.callTimeout + (held ? options_.loopInterval : 0ms), held ? 1 : 0);
+  auto r = conn_.call(request, options_.callTimeout + (held ? options_.loopInterval : 0ms), held ? 2 : 0);
   if (!r.ok) {
     noAnswer("Heartbeat");
     return false;
@@ -339,9 +342,11 @@ bool SimMember::heartbeatOnce() {
     case ErrorCode::NONE:
       lastSuccessSent_ = sent;
       record_.renewed(incarnation(), connPort_);
+      if (held && resp.generation > generation_) generation_ = resp.generation;
       {
         std::lock_guard lock(viewMu_);
         view_.lastNone = CheckerClock::now();
+        view_.generation = generation_;
       }
       break;
     case ErrorCode::REBALANCE_NEEDED:
@@ -500,7 +505,10 @@ OwnershipChecker::Settle OwnershipChecker::waitSettled(const std::set<TopicParti
                      std::to_string(info->generation);
         break;
       }
-      if (v.members != info->members) {
+      // The member list comes with a registration: a member that took the
+      // generation from a heartbeat (version 2, a move that left it as it
+      // was, docs/protocol.md §21) holds its registration's list.
+      if (v.listGeneration == info->generation && v.members != info->members) {
         ok = false;
         out.reason = "member " + v.id + " has another member list";
         break;

@@ -137,8 +137,8 @@ struct SimMemberOptions {
   int64_t sessionTimeoutMs = 2000;
   std::chrono::milliseconds callTimeout{3000};
   std::chrono::milliseconds loopInterval{200};
-  // Members whose index is odd heartbeat with Heartbeat version 1 (held at
-  // the controller up to loopInterval, docs/protocol.md §20), the others
+  // Members whose index is odd heartbeat with Heartbeat version 2 (held at
+  // the controller up to loopInterval, docs/protocol.md §20 and §21), the others
   // with version 0 at loopInterval: every suite runs both clients at once.
   // False: all version 0.
   bool heldOnOddMembers = true;
@@ -166,7 +166,8 @@ class SimMember {
   struct View {
     bool alive = false;
     int64_t generation = -1;
-    std::vector<std::string> members;
+    std::vector<std::string> members;  // as of its last registration
+    int64_t listGeneration = -1;        // that registration's generation
     std::set<protocol::TopicPartition> held;
     std::string id;
     CheckerClock::time_point lastNone;
