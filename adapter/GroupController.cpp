@@ -122,7 +122,10 @@ void GroupController::heartbeatHeld(const protocol::HeartbeatView& r, const prot
   }
   std::string id(r.consumerId);
   heldUntil_.emplace(until, id);
-  held_.emplace(id, HeldBeat{std::string(r.group), id, r.generation, r.version, caller, resp.error, until,
+  // Kept at a newer generation on arrival (version 2, docs/protocol.md
+  // §21): held as of that one, which its member learns with the answer.
+  const int64_t generation = resp.error == ErrorCode::NONE ? resp.generation : r.generation;
+  held_.emplace(id, HeldBeat{std::string(r.group), id, generation, r.version, caller, resp.error, until,
                              std::move(done)});
 }
 

@@ -220,14 +220,16 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
 }
 
 bool GroupModel::keepsItsPartitions(const protocol::HeartbeatView& r, const Member& m, TimePoint now) const {
-  // Registered at the generation it speaks of (so it holds what that
+  // Registered here at the generation it speaks of (so it holds what that
   // registration granted, less what it has released since); no rewind
-  // since (its offsets would be stale); server mode (a client-mode member
-  // needs the new member list); no grace (what it holds may not be known);
-  // and what it holds is exactly its target now: nothing to give up,
-  // nothing to take (docs/design.md, "Moves that leave a member as it is").
-  return r.version >= 2 && !clientMode() && r.generation < version_ && m.registeredAt == r.generation &&
-         m.state != MemberState::Leaving && rewoundAt_ <= r.generation && !ownership_.inGrace(now) &&
+  // since (its offsets would be stale), nor a generation found by a read
+  // (what moved it is not known); server mode (a client-mode member needs
+  // the new member list); no grace (what it holds may not be known); and
+  // what it holds is exactly its target now: nothing to give up, nothing
+  // to take (docs/design.md, "Moves that leave a member as it is").
+  return r.version >= 2 && !clientMode() && r.generation >= 0 && r.generation < version_ &&
+         m.registeredAt == r.generation && m.state != MemberState::Leaving && rewoundAt_ <= r.generation &&
+         keptFrom_ <= r.generation && !ownership_.inGrace(now) &&
          ownership_.holdsExactlyItsTarget(std::string(r.consumerId));
 }
 

@@ -357,6 +357,9 @@ class GroupModel {
   Ownership ownership_;
   CommittedOffsets committed_;
   int32_t rewoundAt_ = -1;  // generation of the last rewind: older commits are fenced
+  // The oldest generation a version-2 heartbeat may be kept from: the last
+  // one found by a read rather than moved here (docs/protocol.md §21).
+  int32_t keptFrom_ = -1;
   uint64_t staleRegistrations_ = 0;
 };
 

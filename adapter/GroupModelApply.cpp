@@ -53,6 +53,10 @@ GroupModel::Loaded GroupModel::applyRead(Read read, bool first, Instant at, Outb
   const int32_t before = version_;
   version_ = read.version;
   groupCversion_ = read.cversion;
+  // A generation found by a read, not moved by a transaction this model
+  // applied: what moved it (a rewind whose answer was lost, say) is not
+  // known, so no member is kept from before it (keepsItsPartitions).
+  if (version_ != before) keptFrom_ = version_;
   const TimePoint now = at.now;
   std::set<std::string> inZk(read.members.begin(), read.members.end());
   for (auto it = members_.begin(); it != members_.end();) {

@@ -127,7 +127,7 @@ void Fleet::heartbeatTry(size_t i, int attempt, std::function<void(ErrorCode, ui
           return;
         }
         if (e == ErrorCode::NONE) {
-          if (heldWaitNs_ != 0 && heldVersion >= 2 && resp->generation != mm.generation) {
+          if (heldWaitNs_ != 0 && heldVersion >= 2 && resp->generation > mm.generation) {
             // Version 2: a move that left this member as it was; it takes
             // the generation instead of registering again.
             mm.generation = resp->generation;

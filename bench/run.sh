@@ -54,7 +54,7 @@
 # CPU and heartbeats per member per second over 30 s of steady. Then the
 # same phases with the bench's own members (groupcoord-bench rebalance), in
 # groups of 100 and 10,000, held (Heartbeat versions 2 and 1) and not, at
-# 1 s and 10 s.
+# 1 s and 10 s (REBALANCE_PYTHON=0: these only).
 # peers: the same membership workload on groupcoordd, on the ZooKeeper
 # ensemble alone (a session, an ephemeral znode and a children watch per
 # member) and on a three-node etcd cluster (scripts/etcd-cluster.sh),
@@ -559,7 +559,8 @@ for s in "${scenarios[@]}"; do
       # heartbeat answered at once as before Heartbeat version 1), at 1 s and
       # 10 s intervals; then the server's CPU per member in a steady window.
       rebalance_failed=
-      for hb in 1000 10000; do
+      # REBALANCE_PYTHON=0: the bench's members only.
+      for hb in $([ "${REBALANCE_PYTHON:-1}" = 0 ] || echo 1000 10000); do
         for held in held not-held; do
           [ "$held" = held ] || server_args=(--heartbeat-max-wait-ms=0)
           start_server 1

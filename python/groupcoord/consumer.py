@@ -87,7 +87,8 @@ class MemberFrontEnd:
 
     @property
     def generation(self) -> int:
-        """The generation of the last registration; -1 when not a member."""
+        """The generation the member is at: its last registration's, or a newer one a
+        version-2 heartbeat brought (docs/protocol.md §21); -1 when not a member."""
         return self.member.generation
 
     def assignment(self) -> list[TopicPartition]:

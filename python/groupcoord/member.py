@@ -143,7 +143,8 @@ class Member:
 
     @property
     def generation(self) -> int:
-        """The generation of the last registration; -1 when not a member."""
+        """The generation the member is at: its last registration's, or a newer one a
+        version-2 heartbeat brought (docs/protocol.md §21); -1 when not a member."""
         return self._s.generation
 
     @property

@@ -391,8 +391,9 @@ TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreed
   EXPECT_EQ(errorOf(hb), ErrorCode::NOT_CONTROLLER);
 }
 
-// A held heartbeat keeps the member alive from its arrival only: answered
-// later, it does not stretch the member's session.
+// A version-2 heartbeat whose member a move leaves as it was (docs/protocol.md
+// §21): held through the move, or kept on arrival after it, and answered NONE
+// at the new generation; version 1 is answered at the move.
 TEST_F(GroupControllerTest, AHeldVersion2HeartbeatStaysHeldThroughAMoveThatLeavesItsMemberAsItWas) {
   ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
   ASSERT_EQ(admin_.createSync("/brokers/topics/one", layout::encodeTopic(1), zk::CreateMode::Persistent).error,
@@ -430,8 +431,28 @@ TEST_F(GroupControllerTest, AHeldVersion2HeartbeatStaysHeldThroughAMoveThatLeave
   ASSERT_EQ(join("c").generation, 3);
   ASSERT_TRUE(v1->ready()) << "the generation moved";
   EXPECT_EQ(std::get<protocol::HeartbeatResponse>(v1->get()).error, ErrorCode::REBALANCE_NEEDED);
+  ASSERT_EQ(join("a").generation, 3);
+
+  // Arriving after a move that left a as it was: kept on arrival, held as
+  // of the new generation, and answered NONE at it when its wait runs out.
+  ASSERT_EQ(join("d").generation, 4);
+  auto late = held(2, 3);
+  EXPECT_FALSE(late->ready()) << "kept at generation 4 on arrival: held";
+  tickAfter(Millis(900));
+  ASSERT_TRUE(late->ready());
+  const auto kept = std::get<protocol::HeartbeatResponse>(late->get());
+  EXPECT_EQ(kept.error, ErrorCode::NONE);
+  EXPECT_EQ(kept.generation, 4);
+  // And from a generation it did not register at (it was kept at 4, not
+  // registered at 2): it registers, as a member found in ZooKeeper would.
+  ASSERT_EQ(join("e").generation, 5);
+  auto wrong = held(2, 2);
+  ASSERT_TRUE(wrong->ready());
+  EXPECT_EQ(std::get<protocol::HeartbeatResponse>(wrong->get()).error, ErrorCode::REBALANCE_NEEDED);
 }
 
+// A held heartbeat keeps the member alive from its arrival only: answered
+// later, it does not stretch the member's session.
 TEST_F(GroupControllerTest, AHeldHeartbeatCountsFromItsArrivalNotItsAnswer) {
   createGroup(3000);
   load();

@@ -372,6 +372,23 @@ TEST_F(GroupModelTest, AVersion2HeartbeatTakesTheNewGenerationWhenTheMoveLeftIts
   ASSERT_EQ(model_.generation(), settledAt + 1);
   EXPECT_TRUE(model_.ownership().holdsExactlyItsTarget(kept));
   EXPECT_EQ(beatAt(2, kept, settledAt).error, ErrorCode::REBALANCE_NEEDED) << "its offsets may have moved";
+
+  // A generation found by a re-read (a transaction whose answer was lost):
+  // what moved it is not known, so nobody is kept from before it.
+  settleAll({"a", "b", "c"});
+  const int32_t beforeRead = model_.generation();
+  GroupModel::Read reread;
+  reread.settingsData = model_.settingsData();
+  reread.version = beforeRead + 1;
+  reread.members = {"a", "b", "c"};
+  {
+    Outbox out;
+    ASSERT_TRUE(model_.applyRead(std::move(reread), false, at(), out).ok);
+  }
+  ASSERT_FALSE(model_.ownership().inGrace(now_));
+  ASSERT_TRUE(model_.ownership().holdsExactlyItsTarget(kept));
+  EXPECT_EQ(beatAt(2, kept, beforeRead).error, ErrorCode::REBALANCE_NEEDED) << "the read moved the generation";
+  EXPECT_EQ(beatAt(2, kept, -1).error, ErrorCode::REBALANCE_NEEDED) << "no generation: never kept";
 }
 
 TEST_F(GroupModelTest, RegistrationsTheModelRefuse) {
