@@ -293,7 +293,12 @@ bool HttpServer::Impl::start(std::string* error) {
     }
   }
   std::string why;
-  if (!net::listenOn(options.address, options.port, &listenFd, &boundPort, &why)) {
+  // A client speaks first on this port (a request head, or a ClientHello):
+  // the kernel keeps a connection that has sent nothing for up to the idle
+  // timeout before handing it over, when the server's own idle deadline
+  // starts.
+  const auto defer = std::chrono::ceil<std::chrono::seconds>(options.idleTimeout);
+  if (!net::listenOn(options.address, options.port, &listenFd, &boundPort, &why, defer)) {
     *error = "cannot serve HTTP on " + where + ": " + why;
     return false;
   }

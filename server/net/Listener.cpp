@@ -15,7 +15,8 @@ namespace {
 std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 }  // namespace
 
-bool listenOn(const std::string& address, uint16_t port, UniqueFd* out, uint16_t* bound, std::string* error) {
+bool listenOn(const std::string& address, uint16_t port, UniqueFd* out, uint16_t* bound, std::string* error,
+              std::chrono::seconds deferAccept) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -39,6 +40,13 @@ bool listenOn(const std::string& address, uint16_t port, UniqueFd* out, uint16_t
     if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
       lastError = errnoText("bind");
       continue;
+    }
+    if (deferAccept.count() > 0) {
+      const int seconds = static_cast<int>(deferAccept.count());
+      if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds)) != 0) {
+        lastError = errnoText("setsockopt(TCP_DEFER_ACCEPT)");
+        continue;
+      }
     }
     if (::listen(fd.get(), SOMAXCONN) != 0) {
       lastError = errnoText("listen");

@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,7 +22,12 @@ namespace groupcoord::server::net {
 // the first address `address` resolves to that takes it. `port` 0: any free
 // port; *bound tells which. false with *error set (the reason alone, e.g.
 // "bind: Address already in use") when no address could be used.
-bool listenOn(const std::string& address, uint16_t port, UniqueFd* fd, uint16_t* bound, std::string* error);
+// `deferAccept` above zero: the kernel hands a connection over only once its
+// first bytes have arrived, or that long after its handshake (TCP_DEFER_ACCEPT),
+// so a connection is never admitted, and so never displaced, in the moment
+// between a client's connect and its request (docs/design.md, "The HTTP port").
+bool listenOn(const std::string& address, uint16_t port, UniqueFd* fd, uint16_t* bound, std::string* error,
+              std::chrono::seconds deferAccept = std::chrono::seconds(0));
 
 // The address of `peer` as text ("127.0.0.1", "::1"); "" for another family.
 std::string addressText(const sockaddr_storage& peer);
