@@ -1073,17 +1073,53 @@ size_t countInRack(const Assignment& assignment, const RackInfo& racks) {
 }
 
 size_t countMoves(const Assignment& before, const Assignment& after) {
-  std::map<protocol::TopicPartition, const std::string*> owner;
+  // The claims each member held that its `after` no longer gives it (one
+  // walk: both are sorted by member), then, for each partition `after`
+  // gives, whether such a claim makes it a move. No index of every
+  // partition: in a 10,000-member group building one took longer than the
+  // assignment itself.
+  using Ref = const protocol::TopicPartition*;
+  auto less = [](Ref x, Ref y) { return *x < *y; };
+  auto sortedRefs = [&](const std::vector<protocol::TopicPartition>* ps, std::vector<Ref>& out) {
+    out.clear();
+    if (ps != nullptr) {
+      for (const auto& tp : *ps) out.push_back(&tp);
+    }
+    std::sort(out.begin(), out.end(), less);
+  };
+  auto find = [](const Assignment& in, Assignment::const_iterator& it, const std::string& member) {
+    while (it != in.end() && it->first < member) ++it;
+    return it != in.end() && it->first == member ? &it->second : nullptr;
+  };
+  struct Claim {
+    Ref partition;
+    const std::string* member;
+  };
+  std::vector<Claim> gone;
+  std::vector<Ref> refs;
+  auto a = after.begin();
   for (const auto& [member, held] : before) {
-    for (const auto& tp : held) owner.emplace(tp, &member);  // map order: smallest id wins
-  }
-  size_t moves = 0;
-  for (const auto& [member, held] : after) {
+    sortedRefs(find(after, a, member), refs);
     for (const auto& tp : held) {
-      auto it = owner.find(tp);
-      if (it == owner.end() || it->second == nullptr) continue;
-      if (*it->second != member) ++moves;
-      it->second = nullptr;  // counted (or kept) once, even if `after` repeats it
+      if (!std::binary_search(refs.begin(), refs.end(), &tp, less)) gone.push_back({&tp, &member});
+    }
+  }
+  if (gone.empty()) return 0;
+  std::sort(gone.begin(), gone.end(), [](const Claim& x, const Claim& y) {
+    return *x.partition != *y.partition ? *x.partition < *y.partition : *x.member < *y.member;
+  });
+  auto claimLess = [](const Claim& c, Ref p) { return *c.partition < *p; };
+  size_t moves = 0;
+  auto b = before.begin();
+  for (const auto& [member, ps] : after) {
+    sortedRefs(find(before, b, member), refs);  // what it held, and keeps
+    for (const auto& tp : ps) {
+      auto first = std::lower_bound(gone.begin(), gone.end(), &tp, claimLess);
+      if (first == gone.end() || *first->partition != tp) continue;  // nobody else held it
+      // Its holder was the smallest id claiming it: `first`, unless this
+      // member held it too, with a smaller id.
+      const bool keptByOwner = std::binary_search(refs.begin(), refs.end(), &tp, less) && member < *first->member;
+      if (!keptByOwner) ++moves;
     }
   }
   return moves;

@@ -92,10 +92,11 @@ Assignment assignPartitions(const std::vector<std::string>& members,
 // one of their replicas.
 size_t countInRack(const Assignment& assignment, const RackInfo& racks);
 
-// How many partitions changed owner from `before` to `after`: a partition
-// owned in `before` by X (the smallest id if several claim it) and in `after`
-// by some Y != X counts once. Partitions present in only one of the two
-// (created, removed) do not count.
+// How many partitions changed owner from `before` to `after` (which gives
+// no partition to two members, as no assignment does): a partition owned in
+// `before` by X (the smallest id if several claim it) and in `after` by some
+// Y != X counts once. Partitions present in only one of the two (created,
+// removed) do not count.
 size_t countMoves(const Assignment& before, const Assignment& after);
 
 }  // namespace groupcoord::adapter

@@ -150,7 +150,8 @@ size_t GroupController::heldCount() const {
   return held_.size();
 }
 
-void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out) {
+void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out,
+                                 const protocol::HeartbeatResponse* known) {
   HeldBeat& h = it->second;
   const protocol::HeartbeatView view{h.version, 0, h.group, h.consumerId, h.generation, 0};
   protocol::HeartbeatResponse resp;
@@ -160,6 +161,8 @@ void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& ou
     // not hold, as a heartbeat arriving now would not be.
     resp.generation = model_.generation();
     resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
+  } else if (known != nullptr) {
+    resp = *known;  // looked at again just now (wakeHeld)
   } else if (isServing(phase_.get()) && phase_.handover() != HandoverStage::Verifying) {
     // Its session counts from its arrival, not from now.
     resp = model_.recheck(view, h.caller, now, &moved);
@@ -189,14 +192,16 @@ void GroupController::wakeHeld(TimePoint now, Outbox& out) {
     // "nothing to do" stay held (a generation move answers all of them).
     heldGeneration_ = model_.generation();
     heldSettled_ = settled;
+    bool moved = false;
     for (auto it = held_.begin(); it != held_.end();) {
       auto next = std::next(it);
       HeldBeat& h = it->second;
-      bool moved = false;
       const protocol::HeartbeatView view{h.version, 0, h.group, h.consumerId, h.generation, 0};
       const auto resp = served ? model_.recheck(view, h.caller, now, &moved) : protocol::HeartbeatResponse{};
-      if (!served || resp.error != h.answer || h.until <= now) {
+      if (!served) {
         answerHeld(it, now, out);
+      } else if (resp.error != h.answer || h.until <= now) {
+        answerHeld(it, now, out, &resp);
       } else if (resp.error == ErrorCode::NONE) {
         // Still nothing to do at the new generation (version 2: a move
         // that left the member as it was): it stays held, as of now.
@@ -204,6 +209,7 @@ void GroupController::wakeHeld(TimePoint now, Outbox& out) {
       }
       it = next;
     }
+    if (moved) noteState();
     freed = model_.takeFreedFor();
   }
   // A partition of their target became free: they may take it now. (An
@@ -428,8 +434,9 @@ void GroupController::assignAhead() {
   const auto t0 = std::chrono::steady_clock::now();
   Assignment target = assignPartitions(in->ids, in->counts, in->held, in->racks);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const size_t moves = countMoves(in->held, target);
   MutexLock lock(mu_);
-  ahead_ = AssignedAhead{from, std::move(*in), std::move(target), ms};
+  ahead_ = AssignedAhead{from, std::move(*in), std::move(target), ms, moves};
 }
 
 // ---------------------------------------------------------------------------

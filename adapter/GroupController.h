@@ -218,11 +218,14 @@ class GroupController : public std::enable_shared_from_this<GroupController> {
   };
   using HeldMap = std::map<std::string, HeldBeat, std::less<>>;
   // Answers it with what it gets at `now`, and forgets it.
-  void answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out) REQUIRES(mu_);
+  // `known`: its answer, looked at again just now under the lock.
+  void answerHeld(HeldMap::iterator it, TimePoint now, Outbox& out,
+                  const protocol::HeartbeatResponse* known = nullptr) REQUIRES(mu_);
   // When the next tick may have something to do; `now` when it may now.
   TimePoint nextTickDue(TimePoint now) const REQUIRES(mu_);
   // A big group's next assignment, computed on the completion thread
-  // without the lock while its membership transaction is in flight.
+  // without the lock once its membership transaction is written, before
+  // the transaction is applied under the lock.
   void assignAhead() EXCLUDES(mu_);
 
   // GroupWrites.cpp. Each continuation gets the result and the number of

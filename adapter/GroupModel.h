@@ -301,6 +301,8 @@ class GroupModel {
   Assignment heldNow() const;
   AssignmentInputs inputsNow() const;
   void retarget(std::optional<AssignedAhead> ahead);
+  // The ahead assignment's inputs are still what the group is now.
+  bool stillHolds(const AssignmentInputs& in) const;
   // GroupEvents.cpp
   protocol::RebalanceEvent event(protocol::RebalanceReason reason, std::string detail, int64_t wallMs) const;
   void recordNow(std::vector<protocol::RebalanceEvent> events);
@@ -388,6 +390,7 @@ struct AssignedAhead {
   GroupModel::AssignmentInputs inputs;
   Assignment target;
   double tookMs = 0;
+  size_t moves = 0;  // partitions the target gives to another member than inputs.held's
 };
 
 }  // namespace groupcoord::adapter

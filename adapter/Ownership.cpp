@@ -9,13 +9,46 @@ const std::string kNobody;
 }
 
 void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) {
-  target_ = std::move(target);
-  targetOf_.clear();
-  for (auto& [member, ps] : target_) {
-    for (auto& p : ps) targetOf_.try_emplace(p, member);
+  // Only the members whose targets changed are indexed again: a move in a
+  // big group changes a few of them, and indexing every partition again
+  // took most of a 10,000-member generation move (docs/design.md, "Moves
+  // that leave a member as it is": what a move costs the controller). Both
+  // maps are sorted by member: one walk finds them. Targets are disjoint
+  // (the assignment's rule), so unindexing every changed member before
+  // indexing any gives the same index as building it anew.
+  std::vector<std::map<std::string, std::vector<Partition>>::const_iterator> added;
+  auto unindex = [&](const std::string& member, const std::vector<Partition>& ps) {
+    for (const auto& p : ps) {
+      auto t = targetOf_.find(p);
+      if (t == targetOf_.end() || t->second != member) continue;
+      placed_ -= placed(p) ? 1 : 0;
+      targetOf_.erase(t);
+    }
+  };
+  auto o = target_.begin();
+  auto n = target.cbegin();
+  while (o != target_.end() || n != target.cend()) {
+    if (n == target.cend() || (o != target_.end() && o->first < n->first)) {
+      unindex(o->first, o->second);
+      ++o;
+    } else if (o == target_.end() || n->first < o->first) {
+      added.push_back(n);
+      ++n;
+    } else {
+      if (o->second != n->second) {
+        unindex(o->first, o->second);
+        added.push_back(n);
+      }
+      ++o;
+      ++n;
+    }
   }
-  placed_ = 0;
-  for (auto& [p, member] : targetOf_) placed_ += placed(p) ? 1 : 0;
+  for (auto it : added) {
+    for (const auto& p : it->second) {
+      if (targetOf_.try_emplace(p, it->first).second) placed_ += placed(p) ? 1 : 0;
+    }
+  }
+  target_ = std::move(target);
   ++epoch_;
 }
 

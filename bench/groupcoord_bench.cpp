@@ -913,7 +913,7 @@ void joinStorm(const Args& args) {
 
 // What groupcoordd logged about `group`'s assignments past `offset` of its
 // log (moved on to the end): the time each took (ms), how many partitions
-// changed owner, and whether it ran while the transaction was in flight.
+// changed owner, and whether it ran off the group's lock.
 struct LoggedAssignment {
   double ms = 0;
   size_t moved = 0;
@@ -935,7 +935,7 @@ std::vector<LoggedAssignment> assignmentsInLog(const std::string& file, const st
     const auto open = line.rfind('(', c);
     if (open != std::string::npos) a.moved = std::strtoull(line.c_str() + open + 1, nullptr, 10);
     a.ms = std::strtod(line.c_str() + c + std::strlen(" change owner; computed in "), nullptr);
-    a.ahead = line.find("while the transaction was in flight") != std::string::npos;
+    a.ahead = line.find("off the group's lock") != std::string::npos;
     out.push_back(a);
   }
   return out;

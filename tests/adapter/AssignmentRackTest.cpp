@@ -257,6 +257,38 @@ TEST(AssignmentRacks, OfWhatMustGoAMemberKeepsItsInRackPartitionsFirst) {
   EXPECT_EQ(countMoves(previous, plain), 2u);
 }
 
+// countMoves walks both assignments once; here it is checked against the
+// plain definition (an index of every partition's first claimer), over
+// inputs with doubled and out-of-range claims, from scratch and sticky.
+size_t movesByIndex(const Assignment& before, const Assignment& after) {
+  std::map<TopicPartition, std::string> owner;
+  for (const auto& [member, held] : before) {
+    for (const auto& tp : held) owner.emplace(tp, member);  // map order: the smallest id
+  }
+  size_t moves = 0;
+  for (const auto& [member, held] : after) {
+    for (const auto& tp : held) {
+      auto it = owner.find(tp);
+      if (it != owner.end() && it->second != member) ++moves;
+    }
+  }
+  return moves;
+}
+
+TEST(AssignmentRacks, CountMovesIsThePlainDefinition) {
+  std::mt19937 rng(20261207);
+  size_t nonZero = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const RandomInput in = randomInput(rng, i % 2 == 0);
+    const Assignment sticky = assignPartitions(in.members, in.topics, in.previous, in.racks);
+    const Assignment fresh = assignPartitions(in.members, in.topics, {});
+    ASSERT_EQ(countMoves(in.previous, sticky), movesByIndex(in.previous, sticky)) << "input " << i;
+    ASSERT_EQ(countMoves(in.previous, fresh), movesByIndex(in.previous, fresh)) << "input " << i;
+    nonZero += movesByIndex(in.previous, fresh) > 0 ? 1 : 0;
+  }
+  EXPECT_GT(nonZero, 100u);  // the inputs do move partitions
+}
+
 TEST(AssignmentRacks, RandomInputsKeepBalanceAndExactStickiness) {
   std::mt19937 rng(17);
   size_t inWith = 0, inWithout = 0;

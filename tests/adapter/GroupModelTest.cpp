@@ -382,8 +382,8 @@ TEST_F(GroupModelTest, AVersion2HeartbeatTakesTheNewGenerationWhenTheMoveLeftIts
   reread.version = beforeRead + 1;
   reread.members = {"a", "b", "c"};
   {
-    Outbox out;
-    ASSERT_TRUE(model_.applyRead(std::move(reread), false, at(), out).ok);
+    Outbox readOut;
+    ASSERT_TRUE(model_.applyRead(std::move(reread), false, at(), readOut).ok);
   }
   ASSERT_FALSE(model_.ownership().inGrace(now_));
   ASSERT_TRUE(model_.ownership().holdsExactlyItsTarget(kept));

@@ -1,5 +1,10 @@
 // Exclusive ownership bookkeeping: grants wait for releases.
 
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "adapter/Ownership.h"
@@ -141,6 +146,46 @@ TEST(Ownership, SettledWhenEveryTargetedPartitionIsWithItsMember) {
   EXPECT_TRUE(o.settled());
   o.clear();
   EXPECT_TRUE(o.settled());
+}
+
+// setTarget indexes again only the members whose targets changed: over a
+// run of targets (members coming and going, partitions moving, a target
+// unchanged), what the index decides (settled, due, whom a release frees a
+// partition for) is what an Ownership given the same target anew decides.
+TEST(Ownership, AnIndexKeptAcrossTargetsDecidesAsOneBuiltAnew) {
+  std::mt19937 rng(20261207);
+  Ownership kept;
+  std::map<std::string, std::vector<P>> target;
+  for (int step = 0; step < 200; ++step) {
+    if (step % 7 != 3) {  // every seventh step: the same target again
+      target.clear();
+      const int members = 1 + static_cast<int>(rng() % 6);
+      for (int32_t p = 0; p < 12; ++p) {
+        if (rng() % 5 == 0) continue;  // a partition in nobody's target
+        target["m" + std::to_string(rng() % static_cast<unsigned>(members))].push_back(P{"t", p});
+      }
+    }
+    kept.setTarget(target);
+    // Grants, a release and a leave, the same on both.
+    Ownership fresh;
+    for (const auto& id : kept.holders()) fresh.reportOwned(id, kept.heldBy(id));
+    fresh.setTarget(target);
+    for (const auto& [id, _] : target) {
+      kept.grant(id, kT0);
+      fresh.grant(id, kT0);
+    }
+    EXPECT_EQ(kept.settled(), fresh.settled()) << "step " << step;
+    for (int m = 0; m < 6; ++m) {
+      const std::string id = "m" + std::to_string(m);
+      EXPECT_EQ(kept.due(id, kT0), fresh.due(id, kT0)) << "step " << step << ", " << id;
+      EXPECT_EQ(kept.heldBy(id), fresh.heldBy(id)) << "step " << step << ", " << id;
+    }
+    const std::string leaver = "m" + std::to_string(rng() % 6);
+    kept.releaseAll(leaver);
+    fresh.releaseAll(leaver);
+    EXPECT_EQ(kept.takeFreedFor(), fresh.takeFreedFor()) << "step " << step;
+    EXPECT_EQ(kept.settled(), fresh.settled()) << "step " << step;
+  }
 }
 
 }  // namespace
