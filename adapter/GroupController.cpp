@@ -161,11 +161,10 @@ void GroupController::answerHeld(HeldMap::iterator it, TimePoint now, Outbox& ou
     // not hold, as a heartbeat arriving now would not be.
     resp.generation = model_.generation();
     resp.error = ErrorCode::CONTROLLER_NOT_AVAILABLE;
-  } else if (known != nullptr) {
-    resp = *known;  // looked at again just now (wakeHeld)
   } else if (isServing(phase_.get()) && phase_.handover() != HandoverStage::Verifying) {
-    // Its session counts from its arrival, not from now.
-    resp = model_.recheck(view, h.caller, now, &moved);
+    // Its session counts from its arrival, not from now. `known`: looked
+    // at again just now (wakeHeld).
+    resp = known != nullptr ? *known : model_.recheck(view, h.caller, now, &moved);
   } else {
     resp = heartbeatLocked(view, h.caller, now, nullptr, &moved);
   }

@@ -15,7 +15,8 @@ void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) 
   // that leave a member as it is": what a move costs the controller). Both
   // maps are sorted by member: one walk finds them. Targets are disjoint
   // (the assignment's rule), so unindexing every changed member before
-  // indexing any gives the same index as building it anew.
+  // indexing any gives the same index as building it anew; one that is not
+  // is indexed anew.
   std::vector<std::map<std::string, std::vector<Partition>>::const_iterator> added;
   auto unindex = [&](const std::string& member, const std::vector<Partition>& ps) {
     for (const auto& p : ps) {
@@ -43,12 +44,31 @@ void Ownership::setTarget(std::map<std::string, std::vector<Partition>> target) 
       ++n;
     }
   }
-  for (auto it : added) {
-    for (const auto& p : it->second) {
-      if (targetOf_.try_emplace(p, it->first).second) placed_ += placed(p) ? 1 : 0;
+  bool disjoint = !overlapping_;
+  for (auto it = added.begin(); disjoint && it != added.end(); ++it) {
+    for (const auto& p : (*it)->second) {
+      auto [at, inserted] = targetOf_.try_emplace(p, (*it)->first);
+      if (!inserted) {
+        disjoint = false;  // given to two members: see below
+        break;
+      }
+      placed_ += placed(p) ? 1 : 0;
     }
   }
   target_ = std::move(target);
+  if (!disjoint) {
+    // A target that gives a partition to two members (only a handover
+    // record from elsewhere could say so): indexed anew, the first member
+    // in order having it, and anew at the next target too, since which
+    // members list it is not kept.
+    targetOf_.clear();
+    for (auto& [member, ps] : target_) {
+      for (auto& p : ps) targetOf_.try_emplace(p, member);
+    }
+    placed_ = 0;
+    for (auto& [p, member] : targetOf_) placed_ += placed(p) ? 1 : 0;
+  }
+  overlapping_ = !disjoint;
   ++epoch_;
 }
 
@@ -188,6 +208,7 @@ void Ownership::clear() {
   target_.clear();
   targetOf_.clear();
   placed_ = 0;
+  overlapping_ = false;
   holder_.clear();
   held_.clear();
   graceUntil_ = TimePoint{};

@@ -108,6 +108,7 @@ class Ownership {
   std::map<std::string, std::set<Partition>> held_;
   std::map<Partition, std::string> targetOf_;  // the target, by partition
   size_t placed_ = 0;                          // partitions of targetOf_ placed()
+  bool overlapping_ = false;                   // target_ gives a partition to two members
   TimePoint graceUntil_{};
   uint64_t epoch_ = 1;
   std::set<std::string> freedFor_;

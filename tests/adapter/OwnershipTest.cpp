@@ -148,9 +148,22 @@ TEST(Ownership, SettledWhenEveryTargetedPartitionIsWithItsMember) {
   EXPECT_TRUE(o.settled());
 }
 
+// A target giving a partition to two members (a handover record could say
+// so) is indexed as one built anew, and so is the next: when the member
+// the index had for it leaves, the partition is still the other's target.
+TEST(Ownership, APartitionTargetedTwiceStaysTargetedWhenOneOfThemLeaves) {
+  Ownership o;
+  o.setTarget({{"a", {P{"t", 0}}}, {"b", {P{"t", 0}}}});
+  o.setTarget({{"b", {P{"t", 0}}}});  // a left; b's target unchanged
+  EXPECT_FALSE(o.settled()) << "t-0 is b's target and nobody holds it";
+  EXPECT_EQ(o.grant("b", kT0), (std::vector<P>{P{"t", 0}}));
+  EXPECT_TRUE(o.settled());
+}
+
 // setTarget indexes again only the members whose targets changed: over a
 // run of targets (members coming and going, partitions moving, a target
-// unchanged), what the index decides (settled, due, whom a release frees a
+// unchanged, now and then a partition given to two members), what the
+// index decides (settled, due, whom a release frees a
 // partition for) is what an Ownership given the same target anew decides.
 TEST(Ownership, AnIndexKeptAcrossTargetsDecidesAsOneBuiltAnew) {
   std::mt19937 rng(20261207);
@@ -163,6 +176,12 @@ TEST(Ownership, AnIndexKeptAcrossTargetsDecidesAsOneBuiltAnew) {
       for (int32_t p = 0; p < 12; ++p) {
         if (rng() % 5 == 0) continue;  // a partition in nobody's target
         target["m" + std::to_string(rng() % static_cast<unsigned>(members))].push_back(P{"t", p});
+      }
+      if (step % 11 == 5 && !target.empty()) {
+        // A partition given to two members (a handover record could say so).
+        target["m" + std::to_string(rng() % 6)].push_back(target.begin()->second.empty()
+                                                               ? P{"t", 0}
+                                                               : target.begin()->second.front());
       }
     }
     kept.setTarget(target);
