@@ -74,10 +74,6 @@ constexpr const char* kNewSession = "established: registering server";
 constexpr const char* kRegistered = "registered at";
 constexpr const char* kClaimed = "controller claimed by server";
 
-int64_t msBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
-
 // What the servers log after a recovery they log within the bound the group
 // settles in: a server's ZooKeeper client reconnects in its session or learns
 // that it expired within one session timeout, registers again at once, and a

@@ -87,16 +87,6 @@ constexpr auto kSettleWait = 60s;
 constexpr int kMembers = 12;
 constexpr uint16_t kServerPort = 7400;      // in each server's namespace
 
-int64_t msBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
-
-int envInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  const int n = v ? std::atoi(v) : 0;
-  return n > 0 ? n : fallback;
-}
-
 struct Figures {
   std::vector<int64_t> ms;
   void add(int64_t m) { ms.push_back(m); }

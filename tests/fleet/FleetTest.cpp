@@ -120,10 +120,6 @@ constexpr auto kMemberSettleLimit = 30s;
 constexpr auto kAlreadyPlaced = 10s;
 constexpr const char* kTopic = "t";
 
-int64_t msBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
-
 // The wait for a fleet to be placed after a step: the settle delay (which
 // holds the scheduling allowance) and the placing itself.
 std::chrono::milliseconds balanceWait() { return std::chrono::milliseconds(kSettleMs) + kBalanceLimit; }

@@ -83,15 +83,6 @@ constexpr auto kSettle = 30s;
 // The bound the attack may grow the server's RSS by.
 constexpr long kRssGrowthBoundKiB = 128 * 1024;
 
-long rssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 // How long a call on the binary port is waited for: an answer, even one that
 // needs ZooKeeper, comes within the server's ZooKeeper session (past it the
 // server answers CONTROLLER_NOT_AVAILABLE), plus the scheduling allowance.
@@ -389,11 +380,7 @@ class HostileHttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     requireEnsemble();
-    rlimit lim{};
-    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-      lim.rlim_cur = lim.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &lim);
-    }
+    raiseOpenFileLimit();
     char tmpl[] = "/tmp/gc-hostile-http-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;

@@ -98,15 +98,6 @@ constexpr auto kSettle = 40s;
 // The stated bound: the attack may grow the server's RSS by at most this.
 constexpr long kRssGrowthBoundKiB = 64 * 1024;
 
-long rssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 // How long a call is waited for: an answer, even one that needs ZooKeeper,
 // comes within the server's ZooKeeper session (past it the server answers
 // CONTROLLER_NOT_AVAILABLE), plus the scheduling allowance.
@@ -308,11 +299,7 @@ class HostileLoadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     requireEnsemble();
-    rlimit lim{};
-    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-      lim.rlim_cur = lim.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &lim);
-    }
+    raiseOpenFileLimit();
     root_ = "/" + uniqueName("hostile");
     topicsPath_ = root_ + "-topics";
     zk::SessionConfig zc;

@@ -14,10 +14,6 @@ using protocol::TopicPartition;
 
 namespace {
 
-int64_t msBetween(CheckerClock::time_point from, CheckerClock::time_point to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
-}
-
 std::string name(const TopicPartition& p) { return p.topic + "-" + std::to_string(p.partition); }
 
 template <typename Resp>

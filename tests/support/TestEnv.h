@@ -4,6 +4,8 @@
 // binaries. Integration tests never skip: when the ensemble is not there,
 // requireEnsemble() fails the test with a message that says how to start it.
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,5 +57,17 @@ std::string lastLines(const std::string& text, size_t lines);
 
 // A port on 127.0.0.1 that nothing listens on: bound, then closed again.
 uint16_t closedLoopbackPort();
+
+// The resident set of process `pid` in KiB (VmRSS), or -1 when it cannot be
+// read.
+long rssKiB(pid_t pid);
+
+// Raises this process's open-file limit to its hard limit (tests that open
+// thousands of connections).
+void raiseOpenFileLimit();
+
+// The environment variable `name` as a positive integer; `fallback` when it
+// is unset, empty, not a number or not positive.
+int envInt(const char* name, int fallback);
 
 }  // namespace groupcoord::testing

@@ -17,6 +17,7 @@
 // seconds at a time; it never turns a missing event into one that happens.
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -44,6 +45,13 @@ inline std::chrono::milliseconds schedulingAllowance() {
     return std::chrono::milliseconds(20000);
   }();
   return value;
+}
+
+// Whole milliseconds from `a` to `b` (negative when b is earlier), for
+// figure lines and design-bound checks.
+template <class TimePoint>
+int64_t msBetween(TimePoint a, TimePoint b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
 }
 
 // A bound the design gives, with the scheduling allowance added: the deadline
