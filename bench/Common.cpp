@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "common/Layout.h"
@@ -78,17 +79,33 @@ std::string stamp() {
                         100000000);
 }
 
-void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const std::string& topic,
-                 int32_t partitions) {
+namespace {
+// A ZooKeeper session of its own for `write`, closed after it; the run
+// fails when the ensemble cannot be reached.
+void withSession(const EnsembleProbe& zk, const std::function<void(zk::Session&)>& write) {
   zk::SessionConfig cfg;
   cfg.connect = zk.connectString();
   zk::Session s(cfg);
   s.start();
   if (s.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper at " + cfg.connect);
-  if (s.ensurePathSync(topicsPath) != zk::Error::Ok) fail("cannot create " + topicsPath);
-  auto r = s.createSync(topicsPath + "/" + topic, layout::encodeTopic(partitions), zk::CreateMode::Persistent);
-  if (r.error != zk::Error::Ok) fail("cannot create topic " + topic);
+  write(s);
   s.close();
+}
+}  // namespace
+
+void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const std::string& topic,
+                 int32_t partitions) {
+  withSession(zk, [&](zk::Session& s) {
+    if (s.ensurePathSync(topicsPath) != zk::Error::Ok) fail("cannot create " + topicsPath);
+    auto r = s.createSync(topicsPath + "/" + topic, layout::encodeTopic(partitions), zk::CreateMode::Persistent);
+    if (r.error != zk::Error::Ok) fail("cannot create topic " + topic);
+  });
+}
+
+void growTopic(const EnsembleProbe& zk, const std::string& path, int32_t partitions) {
+  withSession(zk, [&](zk::Session& s) {
+    if (s.setSync(path, layout::encodeTopic(partitions)).error != zk::Error::Ok) fail("cannot grow " + path);
+  });
 }
 
 double newestDump(const std::string& base, int pid) {

@@ -44,6 +44,8 @@ std::string stamp();
 // ZooKeeper, as a broker would.
 void createTopic(const EnsembleProbe& zk, const std::string& topicsPath, const std::string& topic,
                  int32_t partitions);
+// Sets the topic znode at `path` to `partitions` partitions (a growth).
+void growTopic(const EnsembleProbe& zk, const std::string& path, int32_t partitions);
 
 // The Ir total of the newest callgrind dump `BASE.<pid>.<k>`; -1 if none.
 double newestDump(const std::string& base, int pid);

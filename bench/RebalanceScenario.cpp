@@ -8,8 +8,6 @@
 
 #include "bench/Fleet.h"
 #include "bench/Loop.h"
-#include "common/Layout.h"
-#include "zk/Session.h"
 
 namespace groupcoord::bench {
 namespace {
@@ -92,22 +90,12 @@ class Holdings {
   size_t violationCount_ = 0;
 };
 
-std::string quantiles(std::vector<double> v) {
-  if (v.empty()) return "none moved";
-  std::sort(v.begin(), v.end());
-  const auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
-  return "p50 " + fmt(at(0.5), 1) + " / p99 " + fmt(at(0.99), 1) + " / max " + fmt(v.back(), 1) + " ms (" +
-         count(static_cast<double>(v.size())) + " moves)";
-}
-
-void growTopic(const EnsembleProbe& zk, const std::string& path, int32_t partitions) {
-  zk::SessionConfig cfg;
-  cfg.connect = zk.connectString();
-  zk::Session s(cfg);
-  s.start();
-  if (s.waitConnected(std::chrono::seconds(15)) != zk::Error::Ok) fail("cannot connect to ZooKeeper at " + cfg.connect);
-  if (s.setSync(path, layout::encodeTopic(partitions)).error != zk::Error::Ok) fail("cannot grow " + path);
-  s.close();
+std::string quantiles(const std::vector<double>& ms) {
+  if (ms.empty()) return "none moved";
+  Histogram h;
+  for (double m : ms) h.add(static_cast<uint64_t>(m * 1e6));
+  return "p50 " + fmt(h.quantileMs(0.5), 1) + " / p99 " + fmt(h.quantileMs(0.99), 1) + " / max " +
+         fmt(h.quantileMs(1.0), 1) + " ms (" + count(static_cast<double>(ms.size())) + " moves)";
 }
 
 double heartbeatsAnswered(uint16_t metricsPort) {
