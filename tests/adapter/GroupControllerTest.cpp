@@ -70,6 +70,14 @@ class GroupControllerTest : public ::testing::Test {
 
   // The group's znodes as CreateGroup writes them, and the controller znode
   // as the claim writes it (in the controller's session).
+  // A Kafka-layout topic under /brokers/topics, as a broker writes it.
+  void createTopic(const std::string& topic, int32_t partitions) {
+    ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
+    ASSERT_EQ(admin_.createSync("/brokers/topics/" + topic, layout::encodeTopic(partitions), zk::CreateMode::Persistent)
+                  .error,
+              zk::Error::Ok);
+  }
+
   void createGroup(int64_t sessionTimeoutMs = 2000, std::vector<std::string> topics = {},
                    protocol::AssignmentMode mode = protocol::AssignmentMode::SERVER) {
     layout::GroupSettings s;
@@ -269,9 +277,7 @@ TEST_F(GroupControllerTest, HeartbeatAtTheGenerationAnswersNone) {
 // (docs/design.md, "Heartbeats"): b, answered NONE while a still holds b's
 // partition, must be told to register again as soon as a releases it.
 TEST_F(GroupControllerTest, AnInSyncMemberLearnsOfAPartitionFreedAfterItsLastHeartbeat) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 2));
   createGroup(2000, {"t"});
   load();
   settle();
@@ -298,9 +304,7 @@ TEST_F(GroupControllerTest, AnInSyncMemberLearnsOfAPartitionFreedAfterItsLastHea
 // wait runs out, or when another request comes on its connection; at once
 // when its answer is news.
 TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreedAndNotBefore) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 2));
   createGroup(3000, {"t"});
   load();
   settle();
@@ -395,9 +399,7 @@ TEST_F(GroupControllerTest, AHeldHeartbeatIsAnsweredTheMomentItsPartitionIsFreed
 // §21): held through the move, or kept on arrival after it, and answered NONE
 // at the new generation; version 1 is answered at the move.
 TEST_F(GroupControllerTest, AHeldVersion2HeartbeatStaysHeldThroughAMoveThatLeavesItsMemberAsItWas) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/one", layout::encodeTopic(1), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("one", 1));
   createGroup(3000, {"one"});
   load();
   settle();
@@ -486,9 +488,7 @@ TEST_F(GroupControllerTest, AHeldHeartbeatCountsFromItsArrivalNotItsAnswer) {
 // without the lock (docs/design.md, "Assignment"): the answers are the same
 // as if it were computed under it, for joins and for a leave.
 TEST_F(GroupControllerTest, ABigGroupsAssignmentComputedAheadIsBalancedAndSticky) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(5000), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 5000));
   createGroup(2000, {"t"});
   load();
   settle();
@@ -654,9 +654,7 @@ TEST_F(GroupControllerTest, AGroupDeletedBehindItsBackCallsVanishedOnItsNextWrit
   load();
   join("a");
   // Topic t appears: the member's assignment changes.
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 2));
   settle();
   deleteBehindItsBack();
   settle();
@@ -906,9 +904,7 @@ TEST_F(GroupControllerTest, AListingAnsweredBeforeReleaseDoesNotDeadlockDeleteGr
 using protocol::RebalanceReason;
 
 TEST_F(GroupControllerTest, DescribeSaysWhoHoldsWhatWhereFromAndWhyEachGenerationMoved) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 2));
   createGroup(2000, {"t"});
   load();
   settle();
@@ -1163,9 +1159,7 @@ TEST_F(GroupControllerTest, ClientModeEvictsAMemberThatHeartbeatsButDoesNotRegis
 }
 
 TEST_F(GroupControllerTest, ClientModeCommitsOnlyFromTheAgreedGeneration) {
-  ASSERT_EQ(admin_.ensurePathSync("/brokers/topics"), zk::Error::Ok);
-  ASSERT_EQ(admin_.createSync("/brokers/topics/t", layout::encodeTopic(2), zk::CreateMode::Persistent).error,
-            zk::Error::Ok);
+  ASSERT_NO_FATAL_FAILURE(createTopic("t", 2));
   createGroup(2000, {"t"}, AssignmentMode::CLIENT);
   load();
   settle();
