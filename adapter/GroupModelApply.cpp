@@ -334,9 +334,14 @@ constexpr int64_t kAssignAheadPartitions = 4096;
 // to move).
 Assignment GroupModel::heldNow() const {
   Assignment held;
+  // Members and holdings are both sorted by id: one walk, each entry put
+  // at the end (a 10,000-member group's inputs are built under the lock).
+  const auto& holdings = ownership_.holdings();
+  auto h = holdings.begin();
   for (auto& [id, _] : members_) {
-    auto& ps = held[id] = ownership_.heldBy(id);
-    std::sort(ps.begin(), ps.end());
+    while (h != holdings.end() && h->first < id) ++h;
+    auto& ps = held.emplace_hint(held.end(), id, std::vector<Partition>{})->second;
+    if (h != holdings.end() && h->first == id) ps.assign(h->second.begin(), h->second.end());
   }
   return held;
 }
@@ -370,16 +375,20 @@ std::optional<GroupModel::AssignmentInputs> GroupModel::inputsAfterBatch() const
   if (members_.size() + joined.size() < kAssignAheadMembers && partitions < kAssignAheadPartitions) {
     return std::nullopt;
   }
+  const auto& holdings = ownership_.holdings();
+  auto h = holdings.begin();
   for (auto& [id, m] : members_) {
     if (removed.count(id)) continue;
-    auto& held = in.held[id] = ownership_.heldBy(id);
-    std::sort(held.begin(), held.end());
+    while (h != holdings.end() && h->first < id) ++h;
+    auto& held = in.held.emplace_hint(in.held.end(), id, std::vector<Partition>{})->second;
+    if (h != holdings.end() && h->first == id) held.assign(h->second.begin(), h->second.end());
     if (!m.rack.empty()) in.racks.members[id] = m.rack;
   }
   for (auto& [id, j] : joined) {
     in.held.try_emplace(id);
     if (!j.rack.empty()) in.racks.members[id] = j.rack;
   }
+  in.ids.reserve(in.held.size());
   for (auto& [id, _] : in.held) in.ids.push_back(id);
   if (!in.racks.members.empty()) in.racks.replicas = topics_.replicaRacks(settings_);
   return in;

@@ -65,6 +65,8 @@ class Ownership {
   // The holder of a partition, or "" when free.
   const std::string& holderOf(const Partition& p) const;
   std::vector<Partition> heldBy(const std::string& member) const;
+  // What each member holds, sorted by member and by partition.
+  const std::map<std::string, std::set<Partition>>& holdings() const { return held_; }
   size_t heldCount() const { return holder_.size(); }
   // Every member id that holds something.
   std::vector<std::string> holders() const {
