@@ -129,7 +129,13 @@ protocol::RegisterConsumerResponse GroupModel::registration(const std::string& m
     for (auto& p : ownership_.grant(member, now))
       r.partitions.push_back(PartitionOffset{p.topic, p.partition, committed_.of(p)});
   }
-  if (auto it = members_.find(member); it != members_.end()) markRegistered(it->second);
+  if (auto it = members_.find(member); it != members_.end()) {
+    markRegistered(it->second);
+    // What it reported outside its target stays recorded as its own until
+    // its heartbeat at this generation releases it; its client drops it on
+    // this answer.
+    it->second.recordExactAt = !clientMode() && ownership_.holdsOnlyItsTarget(member) ? version_ : -1;
+  }
   r.error = ErrorCode::NONE;
   return r;
 }
@@ -190,6 +196,7 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
       // Version 2: the move leaves this member as it is; it takes the
       // generation from this answer instead of registering again.
       markRegistered(*member);
+      member->recordExactAt = version_;
       member->inSyncAt = ownership_.epoch();
       resp.error = ErrorCode::NONE;
     } else {
@@ -211,6 +218,9 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
     } else {
       const std::string id(r.consumerId);
       if (ownership_.releaseUntargeted(id) > 0 && moved != nullptr) *moved = true;
+      // Its client speaks this generation: it has dropped what its
+      // registration's answer left out, and that is released now.
+      if (member->registeredAt == version_) member->recordExactAt = version_;
       const bool due = ownership_.due(id, now);
       resp.error = due ? ErrorCode::REBALANCE_NEEDED : ErrorCode::NONE;
       member->inSyncAt = due || grace ? 0 : ownership_.epoch();
@@ -220,15 +230,19 @@ protocol::HeartbeatResponse GroupModel::heartbeatChecked(const protocol::Heartbe
 }
 
 bool GroupModel::keepsItsPartitions(const protocol::HeartbeatView& r, const Member& m, TimePoint now) const {
-  // Registered here at the generation it speaks of (so it holds what that
-  // registration granted, less what it has released since); no rewind
+  // Registered here at the generation it speaks of, with the record of what
+  // it holds exact at it (it holds what that registration granted, less
+  // what it has released since; a partition it reported outside its target
+  // is recorded as its own until its heartbeat at that generation released
+  // it, and a move meanwhile may have put it back in its target); no rewind
   // since (its offsets would be stale), nor a generation found by a read
   // (what moved it is not known); server mode (a client-mode member needs
   // the new member list); no grace (what it holds may not be known); and
   // what it holds is exactly its target now: nothing to give up, nothing
   // to take (docs/design.md, "Moves that leave a member as it is").
   return r.version >= 2 && !clientMode() && r.generation >= 0 && r.generation < version_ &&
-         m.registeredAt == r.generation && m.state != MemberState::Leaving && rewoundAt_ <= r.generation &&
+         m.registeredAt == r.generation && m.recordExactAt == r.generation && m.state != MemberState::Leaving &&
+         rewoundAt_ <= r.generation &&
          keptFrom_ <= r.generation && !ownership_.inGrace(now) &&
          ownership_.holdsExactlyItsTarget(std::string(r.consumerId));
 }

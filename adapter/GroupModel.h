@@ -74,6 +74,11 @@ class GroupModel {
     std::string rack;
     MemberState state = MemberState::Unregistered;
     int32_t registeredAt = -1;  // the generation it last registered at
+    // The generation at which what the controller records it holding is
+    // what its client holds: its registration's answer gave it all of it,
+    // or its heartbeat at that generation released what the answer left
+    // out (a partition it reported outside its target); -1: not known.
+    int32_t recordExactAt = -1;
     // The generation it was last heard at: registered at it, or heartbeated
     // with it (inStep()).
     int32_t heardAt = -1;

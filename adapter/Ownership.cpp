@@ -188,6 +188,16 @@ bool Ownership::holdsExactlyItsTarget(const std::string& member) const {
   return std::all_of(t->second.begin(), t->second.end(), [&](const Partition& p) { return h->second.count(p) != 0; });
 }
 
+bool Ownership::holdsOnlyItsTarget(const std::string& member) const {
+  auto h = held_.find(member);
+  if (h == held_.end()) return true;
+  auto t = target_.find(member);
+  if (t == target_.end()) return h->second.empty();
+  return std::all_of(h->second.begin(), h->second.end(), [&](const Partition& p) {
+    return std::find(t->second.begin(), t->second.end(), p) != t->second.end();
+  });
+}
+
 bool Ownership::owns(const std::string& member, const Partition& p) const {
   auto h = holder_.find(p);
   return h != holder_.end() && h->second == member;

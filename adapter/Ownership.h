@@ -60,6 +60,8 @@ class Ownership {
 
   // The member holds its whole target and nothing else.
   bool holdsExactlyItsTarget(const std::string& member) const;
+  // Everything the member holds is in its target.
+  bool holdsOnlyItsTarget(const std::string& member) const;
 
   bool owns(const std::string& member, const Partition& p) const;
   // The holder of a partition, or "" when free.
